@@ -1,0 +1,112 @@
+/* adjoin-dottest: runs the adjoint-test battery under mpiexec and prints one row
+ * per case and a closing "N passed, M failed" line.
+ *
+ *   mpiexec -n 4 adjoin-dottest [--list] [--filter TEXT] [--seed N]
+ *
+ * A case needing more ranks than the run has is skipped (and counted so). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/adjoin.h"
+#include "battery.h"
+
+typedef struct adj_dottest_options {
+  int list;
+  const char *filter;
+  unsigned long long seed;
+} adj_dottest_options;
+
+static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int rank) {
+  *o = (adj_dottest_options){.seed = 20261122ull};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--list")) o->list = 1;
+    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) o->filter = argv[++i];
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) o->seed = strtoull(argv[++i], NULL, 10);
+    else {
+      if (rank == 0)
+        fprintf(stderr, "adjoin-dottest: unknown argument '%s'\nusage: adjoin-dottest [--list] [--filter TEXT] [--seed N]\n",
+                argv[i]);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+/* Ranks not needed by a case wait here without spinning, so the ranks that work
+ * get the cores (tests oversubscribe a 2-core machine). */
+static void adj_quiet_barrier(MPI_Comm comm) {
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  adj_dottest_options o;
+  int code = adj_parse_options(argc, argv, &o, rank);
+  adj_battery b;
+  if (!code && adj_battery_build(&b)) {
+    if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", adj_last_error());
+    code = 1;
+  }
+  if (code) {
+    MPI_Finalize();
+    return code;
+  }
+  /* One communicator per rank count: the first n ranks. */
+  MPI_Comm *comms = calloc((size_t)size + 1, sizeof *comms);
+  for (int n = 1; n <= size; n++) MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &comms[n]);
+  int passed = 0, failed = 0, skipped = 0;
+  if (rank == 0 && !o.list)
+    printf("%-14s %5s  %-26s %-18s %-7s %12s  %s\n", "operator", "ranks", "partitions", "global shape", "dtype",
+           "rel. error", "result");
+  for (int i = 0; i < b.count; i++) {
+    const adj_battery_case *c = &b.cases[i];
+    if (o.filter && !strstr(c->name, o.filter)) continue;
+    if (o.list) {
+      if (rank == 0) printf("%s\n", c->name);
+      continue;
+    }
+    if (c->ranks > size) {
+      skipped++;
+      if (rank == 0)
+        printf("%-14s %5d  %-26s %-18s %-7s %12s  skipped (needs %d ranks)\n", c->op, c->ranks, c->partitions,
+               c->shape, adj_dtype_name(c->dtype), "-", c->ranks);
+      continue;
+    }
+    adj_dottest_result r = {0};
+    int status = 0;
+    if (rank < c->ranks) {
+      adj_clear_error();
+      status = c->run(comms[c->ranks], c, &r);
+    }
+    adj_quiet_barrier(MPI_COMM_WORLD);
+    double tolerance = adj_dottest_tolerance(c->dtype, c->is_layer);
+    int ok = status == 0 && r.relative_error < tolerance;
+    ok ? passed++ : failed++;
+    if (rank == 0) {
+      if (status)
+        printf("%-14s %5d  %-26s %-18s %-7s %12s  FAIL (%s: %s) [%s]\n", c->op, c->ranks, c->partitions, c->shape,
+               adj_dtype_name(c->dtype), "-", adj_status_name(status), adj_last_error(), c->name);
+      else
+        printf("%-14s %5d  %-26s %-18s %-7s %12.3e  %s\n", c->op, c->ranks, c->partitions, c->shape,
+               adj_dtype_name(c->dtype), r.relative_error, ok ? "pass" : "FAIL");
+      fflush(stdout);
+    }
+  }
+  if (rank == 0 && !o.list) {
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+  }
+  for (int n = 1; n <= size; n++)
+    if (comms[n] != MPI_COMM_NULL) MPI_Comm_free(&comms[n]);
+  free(comms);
+  adj_battery_free(&b);
+  MPI_Finalize();
+  return failed ? 1 : 0;
+}

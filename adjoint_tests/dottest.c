@@ -1,0 +1,132 @@
+#include <math.h>
+#include <stdlib.h>
+
+#include "adjoin/adjoint_test.h"
+#include "adjoin/rng.h"
+#include "error_impl.h"
+
+static double adj_local_dot(const adj_tensor *a, const adj_tensor *b) {
+  double sum = 0.0;
+  int64_t n = adj_tensor_volume(a);
+  if (a->dtype == ADJ_FLOAT64 && b->dtype == ADJ_FLOAT64) {
+    const double *x = a->data, *y = b->data;
+    for (int64_t i = 0; i < n; i++) sum += x[i] * y[i];
+  } else {
+    for (int64_t i = 0; i < n; i++) sum += adj_tensor_get(a, i) * adj_tensor_get(b, i);
+  }
+  return sum;
+}
+
+int adj_global_dot(MPI_Comm comm, int n, const adj_tensor *a, const adj_tensor *b, double *dot) {
+  double local = 0.0;
+  for (int i = 0; i < n; i++) {
+    ADJ_CHECK(adj_tensor_same_shape(&a[i], &b[i]), ADJ_ERR_SIZE, "global dot: tensor pair %d differs in shape", i);
+    local += adj_local_dot(&a[i], &b[i]);
+  }
+  int size;
+  MPI_Comm_size(comm, &size);
+  double *partials = malloc(sizeof(double) * (size_t)size);
+  ADJ_CHECK(partials, ADJ_ERR_MEM, "global dot: out of memory");
+  MPI_Request request;
+  int status = MPI_Iallgather(&local, 1, MPI_DOUBLE, partials, 1, MPI_DOUBLE, comm, &request);
+  if (status == MPI_SUCCESS) status = adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+  else status = adj_error_mpi(status, "MPI_Iallgather");
+  /* Rank order, so the result does not depend on MPI's reduction tree. */
+  double sum = 0.0;
+  for (int r = 0; r < size; r++) sum += partials[r];
+  free(partials);
+  *dot = sum;
+  return status;
+}
+
+static void adj_destroy_tensors(int n, adj_tensor *t) {
+  for (int i = 0; t && i < n; i++) adj_tensor_destroy(&t[i]);
+  free(t);
+}
+
+static int adj_make_like(int n, const adj_tensor *templates, adj_tensor **out) {
+  adj_tensor *t = calloc((size_t)(n ? n : 1), sizeof *t);
+  *out = t;
+  ADJ_CHECK(t, ADJ_ERR_MEM, "dot-product test: out of memory");
+  for (int i = 0; i < n; i++)
+    ADJ_CALL(adj_tensor_create(&t[i], templates[i].dtype, templates[i].rank, templates[i].shape));
+  return ADJ_SUCCESS;
+}
+
+int adj_dottest_run(const adj_dottest_problem *p, uint64_t seed, adj_dottest_result *r) {
+  int rank, status;
+  MPI_Comm_rank(p->comm, &rank);
+  adj_tensor *x = NULL, *y = NULL, *fx = NULL, *fty = NULL;
+  adj_rng *rng = NULL;
+  status = adj_make_like(p->n_domain, p->domain, &x);
+  if (!status) status = adj_make_like(p->n_domain, p->domain, &fty);
+  if (!status) status = adj_make_like(p->n_range, p->range, &y);
+  if (!status) status = adj_make_like(p->n_range, p->range, &fx);
+  if (!status) status = adj_rng_create(seed * 1000003u + (uint64_t)rank, &rng);
+  ADJ_CALL_GOTO(adj_status_agree(p->comm, status, ADJ_WAIT_YIELD), done);
+  for (int i = 0; i < p->n_domain; i++) adj_rng_fill_uniform(rng, &x[i], -1.0, 1.0);
+  for (int i = 0; i < p->n_range; i++) adj_rng_fill_uniform(rng, &y[i], -1.0, 1.0);
+  ADJ_CALL_GOTO(p->forward(p->ctx, x, fx), done);
+  ADJ_CALL_GOTO(p->adjoint(p->ctx, y, fty), done);
+  double xx, yy, fxfx, ftyfty;
+  ADJ_CALL_GOTO(adj_global_dot(p->comm, p->n_range, fx, y, &r->range_inner), done);
+  ADJ_CALL_GOTO(adj_global_dot(p->comm, p->n_domain, x, fty, &r->domain_inner), done);
+  ADJ_CALL_GOTO(adj_global_dot(p->comm, p->n_domain, x, x, &xx), done);
+  ADJ_CALL_GOTO(adj_global_dot(p->comm, p->n_range, y, y, &yy), done);
+  ADJ_CALL_GOTO(adj_global_dot(p->comm, p->n_range, fx, fx, &fxfx), done);
+  ADJ_CALL_GOTO(adj_global_dot(p->comm, p->n_domain, fty, fty, &ftyfty), done);
+  r->norm_x = sqrt(xx), r->norm_y = sqrt(yy), r->norm_Fx = sqrt(fxfx), r->norm_Fty = sqrt(ftyfty);
+  double a = r->norm_Fx * r->norm_y, b = r->norm_x * r->norm_Fty;
+  double scale = a > b ? a : b;
+  double diff = fabs(r->range_inner - r->domain_inner);
+  r->relative_error = scale > 0 ? diff / scale : diff;
+done:
+  adj_rng_destroy(&rng);
+  adj_destroy_tensors(p->n_domain, x);
+  adj_destroy_tensors(p->n_domain, fty);
+  adj_destroy_tensors(p->n_range, y);
+  adj_destroy_tensors(p->n_range, fx);
+  return status;
+}
+
+static int adj_dottest_op_forward(void *ctx, const adj_tensor *x, adj_tensor *y) {
+  adj_op *op = ctx;
+  if (!adj_op_in_place(op)) return adj_op_forward(op, x, y);
+  ADJ_CALL(adj_tensor_copy(y, x));
+  return adj_op_forward(op, y, y);
+}
+
+static int adj_dottest_op_adjoint(void *ctx, const adj_tensor *y, adj_tensor *x) {
+  adj_op *op = ctx;
+  if (!adj_op_in_place(op)) return adj_op_adjoint(op, y, x);
+  ADJ_CALL(adj_tensor_copy(x, y));
+  return adj_op_adjoint(op, x, x);
+}
+
+/* A shape-only template: adj_dottest_run reads dtype, rank and shape, never data. */
+static adj_tensor adj_template(adj_dtype dtype, int rank, const int64_t *shape) {
+  adj_tensor t = {.dtype = dtype, .rank = rank};
+  for (int i = 0; i < ADJ_MAX_RANK; i++) t.shape[i] = i < rank ? shape[i] : 1;
+  return t;
+}
+
+int adj_dottest_op(adj_op *op, uint64_t seed, adj_dottest_result *result) {
+  adj_tensor domain = adj_template(adj_op_dtype(op), adj_op_domain_rank(op), adj_op_domain_shape(op));
+  adj_tensor range = adj_template(adj_op_dtype(op), adj_op_range_rank(op), adj_op_range_shape(op));
+  adj_dottest_problem p = {
+      .comm = adj_op_comm(op),
+      .n_domain = 1,
+      .domain = &domain,
+      .n_range = 1,
+      .range = &range,
+      .forward = adj_dottest_op_forward,
+      .adjoint = adj_dottest_op_adjoint,
+      .ctx = op,
+  };
+  return adj_dottest_run(&p, seed, result);
+}
+
+double adj_dottest_tolerance(adj_dtype dtype, int is_layer) {
+  if (dtype == ADJ_FLOAT32) return 1e-5;
+  return is_layer ? 1e-12 : 1e-13;
+}

@@ -1,0 +1,302 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/status.h"
+#include "adjoin/tensor.h"
+#include "error_impl.h"
+
+/* Storage is never NULL, even for zero-volume tensors: passing NULL to memcpy or
+ * MPI is undefined or rejected even at length 0, and inactive workers must run
+ * the same code as active ones. */
+enum { ADJ_TENSOR_ALIGN = 64 };
+
+static int adj_check_shape(int rank, const int64_t *shape) {
+  ADJ_CHECK(rank >= 0 && rank <= ADJ_MAX_RANK, ADJ_ERR_ARG, "tensor rank %d is outside 0..%d", rank,
+            ADJ_MAX_RANK);
+  ADJ_CHECK(rank == 0 || shape, ADJ_ERR_ARG, "tensor of rank %d needs a shape", rank);
+  for (int i = 0; i < rank; i++)
+    ADJ_CHECK(shape[i] >= 0, ADJ_ERR_ARG, "tensor extent %lld in dimension %d is negative",
+              (long long)shape[i], i);
+  return ADJ_SUCCESS;
+}
+
+static void adj_tensor_set_header(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape) {
+  t->dtype = dtype;
+  t->rank = rank;
+  for (int i = 0; i < ADJ_MAX_RANK; i++) t->shape[i] = i < rank ? shape[i] : 1;
+}
+
+int adj_tensor_create(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape) {
+  ADJ_CHECK(t, ADJ_ERR_ARG, "adj_tensor_create: tensor pointer is NULL");
+  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "adj_tensor_create: invalid dtype %d", (int)dtype);
+  ADJ_CALL(adj_check_shape(rank, shape));
+  adj_tensor_set_header(t, dtype, rank, shape);
+  size_t bytes = adj_tensor_bytes(t);
+  size_t rounded = (bytes + ADJ_TENSOR_ALIGN - 1) / ADJ_TENSOR_ALIGN * ADJ_TENSOR_ALIGN;
+  if (rounded == 0) rounded = ADJ_TENSOR_ALIGN;
+  t->data = aligned_alloc(ADJ_TENSOR_ALIGN, rounded);
+  t->owns_data = true;
+  ADJ_CHECK(t->data, ADJ_ERR_MEM, "adj_tensor_create: cannot allocate %zu bytes", bytes);
+  memset(t->data, 0, rounded);
+  return ADJ_SUCCESS;
+}
+
+/* A shared, never-written byte that zero-volume views point at. */
+static const double adj_empty_storage[1];
+
+int adj_tensor_view(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape, void *data) {
+  ADJ_CHECK(t, ADJ_ERR_ARG, "adj_tensor_view: tensor pointer is NULL");
+  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "adj_tensor_view: invalid dtype %d", (int)dtype);
+  ADJ_CALL(adj_check_shape(rank, shape));
+  adj_tensor_set_header(t, dtype, rank, shape);
+  ADJ_CHECK(data || adj_tensor_volume(t) == 0, ADJ_ERR_ARG,
+            "adj_tensor_view: data is NULL for a tensor of volume %lld", (long long)adj_tensor_volume(t));
+  t->data = data ? data : (void *)adj_empty_storage;
+  t->owns_data = false;
+  return ADJ_SUCCESS;
+}
+
+void adj_tensor_destroy(adj_tensor *t) {
+  if (!t) return;
+  if (t->owns_data) free(t->data);
+  adj_tensor_set_header(t, ADJ_FLOAT64, 0, NULL);
+  t->data = (void *)adj_empty_storage;
+  t->owns_data = false;
+}
+
+int64_t adj_tensor_volume(const adj_tensor *t) {
+  int64_t v = 1;
+  for (int i = 0; i < t->rank; i++) v *= t->shape[i];
+  return v;
+}
+
+size_t adj_tensor_bytes(const adj_tensor *t) { return (size_t)adj_tensor_volume(t) * adj_dtype_size(t->dtype); }
+
+double adj_tensor_get(const adj_tensor *t, int64_t i) {
+  return t->dtype == ADJ_FLOAT32 ? (double)((const float *)t->data)[i] : ((const double *)t->data)[i];
+}
+
+void adj_tensor_set(adj_tensor *t, int64_t i, double value) {
+  if (t->dtype == ADJ_FLOAT32)
+    ((float *)t->data)[i] = (float)value;
+  else
+    ((double *)t->data)[i] = value;
+}
+
+void adj_tensor_zero(adj_tensor *t) { memset(t->data, 0, adj_tensor_bytes(t)); }
+
+int adj_tensor_same_shape(const adj_tensor *a, const adj_tensor *b) {
+  if (a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+const char *adj_shape_format(char *buf, size_t size, int rank, const int64_t *shape) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < rank && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
+  if (used < size) snprintf(buf + used, size - used, "]");
+  return buf;
+}
+
+static int adj_check_pair(const adj_tensor *dst, const adj_tensor *src, const char *what) {
+  ADJ_CHECK(dst->dtype == src->dtype, ADJ_ERR_DTYPE, "%s: dtype %s does not match %s", what,
+            adj_dtype_name(dst->dtype), adj_dtype_name(src->dtype));
+  char a[128], b[128];
+  ADJ_CHECK(adj_tensor_same_shape(dst, src), ADJ_ERR_SIZE, "%s: shape %s does not match %s", what,
+            adj_shape_format(a, sizeof a, dst->rank, dst->shape), adj_shape_format(b, sizeof b, src->rank, src->shape));
+  return ADJ_SUCCESS;
+}
+
+int adj_tensor_copy(adj_tensor *dst, const adj_tensor *src) {
+  ADJ_CALL(adj_check_pair(dst, src, "adj_tensor_copy"));
+  if (dst->data != src->data) memmove(dst->data, src->data, adj_tensor_bytes(src));
+  return ADJ_SUCCESS;
+}
+
+static void adj_add_run(adj_dtype dtype, void *dst, const void *src, int64_t n) {
+  if (dtype == ADJ_FLOAT32) {
+    float *d = dst;
+    const float *s = src;
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else {
+    double *d = dst;
+    const double *s = src;
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  }
+}
+
+int adj_tensor_add(adj_tensor *dst, const adj_tensor *src) {
+  ADJ_CALL(adj_check_pair(dst, src, "adj_tensor_add"));
+  adj_add_run(dst->dtype, dst->data, src->data, adj_tensor_volume(src));
+  return ADJ_SUCCESS;
+}
+
+/* ---- boxes ------------------------------------------------------------------------ */
+
+adj_box adj_box_whole(int rank, const int64_t *shape) {
+  adj_box b = {.rank = rank};
+  for (int i = 0; i < rank; i++) b.extent[i] = shape[i];
+  return b;
+}
+
+int64_t adj_box_volume(const adj_box *b) {
+  int64_t v = 1;
+  for (int i = 0; i < b->rank; i++) v *= b->extent[i] > 0 ? b->extent[i] : 0;
+  return v;
+}
+
+adj_box adj_box_intersect(const adj_box *a, const adj_box *b) {
+  adj_box r = {.rank = a->rank};
+  for (int i = 0; i < a->rank; i++) {
+    int64_t lo = a->start[i] > b->start[i] ? a->start[i] : b->start[i];
+    int64_t ha = a->start[i] + a->extent[i], hb = b->start[i] + b->extent[i];
+    int64_t hi = ha < hb ? ha : hb;
+    r.start[i] = lo;
+    r.extent[i] = hi > lo ? hi - lo : 0;
+  }
+  return r;
+}
+
+int adj_box_inside(const adj_box *b, int rank, const int64_t *shape) {
+  if (b->rank != rank) return 0;
+  for (int i = 0; i < rank; i++)
+    if (b->extent[i] < 0 || b->start[i] < 0 || b->start[i] + b->extent[i] > shape[i]) return 0;
+  return 1;
+}
+
+/* Walks the box as a sequence of contiguous innermost runs.  The innermost
+ * dimensions that the box spans completely are merged into one run, so a box
+ * covering whole rows moves as a single memcpy. */
+typedef struct adj_run_walker {
+  int outer;                          /* number of outer dimensions iterated */
+  int64_t count[ADJ_MAX_RANK];        /* extents of the outer dimensions */
+  int64_t stride[ADJ_MAX_RANK];       /* element strides of the outer dimensions */
+  int64_t run;                        /* elements per contiguous run */
+  int64_t base;                       /* element offset of the box's first run */
+} adj_run_walker;
+
+static adj_run_walker adj_run_walker_make(const int64_t *shape, const adj_box *box) {
+  adj_run_walker w = {0};
+  int rank = box->rank;
+  int64_t strides[ADJ_MAX_RANK + 1];
+  strides[rank] = 1;
+  for (int i = rank - 1; i >= 0; i--) strides[i] = strides[i + 1] * shape[i];
+  w.base = 0;
+  for (int i = 0; i < rank; i++) w.base += box->start[i] * strides[i + 1];
+  /* Merge trailing dimensions: the run covers dimension i..rank-1 while the box
+   * spans each of i+1..rank-1 fully. */
+  int first = rank;
+  w.run = 1;
+  while (first > 0) {
+    int d = first - 1;
+    w.run *= box->extent[d];
+    first = d;
+    if (box->extent[d] != shape[d]) break;
+  }
+  w.outer = first;
+  for (int i = 0; i < first; i++) {
+    w.count[i] = box->extent[i];
+    w.stride[i] = strides[i + 1];
+  }
+  return w;
+}
+
+typedef void (*adj_run_fn)(char *tensor_run, char *buffer_run, size_t bytes, adj_dtype dtype, void *ctx);
+
+static void adj_box_walk(char *tensor, const int64_t *shape, const adj_box *box, char *buffer, adj_dtype dtype,
+                         adj_run_fn fn, void *ctx) {
+  if (adj_box_volume(box) == 0) return;
+  size_t esize = adj_dtype_size(dtype);
+  adj_run_walker w = adj_run_walker_make(shape, box);
+  size_t run_bytes = (size_t)w.run * esize;
+  int64_t index[ADJ_MAX_RANK] = {0};
+  int64_t offset = w.base;
+  for (;;) {
+    fn(tensor + offset * (int64_t)esize, buffer, run_bytes, dtype, ctx);
+    if (buffer) buffer += run_bytes;
+    int d = w.outer - 1;
+    while (d >= 0) {
+      index[d]++;
+      offset += w.stride[d];
+      if (index[d] < w.count[d]) break;
+      offset -= w.stride[d] * w.count[d];
+      index[d] = 0;
+      d--;
+    }
+    if (d < 0) break;
+  }
+}
+
+static void adj_run_pack(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
+  (void)dtype, (void)ctx;
+  memcpy(b, t, bytes);
+}
+static void adj_run_unpack_copy(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
+  (void)dtype, (void)ctx;
+  memcpy(t, b, bytes);
+}
+static void adj_run_unpack_add(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
+  (void)ctx;
+  adj_add_run(dtype, t, b, (int64_t)(bytes / adj_dtype_size(dtype)));
+}
+static void adj_run_clear(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
+  (void)b, (void)dtype, (void)ctx;
+  memset(t, 0, bytes);
+}
+
+void adj_tensor_pack(const adj_tensor *t, const adj_box *box, void *buf) {
+  adj_box_walk(t->data, t->shape, box, buf, t->dtype, adj_run_pack, NULL);
+}
+
+void adj_tensor_unpack(adj_tensor *t, const adj_box *box, const void *buf, adj_unpack_mode mode) {
+  adj_box_walk(t->data, t->shape, box, (char *)buf, t->dtype,
+               mode == ADJ_UNPACK_ADD ? adj_run_unpack_add : adj_run_unpack_copy, NULL);
+}
+
+void adj_tensor_clear_box(adj_tensor *t, const adj_box *box) {
+  adj_box_walk(t->data, t->shape, box, NULL, t->dtype, adj_run_clear, NULL);
+}
+
+/* Box-to-box transfer walks the destination box and, per run, the matching run of
+ * the source box; both walkers visit runs in the same row-major order, but their
+ * run lengths can differ, so the transfer goes element-run by element-run along
+ * the innermost dimension of the box. */
+void adj_tensor_copy_box(adj_tensor *dst, const adj_box *dbox, const adj_tensor *src, const adj_box *sbox,
+                         adj_unpack_mode mode) {
+  int rank = dbox->rank;
+  if (adj_box_volume(dbox) == 0) return;
+  size_t esize = adj_dtype_size(dst->dtype);
+  int64_t dstride[ADJ_MAX_RANK + 1], sstride[ADJ_MAX_RANK + 1];
+  dstride[rank] = sstride[rank] = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    dstride[i] = dstride[i + 1] * dst->shape[i];
+    sstride[i] = sstride[i + 1] * src->shape[i];
+  }
+  int64_t inner = rank > 0 ? dbox->extent[rank - 1] : 1;
+  int outer = rank > 0 ? rank - 1 : 0;
+  int64_t index[ADJ_MAX_RANK] = {0};
+  for (;;) {
+    int64_t doff = 0, soff = 0;
+    for (int i = 0; i < rank; i++) {
+      int64_t k = i < outer ? index[i] : 0;
+      doff += (dbox->start[i] + k) * dstride[i + 1];
+      soff += (sbox->start[i] + k) * sstride[i + 1];
+    }
+    char *d = (char *)dst->data + doff * (int64_t)esize;
+    const char *s = (const char *)src->data + soff * (int64_t)esize;
+    if (mode == ADJ_UNPACK_ADD)
+      adj_add_run(dst->dtype, d, s, inner);
+    else
+      memmove(d, s, (size_t)inner * esize);
+    int d_i = outer - 1;
+    while (d_i >= 0) {
+      if (++index[d_i] < dbox->extent[d_i]) break;
+      index[d_i] = 0;
+      d_i--;
+    }
+    if (d_i < 0) break;
+  }
+}

@@ -1,0 +1,99 @@
+#define _GNU_SOURCE /* sched_yield, sysconf */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adjoin/status.h"
+#include "adjoin/wait.h"
+#include "error_impl.h"
+
+/* GCC 12 misreads MPICH's MPI_STATUSES_IGNORE sentinel as a zero-size array. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+
+const char *adj_wait_policy_name(adj_wait_policy policy) {
+  switch (policy) {
+  case ADJ_WAIT_AUTO: return "auto";
+  case ADJ_WAIT_SPIN: return "spin";
+  case ADJ_WAIT_YIELD: return "yield";
+  }
+  return "invalid";
+}
+
+static int adj_wait_policy_from_env(adj_wait_policy *policy) {
+  const char *env = getenv("ADJ_WAIT_POLICY");
+  if (!env || !*env) return 0;
+  if (!strcmp(env, "spin")) *policy = ADJ_WAIT_SPIN;
+  else if (!strcmp(env, "yield")) *policy = ADJ_WAIT_YIELD;
+  else if (!strcmp(env, "auto")) *policy = ADJ_WAIT_AUTO;
+  else return adj_error_set(ADJ_ERR_ARG, "ADJ_WAIT_POLICY='%s' is not one of spin, yield, auto", env);
+  return 0;
+}
+
+int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved) {
+  adj_wait_policy policy = requested;
+  /* The environment is the same on every rank under mpiexec, so a bad value is
+   * found identically everywhere. */
+  ADJ_CALL(adj_wait_policy_from_env(&policy));
+  if (policy != ADJ_WAIT_AUTO) {
+    *resolved = policy;
+    return ADJ_SUCCESS;
+  }
+  MPI_Comm node;
+  int on_node = 1;
+  ADJ_CALL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int local = on_node > cores ? ADJ_WAIT_YIELD : ADJ_WAIT_SPIN, agreed = local;
+  /* Ranks on different nodes could disagree; yielding is the safe common choice. */
+  ADJ_CALL_MPI(MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MAX, comm));
+  *resolved = (adj_wait_policy)agreed;
+  return ADJ_SUCCESS;
+}
+
+int adj_wait_all(int count, MPI_Request *requests, adj_wait_policy policy) {
+  if (count == 0) return ADJ_SUCCESS;
+  if (policy == ADJ_WAIT_SPIN) {
+    ADJ_CALL_MPI(MPI_Waitall(count, requests, MPI_STATUSES_IGNORE));
+    return ADJ_SUCCESS;
+  }
+  for (;;) {
+    int done = 0;
+    ADJ_CALL_MPI(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
+    if (done) return ADJ_SUCCESS;
+    sched_yield();
+  }
+}
+
+int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  if (size == 1) return status;
+  MPI_Comm_rank(comm, &rank);
+  /* Lowest failing rank wins; ranks that did not fail propose size (no one). */
+  int mine = status ? rank : size, low = size;
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Iallreduce(&mine, &low, 1, MPI_INT, MPI_MIN, comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, policy));
+  if (low == size) return ADJ_SUCCESS;
+  int failing = low;
+  /* Failure path only: the failing rank sends its code and message to all. */
+  struct {
+    int code;
+    char text[900];
+  } report = {0};
+  if (rank == failing) {
+    report.code = status;
+    snprintf(report.text, sizeof report.text, "%s", adj_last_error());
+  }
+  ADJ_CALL_MPI(MPI_Ibcast(&report, (int)sizeof report, MPI_BYTE, failing, comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, policy));
+  char message[1024];
+  snprintf(message, sizeof message, "rank %d: %s", failing, report.text);
+  adj_error_set_message(message);
+  return report.code;
+}

@@ -1,0 +1,56 @@
+/* The dot-product (adjoint) test, eq. 13 of the DistDL paper:
+ *
+ *   | <F x, y> - <x, F* y> |  /  max( ||F x|| ||y||, ||x|| ||F* y|| )
+ *
+ * for random x and y.  Inner products are global (summed over every worker's
+ * local memory, replicas included, since the range of a broadcast really is
+ * k copies) and accumulated in float64: each rank sums its own elements in
+ * row-major order, then the per-rank partial sums are gathered and added in rank
+ * order.  The printed figure is therefore identical run to run.
+ *
+ * adj_dottest_run handles maps whose domain and range are lists of tensors (a
+ * layer's Jacobian acts on the input and all parameters at once);
+ * adj_dottest_op is the one-tensor case for an adj_op. */
+#ifndef ADJOIN_ADJOINT_TEST_H
+#define ADJOIN_ADJOINT_TEST_H
+
+#include <stdint.h>
+
+#include "adjoin/op.h"
+#include "adjoin/tensor.h"
+
+typedef struct adj_dottest_result {
+  double range_inner;    /* <F x, y> */
+  double domain_inner;   /* <x, F* y> */
+  double norm_Fx, norm_y, norm_x, norm_Fty;
+  double relative_error; /* eq. 13; 0 when both sides vanish */
+} adj_dottest_result;
+
+typedef struct adj_dottest_problem {
+  MPI_Comm comm;              /* every rank of it calls adj_dottest_run */
+  int n_domain;
+  const adj_tensor *domain;   /* n_domain templates: dtype and local shape of x's parts */
+  int n_range;
+  const adj_tensor *range;    /* n_range templates for y */
+  /* y = F x and x = F* y over arrays of tensors shaped like the templates. */
+  int (*forward)(void *ctx, const adj_tensor *x, adj_tensor *y);
+  int (*adjoint)(void *ctx, const adj_tensor *y, adj_tensor *x);
+  void *ctx;
+} adj_dottest_problem;
+
+/* Global float64 inner product sum_i <a_i, b_i> over n tensor pairs, in a fixed
+ * order.  Collective on comm. */
+int adj_global_dot(MPI_Comm comm, int n, const adj_tensor *a, const adj_tensor *b, double *dot);
+
+/* Runs the test with x, y uniform on [-1, 1) drawn from seed (and the rank).
+ * Collective on p->comm. */
+int adj_dottest_run(const adj_dottest_problem *p, uint64_t seed, adj_dottest_result *result);
+
+/* The test for one operator. Collective on the operator's communicator. */
+int adj_dottest_op(adj_op *op, uint64_t seed, adj_dottest_result *result);
+
+/* Tolerances of DESIGN.md section 5: data movement 1e-13 (float64), layers
+ * 1e-12 (float64), 1e-5 for float32. */
+double adj_dottest_tolerance(adj_dtype dtype, int is_layer);
+
+#endif

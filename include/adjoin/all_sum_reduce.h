@@ -1,0 +1,21 @@
+/* All-sum-reduce over chosen dimensions of a partition (DistDL paper, section 3:
+ * A = B R, self-adjoint).
+ *
+ * Workers whose coordinates agree in every dimension not listed in `dims` form
+ * a group; each group's blocks (equal local shapes within a group) are summed
+ * and every member receives the sum.  Forward and adjoint are the same
+ * operation.  With dims = all dimensions this is a gradient all-reduce for data
+ * parallelism; split-phase begin/end lets it overlap backpropagation. */
+#ifndef ADJOIN_ALL_SUM_REDUCE_H
+#define ADJOIN_ALL_SUM_REDUCE_H
+
+#include "adjoin/op.h"
+#include "adjoin/partition.h"
+
+/* local_shape: this worker's block shape (ignored, zero volume, when inactive).
+ * Members of a group must pass equal shapes; a mismatch is an error on every
+ * rank.  dims: ndims distinct partition dimensions. Collective on the base. */
+int adj_all_sum_reduce_create(adj_dtype dtype, const adj_partition *p, int rank, const int64_t *local_shape,
+                              int ndims, const int *dims, adj_op **op);
+
+#endif

@@ -1,0 +1,36 @@
+/* Broadcast and sum-reduce between partitions (DistDL paper, eqs. 8-9).
+ *
+ * Broadcast B: P_x -> P_y copies each source worker's block to every
+ * destination worker that maps to it.  P_x must be broadcast-compatible with
+ * P_y (adj_partition_check_broadcast): shapes right-aligned, P_x padded with 1s
+ * on the left, every source extent 1 or equal to the destination's.  The
+ * destination worker at coordinates c receives from the source worker at c',
+ * where c'_i = c_i if the source extent is P_i and 0 if it is 1.  The tensor's
+ * layout on P_x is a decomposition; a destination's local block is the block
+ * of its source.  Workers may belong to both partitions; a worker that is its
+ * own source copies locally.
+ *
+ * The adjoint of a broadcast is a sum-reduce: every destination's block is
+ * summed into its source.  Sum-reduce R: P_x -> P_y is defined as the adjoint
+ * of the broadcast P_y -> P_x, so its own adjoint is that broadcast.
+ *
+ * Both are adj_ops: use adj_op_forward / adj_op_adjoint, and adj_op_begin /
+ * adj_op_end for the split-phase form (the sum-reduce direction is what a
+ * trainer overlaps with backpropagation).  Creation is collective over the
+ * partitions' base communicator; it builds one sub-communicator per source
+ * block and completes with nonblocking MPI_Ibcast / MPI_Ireduce. */
+#ifndef ADJOIN_BROADCAST_H
+#define ADJOIN_BROADCAST_H
+
+#include "adjoin/decomposition.h"
+#include "adjoin/op.h"
+
+/* Broadcast from x (a decomposition on P_x) to partition p_y. */
+int adj_broadcast_create(adj_dtype dtype, const adj_decomposition *x, const adj_partition *p_y, adj_op **op);
+
+/* Sum-reduce from partition p_x onto y (a decomposition on P_y): the adjoint of
+ * the broadcast from y to p_x.  A worker of P_x holds a block shaped like the
+ * block of the P_y worker it reduces into. */
+int adj_sum_reduce_create(adj_dtype dtype, const adj_partition *p_x, const adj_decomposition *y, adj_op **op);
+
+#endif

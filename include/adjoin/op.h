@@ -1,0 +1,100 @@
+/* Operators: linear maps with a forward and a coherent adjoint.
+ *
+ * Every data movement in adjoin (memory primitives, send-receive, scatter,
+ * gather, broadcast, sum-reduce, all-sum-reduce, all-gather, reduce-scatter,
+ * repartition, halo exchange) is an adj_op.  An operator is created once (all
+ * planning, buffers and sub-communicators are made then), applied many times
+ * with no allocation, and destroyed once.  Its *domain* and *range* are the
+ * local tensor shapes on this worker; inactive workers have zero-volume shapes.
+ *
+ *   forward:  y = F x     (x in the domain, y in the range)
+ *   adjoint:  x = F* y    (the adjoint of the paper's section 3, e.g. broadcast's
+ *                          adjoint is a sum-reduce)
+ *
+ * Both directions overwrite their output.  In-place operators (halo exchange,
+ * the in-place memory primitives) take the same tensor as input and output.
+ *
+ * Application is collective over the base communicator the operator was made
+ * on: every rank calls it, inactive ranks with zero-volume tensors.  Before any
+ * data moves, each rank checks its tensors' dtype and shape against the
+ * operator and the outcome is agreed across ranks (adj_status_agree), so a bad
+ * tensor on one rank is an error on every rank instead of a hang.  The check is
+ * one small nonblocking all-reduce; adj_op_set_checks(op, false) drops it.
+ *
+ * Split phase: adj_op_begin posts the communication and returns; adj_op_end
+ * completes it.  Between them the caller may compute but must not touch the
+ * input or output.  One application per operator may be outstanding. A trainer
+ * uses this to overlap gradient reductions with the backward pass.
+ *
+ * Counters record the payload each worker moved: bytes and messages it sent and
+ * received (a collective contribution counts as one message), which is what the
+ * communication cost models of the later papers need. */
+#ifndef ADJOIN_OP_H
+#define ADJOIN_OP_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "adjoin/tensor.h"
+#include "adjoin/wait.h"
+
+typedef struct adj_op adj_op;
+
+typedef enum adj_direction { ADJ_FORWARD = 0, ADJ_ADJOINT = 1 } adj_direction;
+
+typedef struct adj_op_counters {
+  uint64_t forward_applications;
+  uint64_t adjoint_applications;
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t messages_sent;
+  uint64_t messages_received;
+} adj_op_counters;
+
+/* y = F x.  Collective over the operator's base communicator. */
+int adj_op_forward(adj_op *op, const adj_tensor *x, adj_tensor *y);
+/* x = F* y.  Collective over the operator's base communicator. */
+int adj_op_adjoint(adj_op *op, const adj_tensor *y, adj_tensor *x);
+/* Either direction: out = F in (forward) or out = F* in (adjoint). */
+int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out);
+
+/* Split-phase application: begin validates and posts, end completes. */
+int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out);
+int adj_op_end(adj_op *op);
+/* Nonzero while an application is outstanding. */
+int adj_op_pending(const adj_op *op);
+
+/* Composition: ops[0] is applied first, so the result is ops[n-1] ... ops[0].
+ * Consecutive range/domain shapes and dtypes must match.  Its adjoint applies the
+ * adjoints in reverse order.  The composition holds references to the ops (the
+ * caller may destroy its own handles) and owns intermediate buffers.
+ * Collective over the common base communicator. */
+int adj_op_compose(int n, adj_op *const *ops, adj_op **composed);
+
+/* Adds a reference; destroy drops one and frees at zero.  NULL-safe.
+ * Destroy is collective when it frees (communicators are released). */
+adj_op *adj_op_reference(adj_op *op);
+void adj_op_destroy(adj_op **op);
+
+const char *adj_op_name(const adj_op *op);
+adj_dtype adj_op_dtype(const adj_op *op);
+MPI_Comm adj_op_comm(const adj_op *op);
+/* Local domain / range shapes on this worker. */
+int adj_op_domain_rank(const adj_op *op);
+const int64_t *adj_op_domain_shape(const adj_op *op);
+int adj_op_range_rank(const adj_op *op);
+const int64_t *adj_op_range_shape(const adj_op *op);
+/* Nonzero when the op works in place (input and output must be the same tensor). */
+int adj_op_in_place(const adj_op *op);
+/* Zero-filled tensors of the local domain / range shape. */
+int adj_op_create_domain_tensor(const adj_op *op, adj_tensor *t);
+int adj_op_create_range_tensor(const adj_op *op, adj_tensor *t);
+
+void adj_op_get_counters(const adj_op *op, adj_op_counters *counters);
+void adj_op_reset_counters(adj_op *op);
+/* Turns the per-application collective argument check on (default) or off. */
+void adj_op_set_checks(adj_op *op, bool enabled);
+void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy);
+
+#endif

@@ -1,0 +1,28 @@
+/* Generalized all-to-all: repartition, scatter and gather.
+ *
+ * Repartition moves a tensor from decomposition x (on P_x) to decomposition y
+ * (on P_y) of the same global shape: any partition shapes and ranks, disjoint
+ * or overlapping worker sets, balanced or explicit cuts, zero-volume blocks.
+ * Each global element has one owner on each side, so the operator is a block
+ * permutation and its adjoint is the repartition from y back to x.  The plan
+ * (box intersections, peers, buffers) is computed at creation; application is
+ * nonblocking point-to-point with local copies for data that stays.
+ *
+ * Scatter (from one root rank holding the whole tensor onto a decomposition) and
+ * gather (the reverse) are repartitions from / to a one-worker partition; they
+ * are adjoints of each other. */
+#ifndef ADJOIN_REPARTITION_H
+#define ADJOIN_REPARTITION_H
+
+#include "adjoin/decomposition.h"
+#include "adjoin/op.h"
+
+int adj_repartition_create(adj_dtype dtype, const adj_decomposition *x, const adj_decomposition *y, adj_op **op);
+
+/* root: rank of y's base communicator that holds the whole tensor (domain).
+ * Other ranks have a zero-volume domain. */
+int adj_scatter_create(adj_dtype dtype, int root, const adj_decomposition *y, adj_op **op);
+/* Gathers x onto root (range: whole tensor on root, zero volume elsewhere). */
+int adj_gather_create(adj_dtype dtype, const adj_decomposition *x, int root, adj_op **op);
+
+#endif

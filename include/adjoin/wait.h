@@ -1,0 +1,43 @@
+/* Completion of nonblocking MPI requests under a chosen wait policy.
+ *
+ * MPICH busy-polls inside blocking calls.  When more ranks share a node than it
+ * has cores (tests run 4-8 ranks on 2 cores) a blocking collective costs
+ * milliseconds because the spinning ranks starve the ones that must make
+ * progress; testing and yielding the core between tests costs ~200x less (see
+ * DESIGN.md section 4).  With one rank per core spinning is fastest.  So every
+ * adjoin primitive posts nonblocking MPI and completes it here.
+ *
+ * ADJ_WAIT_AUTO picks yield when the ranks on this node outnumber its online
+ * cores, else spin.  The environment variable ADJ_WAIT_POLICY=spin|yield|auto
+ * overrides what the program asked for. */
+#ifndef ADJOIN_WAIT_H
+#define ADJOIN_WAIT_H
+
+#include <mpi.h>
+
+typedef enum adj_wait_policy {
+  ADJ_WAIT_AUTO = 0,  /* decide from ranks-per-node versus cores */
+  ADJ_WAIT_SPIN = 1,  /* MPI_Waitall */
+  ADJ_WAIT_YIELD = 2  /* MPI_Testall + sched_yield() until done */
+} adj_wait_policy;
+
+/* Resolves AUTO (and the environment override) to SPIN or YIELD for the ranks of
+ * comm.  Collective on comm (it counts the ranks sharing this node). */
+int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved);
+
+/* Completes count requests under policy (SPIN or YIELD; AUTO is treated as
+ * YIELD).  Not collective. Returns ADJ_ERR_MPI if a request failed. */
+int adj_wait_all(int count, MPI_Request *requests, adj_wait_policy policy);
+
+/* "auto" / "spin" / "yield" */
+const char *adj_wait_policy_name(adj_wait_policy policy);
+
+/* Agrees on a status across comm: if any rank passes a nonzero status, every rank
+ * returns nonzero and the message of the lowest failing rank (prefixed with
+ * "rank R: ") becomes every rank's adj_last_error().  The failing rank keeps its
+ * own code; the others return ADJ_ERR_REMOTE unless the failing code is one of
+ * the argument errors, which is then returned everywhere.  Collective on comm;
+ * uses nonblocking collectives completed with policy. */
+int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy);
+
+#endif

@@ -1,0 +1,79 @@
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+enum { ADJ_TEST_MAX_PRINTED = 10 };
+
+void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name) {
+  MPI_Init(argc, argv);
+  *t = (adj_test){.name = name, .comm = MPI_COMM_WORLD};
+  MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &t->size);
+}
+
+void adj_test_record(adj_test *t, int ok, const char *file, int line, const char *fmt, ...) {
+  t->checks++;
+  if (ok) return;
+  if (t->errors++ < ADJ_TEST_MAX_PRINTED) {
+    char message[1200];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    fprintf(stderr, "[rank %d] %s:%d: %s\n", t->rank, file, line, message);
+  }
+}
+
+void adj_test_report(adj_test *t, const char *fmt, ...) {
+  if (t->rank != 0) return;
+  va_list args;
+  va_start(args, fmt);
+  vprintf(fmt, args);
+  va_end(args);
+  printf("\n");
+  fflush(stdout);
+}
+
+int adj_test_finish(adj_test *t) {
+  int errors = 0, checks = 0;
+  MPI_Allreduce(&t->errors, &errors, 1, MPI_INT, MPI_SUM, t->comm);
+  MPI_Allreduce(&t->checks, &checks, 1, MPI_INT, MPI_SUM, t->comm);
+  if (t->rank == 0) {
+    if (errors) printf("%s: Found %d errors in %d checks on %d ranks\n", t->name, errors, checks, t->size);
+    else printf("%s: No Errors (%d checks on %d ranks)\n", t->name, checks, t->size);
+  }
+  MPI_Finalize();
+  /* A test that checked nothing has not shown anything. */
+  return (errors || checks == 0) ? 1 : 0;
+}
+
+int adj_test_skip(adj_test *t, const char *why) {
+  if (t->rank == 0) printf("%s: skipped: %s\n", t->name, why);
+  MPI_Finalize();
+  return 77;
+}
+
+double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b) {
+  int64_t n = adj_tensor_volume(b);
+  double scale = 1.0, diff = 0.0;
+  for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(adj_tensor_get(b, i)));
+  for (int64_t i = 0; i < n; i++) diff = fmax(diff, fabs(adj_tensor_get(a, i) - adj_tensor_get(b, i)));
+  return diff / scale;
+}
+
+void adj_test_fill_global_index(adj_tensor *t, const adj_box *box, const int64_t *global) {
+  int rank = box->rank;
+  int64_t n = adj_box_volume(box);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t rest = i, flat = 0, stride = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      int64_t local = rest % box->extent[d];
+      rest /= box->extent[d];
+      flat += (box->start[d] + local) * stride;
+      stride *= global[d];
+    }
+    adj_tensor_set(t, i, (double)(1 + flat));
+  }
+}

@@ -1,0 +1,53 @@
+/* Test harness for adjoin's MPI tests (MPICH test-suite style).
+ *
+ * Each rank counts its own failures and prints at most a few of them, tagged
+ * with its rank; adj_test_finish reduces the counts so every rank exits with the
+ * same code, and rank 0 prints the total.  Measured figures are printed with
+ * adj_test_report so a passing run still shows the numbers it checked. */
+#ifndef ADJOIN_TEST_HARNESS_H
+#define ADJOIN_TEST_HARNESS_H
+
+#include <mpi.h>
+#include <stdio.h>
+
+#include "adjoin/adjoin.h"
+
+typedef struct adj_test {
+  const char *name;
+  MPI_Comm comm;   /* MPI_COMM_WORLD */
+  int rank, size;
+  int errors;      /* this rank's failed checks */
+  int checks;      /* this rank's checks */
+} adj_test;
+
+/* MPI_Init and bookkeeping. */
+void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name);
+/* Reduces error counts, prints the verdict on rank 0, MPI_Finalize; returns the
+ * process exit code (0, or 1 if any rank failed any check). */
+int adj_test_finish(adj_test *t);
+/* Exit code 77 (meson's skip) when the run has the wrong number of ranks. */
+int adj_test_skip(adj_test *t, const char *why);
+
+/* Records one check. Prints the message (rank-tagged) for the first failures. */
+void adj_test_record(adj_test *t, int ok, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Rank 0 prints a line (measured figures). */
+void adj_test_report(adj_test *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define ADJ_TEST_CHECK(t, cond, ...) adj_test_record((t), !!(cond), __FILE__, __LINE__, __VA_ARGS__)
+/* Checks that a status-returning call succeeded; prints adj_last_error() if not. */
+#define ADJ_TEST_OK(t, expr)                                                                       \
+  do {                                                                                             \
+    int adj_test_status_ = (expr);                                                                 \
+    adj_test_record((t), adj_test_status_ == 0, __FILE__, __LINE__, "%s failed: %s: %s", #expr,     \
+                    adj_status_name(adj_test_status_), adj_last_error());                          \
+  } while (0)
+
+/* Largest |a_i - b_i| / max(1, max|b_i|) over two tensors of equal shape. */
+double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b);
+/* Fills t with values that encode the global index of each element of a block
+ * that starts at box->start inside a tensor of global shape `global`:
+ * value = 1 + flat global index (exactly representable below 2^24). */
+void adj_test_fill_global_index(adj_tensor *t, const adj_box *box, const int64_t *global);
+
+#endif

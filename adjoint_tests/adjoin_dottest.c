@@ -1,9 +1,11 @@
 /* adjoin-dottest: runs the adjoint-test battery under mpiexec and prints one row
  * per case and a closing "N passed, M failed" line.
  *
- *   mpiexec -n 4 adjoin-dottest [--list] [--filter TEXT] [--seed N]
+ *   mpiexec -n 4 adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]
  *
- * A case needing more ranks than the run has is skipped (and counted so). */
+ * A case needing more ranks than the run has is skipped (and counted so).
+ * --min-ranks leaves out cases needing fewer than N ranks, so a large run can
+ * cover only what a smaller run could not. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 typedef struct adj_dottest_options {
   int list;
   const char *filter;
+  int min_ranks;
   unsigned long long seed;
 } adj_dottest_options;
 
@@ -24,9 +27,11 @@ static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int 
     if (!strcmp(argv[i], "--list")) o->list = 1;
     else if (!strcmp(argv[i], "--filter") && i + 1 < argc) o->filter = argv[++i];
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) o->seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--min-ranks") && i + 1 < argc) o->min_ranks = atoi(argv[++i]);
     else {
       if (rank == 0)
-        fprintf(stderr, "adjoin-dottest: unknown argument '%s'\nusage: adjoin-dottest [--list] [--filter TEXT] [--seed N]\n",
+        fprintf(stderr, "adjoin-dottest: unknown argument '%s'\n"
+                "usage: adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]\n",
                 argv[i]);
       return 2;
     }
@@ -67,7 +72,7 @@ int main(int argc, char **argv) {
            "rel. error", "result");
   for (int i = 0; i < b.count; i++) {
     const adj_battery_case *c = &b.cases[i];
-    if (o.filter && !strstr(c->name, o.filter)) continue;
+    if ((o.filter && !strstr(c->name, o.filter)) || c->ranks < o.min_ranks) continue;
     if (o.list) {
       if (rank == 0) printf("%s\n", c->name);
       continue;

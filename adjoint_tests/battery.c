@@ -40,6 +40,13 @@ void adj_battery_format_int64s(char *buf, size_t size, int n, const int64_t *v) 
 static int (*const adj_battery_families[])(adj_battery *) = {
     adj_battery_add_memory,
     adj_battery_add_compose,
+    adj_battery_add_send_receive,
+    adj_battery_add_broadcast,
+    adj_battery_add_all_sum_reduce,
+    adj_battery_add_repartition,
+    adj_battery_add_all_gather,
+    adj_battery_add_halo,
+    adj_battery_add_conv,
 };
 
 int adj_battery_build(adj_battery *b) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "adjoin/adjoint_test.h"
+#include "adjoin/partition.h"
 
 typedef struct adj_battery_case adj_battery_case;
 
@@ -47,6 +48,18 @@ void adj_battery_format_int64s(char *buf, size_t size, int n, const int64_t *v);
 /* Contributions, one per family, each in its own cases_<family>.c; add the
  * declaration here and the function to the table in battery.c. */
 int adj_battery_add_memory(adj_battery *b);
+int adj_battery_add_halo(adj_battery *b);
 int adj_battery_add_compose(adj_battery *b);
+int adj_battery_add_conv(adj_battery *b);
+int adj_battery_add_repartition(adj_battery *b);
+int adj_battery_add_all_gather(adj_battery *b);
+int adj_battery_add_send_receive(adj_battery *b);
+int adj_battery_add_broadcast(adj_battery *b);
+int adj_battery_add_all_sum_reduce(adj_battery *b);
+
+/* The partition of ndim dims listing the ranks given as digits in grid order
+ * ("3210"), and one more than the largest of those ranks (cases_broadcast.c). */
+int adj_battery_partition(MPI_Comm comm, int ndim, const int *shape, const char *ranks, adj_partition **p);
+int adj_battery_ranks_needed(const char *ranks);
 
 #endif

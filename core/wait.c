@@ -1,5 +1,6 @@
 #define _GNU_SOURCE /* sched_yield, sysconf */
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,30 @@ static int adj_wait_policy_from_env(adj_wait_policy *policy) {
   return 0;
 }
 
+/* MPI_Comm_split_type costs hundreds of milliseconds on an oversubscribed node
+ * (measured ~270 ms with 4 ranks on 2 busy cores), and every partition and
+ * operator resolves its policy when it is created.  The agreed answer is
+ * therefore cached on the communicator as an attribute, which MPI_Comm_dup
+ * copies, so an operator's duplicate of its base communicator reuses it.  The
+ * keyval is the only process-wide state: a handle, the values live on the
+ * communicators. */
+static int adj_wait_keyval = MPI_KEYVAL_INVALID;
+
+static int adj_wait_policy_cached(MPI_Comm comm, adj_wait_policy *policy) {
+  void *value = NULL;
+  int found = 0;
+  if (adj_wait_keyval != MPI_KEYVAL_INVALID) MPI_Comm_get_attr(comm, adj_wait_keyval, &value, &found);
+  if (found) *policy = (adj_wait_policy)(intptr_t)value;
+  return found;
+}
+
+static void adj_wait_policy_cache(MPI_Comm comm, adj_wait_policy policy) {
+  if (adj_wait_keyval == MPI_KEYVAL_INVALID &&
+      MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &adj_wait_keyval, NULL) != MPI_SUCCESS)
+    return;
+  MPI_Comm_set_attr(comm, adj_wait_keyval, (void *)(intptr_t)policy);
+}
+
 int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved) {
   adj_wait_policy policy = requested;
   /* The environment is the same on every rank under mpiexec, so a bad value is
@@ -42,6 +67,8 @@ int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_p
     *resolved = policy;
     return ADJ_SUCCESS;
   }
+  /* Every rank resolved this communicator together, so all or none hit. */
+  if (adj_wait_policy_cached(comm, resolved)) return ADJ_SUCCESS;
   MPI_Comm node;
   int on_node = 1;
   ADJ_CALL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -49,9 +76,14 @@ int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_p
   MPI_Comm_free(&node);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int local = on_node > cores ? ADJ_WAIT_YIELD : ADJ_WAIT_SPIN, agreed = local;
-  /* Ranks on different nodes could disagree; yielding is the safe common choice. */
-  ADJ_CALL_MPI(MPI_Allreduce(&local, &agreed, 1, MPI_INT, MPI_MAX, comm));
+  /* Ranks on different nodes could disagree; yielding is the safe common choice.
+   * The agreement itself yields: on an oversubscribed node a spinning
+   * MPI_Allreduce is exactly the cost this policy exists to avoid. */
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Iallreduce(&local, &agreed, 1, MPI_INT, MPI_MAX, comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
   *resolved = (adj_wait_policy)agreed;
+  adj_wait_policy_cache(comm, *resolved);
   return ADJ_SUCCESS;
 }
 
@@ -96,4 +128,12 @@ int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy) {
   snprintf(message, sizeof message, "rank %d: %s", failing, report.text);
   adj_error_set_message(message);
   return report.code;
+}
+
+int adj_comm_dup(MPI_Comm comm, MPI_Comm *dup) {
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Comm_idup(comm, dup, &request));
+  ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
+  MPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
+  return ADJ_SUCCESS;
 }

@@ -9,7 +9,7 @@
 struct adj_partition {
   int refcount;
   MPI_Comm base;          /* the caller's communicator (not owned) */
-  MPI_Comm comm;          /* active workers in grid order; MPI_COMM_NULL when inactive */
+  MPI_Comm comm;          /* active workers in grid order, made on request; else MPI_COMM_NULL */
   adj_wait_policy wait;   /* resolved for base */
   int ndim;
   int shape[ADJ_MAX_RANK];
@@ -77,7 +77,7 @@ int adj_partition_create(MPI_Comm base, int ndim, const int *shape, int nranks, 
   int local = (!p || !p->ranks || !p->index_of_rank)
                   ? adj_error_set(ADJ_ERR_MEM, "partition: out of memory for %d ranks", nranks)
                   : ADJ_SUCCESS;
-  ADJ_CALL_GOTO(adj_status_agree(base, local, ADJ_WAIT_SPIN), fail);
+  ADJ_CALL_GOTO(adj_status_agree(base, local, ADJ_WAIT_YIELD), fail);
   p->refcount = 1;
   p->base = base;
   p->comm = MPI_COMM_NULL;
@@ -94,7 +94,6 @@ int adj_partition_create(MPI_Comm base, int ndim, const int *shape, int nranks, 
     adj_partition_coords_of_index(p, p->index, p->coords);
   else
     for (int i = 0; i < ADJ_MAX_RANK; i++) p->coords[i] = -1;
-  ADJ_CALL_MPI_GOTO(MPI_Comm_split(base, p->index >= 0 ? 0 : MPI_UNDEFINED, p->index, &p->comm), fail);
   ADJ_CALL_GOTO(adj_wait_policy_resolve(base, ADJ_WAIT_AUTO, &p->wait), fail);
   *partition = p;
   return ADJ_SUCCESS;
@@ -142,7 +141,23 @@ void adj_partition_destroy(adj_partition **partition) {
 }
 
 MPI_Comm adj_partition_base_comm(const adj_partition *p) { return p->base; }
-MPI_Comm adj_partition_comm(const adj_partition *p) { return p->comm; }
+int adj_partition_get_comm(adj_partition *p, MPI_Comm *comm) {
+  *comm = MPI_COMM_NULL;
+  if (p->index < 0) return ADJ_SUCCESS;
+  if (p->comm == MPI_COMM_NULL) {
+    MPI_Group base_group, group;
+    ADJ_CALL_MPI(MPI_Comm_group(p->base, &base_group));
+    int status = MPI_Group_incl(base_group, p->size, p->ranks, &group);
+    MPI_Group_free(&base_group);
+    if (status != MPI_SUCCESS) return adj_error_mpi(status, "MPI_Group_incl");
+    /* Collective over the group only: inactive ranks need not take part. */
+    status = MPI_Comm_create_group(p->base, group, 0, &p->comm);
+    MPI_Group_free(&group);
+    if (status != MPI_SUCCESS) return adj_error_mpi(status, "MPI_Comm_create_group");
+  }
+  *comm = p->comm;
+  return ADJ_SUCCESS;
+}
 int adj_partition_ndim(const adj_partition *p) { return p->ndim; }
 const int *adj_partition_shape(const adj_partition *p) { return p->shape; }
 int adj_partition_size(const adj_partition *p) { return p->size; }

@@ -10,7 +10,7 @@ int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_ra
   *out = NULL;
   adj_op *op = calloc(1, sizeof *op);
   int local = op ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", name);
-  ADJ_CALL(adj_status_agree(base, local, ADJ_WAIT_SPIN));
+  ADJ_CALL(adj_status_agree(base, local, ADJ_WAIT_YIELD));
   snprintf(op->name, sizeof op->name, "%s", name);
   op->refcount = 1;
   op->dtype = dtype;
@@ -23,12 +23,11 @@ int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_ra
   op->methods = *methods;
   op->impl = impl;
   op->checks = true;
-  int status = MPI_Comm_dup(base, &op->comm);
-  if (status != MPI_SUCCESS) {
+  int status = adj_comm_dup(base, &op->comm);
+  if (status) {
     free(op);
-    return adj_error_mpi(status, "MPI_Comm_dup");
+    return status;
   }
-  MPI_Comm_set_errhandler(op->comm, MPI_ERRORS_RETURN);
   status = adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
   if (status) {
     MPI_Comm_free(&op->comm);

@@ -49,6 +49,22 @@ int adj_dottest_run(const adj_dottest_problem *p, uint64_t seed, adj_dottest_res
 /* The test for one operator. Collective on the operator's communicator. */
 int adj_dottest_op(adj_op *op, uint64_t seed, adj_dottest_result *result);
 
+/* The Jacobian dot-product test of a layer at a random point: x0 and the
+ * parameter values are drawn uniformly from [-1, 1) (overwriting the layer's
+ * parameters), forward runs at that point, then the test compares
+ * <J (dx, dtheta), dy> with <(dx, dtheta), J^T dy> over the input and every
+ * parameter at once.  Collective on the layer's communicator. */
+struct adj_layer;
+int adj_dottest_layer(struct adj_layer *layer, uint64_t seed, adj_dottest_result *result);
+
+/* The Taylor test of a layer at a random point in a random direction v =
+ * (dx, dtheta): for h = h0, h0/2, ..., h0/2^(n-1) it records the remainder
+ * r(h) = || f(x + h dx; theta + h dtheta) - f(x; theta) - h J v || and returns
+ * the observed orders log2(r(h)/r(h/2)) (n-1 of them); second order is ~2.
+ * Parameters are restored afterwards.  Collective. */
+int adj_taylor_test_layer(struct adj_layer *layer, uint64_t seed, double h0, int n, double *remainders,
+                          double *orders);
+
 /* Tolerances of DESIGN.md section 5: data movement 1e-13 (float64), layers
  * 1e-12 (float64), 1e-5 for float32. */
 double adj_dottest_tolerance(adj_dtype dtype, int is_layer);

@@ -5,7 +5,14 @@
  * workers that share all other coordinates are concatenated, and each of them
  * receives the full extent of tensor dimension `dim` (other dimensions keep
  * their block).  Its adjoint, reduce-scatter, sums those full-extent tensors
- * over the group and hands each worker its own block.  Uneven blocks allowed. */
+ * over the group and hands each worker its own block.  Uneven blocks allowed.
+ *
+ * The group is a sub-communicator made at creation; application is one
+ * MPI_Iallgatherv or MPI_Ireduce_scatter on it, so the split-phase form
+ * (adj_op_begin / adj_op_end) overlaps either with computation.  Inactive
+ * workers have zero-volume domain and range.  dim must be a dimension of the
+ * partition; a bad dim or dtype is an error with the same message on every
+ * rank.  Creation is collective over the partition's base communicator. */
 #ifndef ADJOIN_ALL_GATHER_H
 #define ADJOIN_ALL_GATHER_H
 

@@ -12,9 +12,12 @@
 #include "adjoin/op.h"
 #include "adjoin/partition.h"
 
-/* local_shape: this worker's block shape (ignored, zero volume, when inactive).
+/* local_shape: this worker's block shape (ignored, zero volume, when inactive;
+ * may be NULL there).  rank is 1..ADJ_MAX_RANK (hold a scalar as shape [1]).
  * Members of a group must pass equal shapes; a mismatch is an error on every
- * rank.  dims: ndims distinct partition dimensions. Collective on the base. */
+ * rank, found at create.  dims: ndims distinct partition dimensions; ndims = 0
+ * makes every worker its own group (the identity).  Input and output of an
+ * application may be the same tensor.  Collective on the base. */
 int adj_all_sum_reduce_create(adj_dtype dtype, const adj_partition *p, int rank, const int64_t *local_shape,
                               int ndims, const int *dims, adj_op **op);
 

@@ -18,7 +18,14 @@
  * adj_op_end for the split-phase form (the sum-reduce direction is what a
  * trainer overlaps with backpropagation).  Creation is collective over the
  * partitions' base communicator; it builds one sub-communicator per source
- * block and completes with nonblocking MPI_Ibcast / MPI_Ireduce. */
+ * block and completes with nonblocking MPI_Ibcast / MPI_Ireduce.
+ *
+ * Both directions overwrite their output; input and output must be distinct
+ * tensors.  A source worker that is not a destination of its own block
+ * contributes zeros to the sum.  Counters: in each block's group the source
+ * counts one message of the block's bytes sent (broadcast) or received
+ * (sum-reduce), and every other member one received or sent; a worker that is
+ * its own only destination copies locally and counts nothing. */
 #ifndef ADJOIN_BROADCAST_H
 #define ADJOIN_BROADCAST_H
 

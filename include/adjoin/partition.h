@@ -39,8 +39,11 @@ adj_partition *adj_partition_reference(adj_partition *partition);
 void adj_partition_destroy(adj_partition **partition);
 
 MPI_Comm adj_partition_base_comm(const adj_partition *partition);
-/* Communicator of the active workers ordered by grid index; MPI_COMM_NULL when inactive. */
-MPI_Comm adj_partition_comm(const adj_partition *partition);
+/* Communicator of the active workers, ranked by grid index, for callers that
+ * want plain MPI among them; MPI_COMM_NULL on inactive workers.  Made on first
+ * request (adjoin's operators do not need it), so the first call is collective
+ * over the partition's ACTIVE workers only; later calls are free. */
+int adj_partition_get_comm(adj_partition *partition, MPI_Comm *comm);
 int adj_partition_ndim(const adj_partition *partition);
 const int *adj_partition_shape(const adj_partition *partition);
 int adj_partition_size(const adj_partition *partition);

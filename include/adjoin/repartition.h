@@ -10,7 +10,14 @@
  *
  * Scatter (from one root rank holding the whole tensor onto a decomposition) and
  * gather (the reverse) are repartitions from / to a one-worker partition; they
- * are adjoints of each other. */
+ * are adjoints of each other.
+ *
+ * Local shapes: the domain on a worker is its x block, the range its y block
+ * (zero-volume where it is not in the partition).  Both decompositions must
+ * have the same global shape (hence the same tensor rank) and partitions on the
+ * same base communicator (MPI_IDENT or MPI_CONGRUENT); a mismatch, an invalid
+ * dtype or a root outside the base communicator is an error with the same
+ * message on every rank.  Creation is collective over the base communicator. */
 #ifndef ADJOIN_REPARTITION_H
 #define ADJOIN_REPARTITION_H
 

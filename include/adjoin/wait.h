@@ -29,6 +29,12 @@ int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_p
  * YIELD).  Not collective. Returns ADJ_ERR_MPI if a request failed. */
 int adj_wait_all(int count, MPI_Request *requests, adj_wait_policy policy);
 
+/* MPI_Comm_dup completed under the yield policy (MPI_Comm_idup): a blocking
+ * duplicate spins for milliseconds per call on an oversubscribed node, and
+ * every operator and layer duplicates its base communicator.  The duplicate
+ * returns MPI errors instead of aborting.  Collective on comm. */
+int adj_comm_dup(MPI_Comm comm, MPI_Comm *dup);
+
 /* "auto" / "spin" / "yield" */
 const char *adj_wait_policy_name(adj_wait_policy policy);
 

@@ -1,0 +1,140 @@
+/* Local convolution throughput (forward + backward, float32) against OpenBLAS
+ * sgemm on a square 2048 matrix measured in the same run.
+ *
+ *   bench-conv [repetitions]
+ *
+ * Each figure is the best of `repetitions` timed runs after one warm-up, so a
+ * neighbour's burst on the shared machine lowers no figure; sgemm is measured
+ * before and after the convolutions and the better rate is the reference.
+ * FLOPs: forward 2 N C_out C_in K out_volume; backward twice that (input and
+ * weight gradients); bias terms are not counted. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adjoin/adjoin.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double sgemm_rate(int reps) {
+  const int n = 2048;
+  float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
+  if (!a || !b || !c) return 0;
+  for (long i = 0; i < (long)n * n; i++) a[i] = (float)(i % 7) * 0.25f, b[i] = (float)(i % 5) * 0.5f, c[i] = 0;
+  double best = 1e30;
+  for (int r = 0; r <= reps; r++) {
+    double t = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    t = now() - t;
+    if (r > 0 && t < best) best = t; /* r == 0 warms up */
+  }
+  free(a), free(b), free(c);
+  return 2.0 * n * n * (double)n / best * 1e-9;
+}
+
+typedef struct conv_shape {
+  const char *name;
+  int64_t n, c_in, c_out, h, w, k, pad;
+} conv_shape;
+
+static const conv_shape shapes[] = {
+    {"LeNet-5 conv1  1->6  5x5 pad 2  28x28 N=256", 256, 1, 6, 28, 28, 5, 2},
+    {"LeNet-5 conv2  6->16 5x5 pad 0  14x14 N=256", 256, 6, 16, 14, 14, 5, 0},
+    {"large  64->64 3x3 pad 1  56x56 N=32", 32, 64, 64, 56, 56, 3, 1},
+};
+
+typedef struct conv_run {
+  adj_window_geometry g;
+  adj_tensor x, w, b, y, dx, dw, db;
+  adj_workspace ws;
+} conv_run;
+
+static int conv_setup(const conv_shape *s, conv_run *r, adj_rng *rng) {
+  r->g = (adj_window_geometry){.spatial_dims = 2, .kernel = {s->k, s->k}, .padding_left = {s->pad, s->pad},
+                               .padding_right = {s->pad, s->pad}};
+  int64_t xs[4] = {s->n, s->c_in, s->h, s->w}, ws[4] = {s->c_out, s->c_in, s->k, s->k}, ys[4] = {s->n, s->c_out};
+  int status = adj_window_output_shape(&r->g, xs + 2, ys + 2);
+  if (!status) status = adj_tensor_create(&r->x, ADJ_FLOAT32, 4, xs);
+  if (!status) status = adj_tensor_create(&r->dx, ADJ_FLOAT32, 4, xs);
+  if (!status) status = adj_tensor_create(&r->w, ADJ_FLOAT32, 4, ws);
+  if (!status) status = adj_tensor_create(&r->dw, ADJ_FLOAT32, 4, ws);
+  if (!status) status = adj_tensor_create(&r->b, ADJ_FLOAT32, 1, &s->c_out);
+  if (!status) status = adj_tensor_create(&r->db, ADJ_FLOAT32, 1, &s->c_out);
+  if (!status) status = adj_tensor_create(&r->y, ADJ_FLOAT32, 4, ys);
+  size_t bytes = 0;
+  if (!status) status = adj_conv_workspace_size(&r->g, &r->x, &r->w, &bytes);
+  if (!status) status = adj_workspace_reserve(&r->ws, bytes);
+  if (status) return status;
+  adj_rng_fill_uniform(rng, &r->x, -1, 1);
+  adj_rng_fill_uniform(rng, &r->w, -0.1, 0.1);
+  adj_rng_fill_uniform(rng, &r->b, -0.1, 0.1);
+  return ADJ_SUCCESS;
+}
+
+static void conv_teardown(conv_run *r) {
+  adj_tensor *all[] = {&r->x, &r->w, &r->b, &r->y, &r->dx, &r->dw, &r->db};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) adj_tensor_destroy(all[i]);
+  adj_workspace_release(&r->ws);
+}
+
+/* Best forward and forward+backward times; y doubles as the output gradient. */
+static int conv_time(conv_run *r, int reps, double *forward, double *both) {
+  *forward = *both = 1e30;
+  for (int rep = 0; rep <= reps; rep++) {
+    double t0 = now();
+    int status = adj_conv_forward(&r->g, &r->x, &r->w, &r->b, &r->y, &r->ws);
+    double t1 = now();
+    if (!status) status = adj_conv_backward(&r->g, &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
+    double t2 = now();
+    if (status) return status;
+    if (rep == 0) continue;
+    if (t1 - t0 < *forward) *forward = t1 - t0;
+    if (t2 - t0 < *both) *both = t2 - t0;
+  }
+  return ADJ_SUCCESS;
+}
+
+int main(int argc, char **argv) {
+  int reps = argc > 1 ? atoi(argv[1]) : 5;
+  if (reps < 1) reps = 1;
+  char host[256] = "?";
+  gethostname(host, sizeof host);
+  const char *threads = getenv("OPENBLAS_NUM_THREADS");
+  printf("bench-conv: host %s, %ld online cores, OPENBLAS_NUM_THREADS=%s, best of %d\n", host,
+         sysconf(_SC_NPROCESSORS_ONLN), threads ? threads : "(unset)", reps);
+  double sgemm = sgemm_rate(reps);
+  printf("sgemm 2048^3: %.1f GFLOP/s\n", sgemm);
+  adj_rng *rng;
+  if (adj_rng_create(7, &rng)) return 1;
+  double results[sizeof shapes / sizeof *shapes][2];
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    conv_run r = {0};
+    int status = conv_setup(&shapes[i], &r, rng);
+    double forward = 0, both = 0;
+    if (!status) status = conv_time(&r, reps, &forward, &both);
+    if (status) {
+      fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
+      return 1;
+    }
+    const conv_shape *s = &shapes[i];
+    double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
+    results[i][0] = flops / forward * 1e-9;
+    results[i][1] = 3.0 * flops / both * 1e-9;
+    conv_teardown(&r);
+  }
+  double again = sgemm_rate(reps);
+  printf("sgemm 2048^3 (after): %.1f GFLOP/s\n", again);
+  if (again > sgemm) sgemm = again;
+  printf("%-46s %12s %16s %10s\n", "float32 convolution", "fwd GFLOP/s", "fwd+bwd GFLOP/s", "of sgemm");
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+    printf("%-46s %12.1f %16.1f %9.0f%%\n", shapes[i].name, results[i][0], results[i][1],
+           100.0 * results[i][1] / sgemm);
+  adj_rng_destroy(&rng);
+  return 0;
+}

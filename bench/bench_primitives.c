@@ -1,0 +1,214 @@
+/* Benchmark: adjoin's broadcast, sum-reduce, all-sum-reduce and repartition
+ * against the raw MPI calls that move the same data (MPI_Bcast, MPI_Reduce,
+ * MPI_Allreduce, and a hand-written pack + MPI_Alltoallv straight into place) on the same
+ * buffers in the same run.  Prints time per call and the ratio adjoin / raw for
+ * message sizes from 8 KB to 64 MB.
+ *
+ *   mpiexec -n 2 build/bench/bench-primitives [--max-mb 64] [--seconds 0.2]
+ *
+ * Timing: after a warm-up call, each measurement repeats the call for about
+ * --seconds (at least 3 times) and reports the best of 3 such runs, so one-off
+ * noise on a shared machine does not decide a ratio. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adjoin/adjoin.h"
+
+typedef struct bench_ctx {
+  int rank, size;
+  double seconds;
+} bench_ctx;
+
+typedef int (*bench_fn)(void *arg);
+
+static void quiet_barrier(void) {
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  adj_wait_all(1, &r, ADJ_WAIT_YIELD);
+}
+
+/* Seconds per call: best of 3 runs of `reps` calls each.  reps is chosen from
+ * one timed call so a run lasts about ctx->seconds; it is agreed (max over
+ * ranks) so every rank makes the same calls.  No collective runs inside the
+ * timed loop besides the calls themselves. */
+static double bench_time(const bench_ctx *ctx, bench_fn fn, void *arg) {
+  fn(arg);
+  quiet_barrier();
+  double t0 = MPI_Wtime();
+  fn(arg);
+  double once = MPI_Wtime() - t0, slowest;
+  MPI_Allreduce(&once, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int reps = slowest > 0 ? (int)(ctx->seconds / slowest) : 1000;
+  if (reps < 3) reps = 3;
+  if (reps > 10000) reps = 10000;
+  double best = 1e30;
+  for (int trial = 0; trial < 3; trial++) {
+    quiet_barrier();
+    t0 = MPI_Wtime();
+    for (int k = 0; k < reps; k++) fn(arg);
+    double per = (MPI_Wtime() - t0) / reps, worst;
+    MPI_Allreduce(&per, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (worst < best) best = worst;
+  }
+  return best;
+}
+
+typedef struct op_arg {
+  adj_op *op;
+  adj_direction direction;
+  adj_tensor *in, *out;
+} op_arg;
+
+static int run_op(void *p) {
+  op_arg *a = p;
+  return adj_op_apply(a->op, a->direction, a->in, a->out);
+}
+
+typedef struct raw_arg {
+  int kind; /* 0 bcast, 1 reduce, 2 allreduce, 3 alltoallv */
+  double *send, *recv, *pack;
+  int64_t n;
+  int *counts, *displs;
+  int rows_per_rank, cols, size;
+} raw_arg;
+
+/* The repartition moves a [size*rows, size*cols] matrix from row blocks to
+ * column blocks: worker r sends to worker q the (rows x cols) piece of its rows
+ * in q's columns.  The raw version packs and exchanges with MPI_Alltoallv. */
+static void raw_pack(const raw_arg *a) {
+  int rows = a->rows_per_rank, cols = a->cols, width = a->size * cols;
+  for (int q = 0; q < a->size; q++)
+    for (int i = 0; i < rows; i++)
+      memcpy(a->pack + (size_t)q * rows * cols + (size_t)i * cols, a->send + (size_t)i * width + (size_t)q * cols,
+             sizeof(double) * (size_t)cols);
+}
+
+static int run_raw(void *p) {
+  raw_arg *a = p;
+  switch (a->kind) {
+  case 0: return MPI_Bcast(a->send, (int)a->n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  case 1: return MPI_Reduce(a->send, a->recv, (int)a->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  case 2: return MPI_Allreduce(MPI_IN_PLACE, a->recv, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  default:
+    raw_pack(a);
+    /* The piece from worker q is rows q*rows.. of my column block, which is
+     * contiguous there, so the baseline receives straight into place. */
+    MPI_Alltoallv(a->pack, a->counts, a->displs, MPI_DOUBLE, a->recv, a->counts, a->displs, MPI_DOUBLE,
+                  MPI_COMM_WORLD);
+    return 0;
+  }
+}
+
+static int die(const char *what) {
+  fprintf(stderr, "bench-primitives: %s: %s\n", what, adj_last_error());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return 1;
+}
+
+/* One row: adjoin's op in `direction` versus the raw call. */
+static void bench_row(const bench_ctx *ctx, const char *name, size_t bytes, op_arg *ours, raw_arg *raw) {
+  double t_ours = bench_time(ctx, run_op, ours), t_raw = bench_time(ctx, run_raw, raw);
+  if (ctx->rank == 0) {
+    printf("%-15s %10.3f MB  %12.1f us  %12.1f us  %7.3f\n", name, bytes / 1048576.0, t_ours * 1e6, t_raw * 1e6,
+           t_ours / t_raw);
+    fflush(stdout);
+  }
+}
+
+static void bench_collectives(const bench_ctx *ctx, int64_t n) {
+  MPI_Comm world = MPI_COMM_WORLD;
+  int one[1] = {1}, all[1] = {ctx->size};
+  adj_partition *root, *everyone;
+  if (adj_partition_create(world, 1, one, 1, NULL, &root) ||
+      adj_partition_create(world, 1, all, ctx->size, NULL, &everyone))
+    die("partition");
+  adj_decomposition *on_root;
+  int64_t shape[1] = {n};
+  if (adj_decomposition_create(root, 1, shape, &on_root)) die("decomposition");
+  adj_op *bcast, *reduce, *allreduce;
+  int dims[1] = {0};
+  if (adj_broadcast_create(ADJ_FLOAT64, on_root, everyone, &bcast)) die("broadcast");
+  if (adj_sum_reduce_create(ADJ_FLOAT64, everyone, on_root, &reduce)) die("sum-reduce");
+  if (adj_all_sum_reduce_create(ADJ_FLOAT64, everyone, 1, shape, 1, dims, &allreduce)) die("all-sum-reduce");
+  adj_tensor bx, by, rx, ry, ax, ay;
+  adj_op_create_domain_tensor(bcast, &bx), adj_op_create_range_tensor(bcast, &by);
+  adj_op_create_domain_tensor(reduce, &rx), adj_op_create_range_tensor(reduce, &ry);
+  adj_op_create_domain_tensor(allreduce, &ax), adj_op_create_range_tensor(allreduce, &ay);
+  double *send = calloc((size_t)n, sizeof(double)), *recv = calloc((size_t)n, sizeof(double));
+  size_t bytes = (size_t)n * sizeof(double);
+  op_arg ob = {bcast, ADJ_FORWARD, &bx, &by}, orr = {reduce, ADJ_FORWARD, &rx, &ry}, oa = {allreduce, ADJ_FORWARD, &ax, &ay};
+  raw_arg rb = {.kind = 0, .send = send, .n = n}, rr = {.kind = 1, .send = send, .recv = recv, .n = n},
+          ra = {.kind = 2, .recv = recv, .n = n};
+  bench_row(ctx, "broadcast", bytes, &ob, &rb);
+  bench_row(ctx, "sum-reduce", bytes, &orr, &rr);
+  bench_row(ctx, "all-sum-reduce", bytes, &oa, &ra);
+  free(send), free(recv);
+  adj_tensor_destroy(&bx), adj_tensor_destroy(&by), adj_tensor_destroy(&rx), adj_tensor_destroy(&ry);
+  adj_tensor_destroy(&ax), adj_tensor_destroy(&ay);
+  adj_op_destroy(&bcast), adj_op_destroy(&reduce), adj_op_destroy(&allreduce);
+  adj_decomposition_destroy(&on_root);
+  adj_partition_destroy(&root), adj_partition_destroy(&everyone);
+}
+
+/* Repartition of a [size*rows, size*cols] float64 matrix from size x 1 row
+ * blocks to 1 x size column blocks; total bytes per worker = 8*n. */
+static void bench_repartition(const bench_ctx *ctx, int64_t n) {
+  int size = ctx->size;
+  int cols = 64, rows = (int)(n / ((int64_t)cols * size));
+  if (rows < 1) rows = 1;
+  int64_t global[2] = {(int64_t)size * rows, (int64_t)size * cols};
+  int rows_shape[2] = {size, 1}, cols_shape[2] = {1, size};
+  adj_partition *pr, *pc;
+  adj_decomposition *dr, *dc;
+  if (adj_partition_create(MPI_COMM_WORLD, 2, rows_shape, size, NULL, &pr) ||
+      adj_partition_create(MPI_COMM_WORLD, 2, cols_shape, size, NULL, &pc) || adj_decomposition_create(pr, 2, global, &dr) ||
+      adj_decomposition_create(pc, 2, global, &dc))
+    die("repartition layout");
+  adj_op *op;
+  if (adj_repartition_create(ADJ_FLOAT64, dr, dc, &op)) die("repartition");
+  adj_tensor x, y;
+  adj_op_create_domain_tensor(op, &x), adj_op_create_range_tensor(op, &y);
+  size_t local = (size_t)rows * cols * size;
+  raw_arg raw = {.kind = 3, .send = calloc(local, sizeof(double)), .recv = calloc(local, sizeof(double)),
+                 .pack = calloc(local, sizeof(double)),
+                 .counts = malloc(sizeof(int) * (size_t)size), .displs = malloc(sizeof(int) * (size_t)size),
+                 .rows_per_rank = rows, .cols = cols, .size = size};
+  for (int q = 0; q < size; q++) raw.counts[q] = rows * cols, raw.displs[q] = q * rows * cols;
+  op_arg ours = {op, ADJ_FORWARD, &x, &y};
+  bench_row(ctx, "repartition", local * sizeof(double), &ours, &raw);
+  free(raw.send), free(raw.recv), free(raw.pack), free(raw.counts), free(raw.displs);
+  adj_tensor_destroy(&x), adj_tensor_destroy(&y);
+  adj_op_destroy(&op);
+  adj_decomposition_destroy(&dr), adj_decomposition_destroy(&dc);
+  adj_partition_destroy(&pr), adj_partition_destroy(&pc);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  bench_ctx ctx = {.seconds = 0.2};
+  double max_mb = 64;
+  MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--max-mb")) max_mb = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--seconds")) ctx.seconds = atof(argv[i + 1]);
+  }
+  adj_wait_policy policy;
+  adj_wait_policy_resolve(MPI_COMM_WORLD, ADJ_WAIT_AUTO, &policy);
+  if (ctx.rank == 0) {
+    printf("bench-primitives: %d ranks on %ld cores, wait policy %s, float64\n", ctx.size, sysconf(_SC_NPROCESSORS_ONLN),
+           adj_wait_policy_name(policy));
+    printf("%-15s %13s  %15s  %15s  %7s\n", "operation", "size", "adjoin", "raw MPI", "ratio");
+  }
+  static const int64_t sizes[] = {8192, 65536, 1 << 20, 8 << 20, 64 << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= (int64_t)(max_mb * 1048576.0); i++) {
+    int64_t n = sizes[i] / (int64_t)sizeof(double);
+    bench_collectives(&ctx, n);
+    bench_repartition(&ctx, n);
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,82 @@
+/* The distributed convolution layer (DistDL paper, section 4).
+ *
+ * The input x (N, C_in, spatial...) lives on P_x = 1 x P_ci x P_0 x ... (batch
+ * never split), the weights w (C_out, C_in, kernel...) on P_r = P_co x P_ci, the
+ * bias b (C_out) on one P_co x 1 column of P_r only (so it is added once), and
+ * the work happens on P_w = 1 x P_co x P_ci x P_0 x ...:
+ *
+ *   forward                          backward (the adjoint of each step, reversed)
+ *   x  <- H x          halo          dy^ <- B_{Py->Pw} dy
+ *   w^ <- B_{Pr->Pw} w               dx^, dw^, db^ <- [dConv]^T dy^
+ *   b^ <- B_{Pb->Pw} b               dx <- R_{Pw->Px} dx^ ;  dx <- H^T dx
+ *   x^ <- B_{Px->Pw} x               grad w += R_{Pw->Pr} dw^
+ *   y^ <- Conv(w^, b^; x^)           grad b += R_{Pw->Pb} db^
+ *   y  <- R_{Pw->Py} y^  sum over the P_ci input-channel blocks
+ *
+ * with B a broadcast, R its adjoint sum-reduce and H the halo exchange of
+ * halo.h; the jvp runs the forward data movement on the perturbations (dx, dw,
+ * db) around the local conv jvp.  The output y (N, C_out, out...) lives on
+ * P_y = 1 x P_co x P_0 x ..., balanced in every dimension (the halo geometry
+ * balances the output, not the input); adj_layer_input_layout and
+ * adj_layer_output_layout (layer.h) give both layouts, so the next layer takes
+ * the output layout as its input.
+ *
+ * Feature-space partitions (P_ci = P_co = 1) and channel partitions (spatial
+ * extents 1) are this same algorithm with unit extents; the broadcast of x and
+ * the sum-reduce of y vanish when they would map every worker onto itself.
+ *
+ * Where the workers are: P_w's workers in row-major (co, ci, spatial...) order
+ * are work_ranks (default 0..|P_w|-1); the weights live on P_w's workers at
+ * spatial coordinates 0 and the bias on those with ci = 0 as well, as in the
+ * paper's appendix C (all parameters of a feature-space convolution on one
+ * worker).  P_x and P_y default to the first ranks of the communicator, so
+ * layers created with default rank lists chain.  Parameters start at zero; set
+ * them with adj_layer_set_parameter (index 0 the weights, 1 the bias).  A NULL
+ * dx in jvp or backward may differ between ranks: the layer agrees on it with
+ * one small all-reduce, so a rank that passes NULL cannot hang the others.
+ *
+ * Creation is collective over config->comm; every rank passes the same config.
+ * A bad configuration fails on every rank with the same message. */
+#ifndef ADJOIN_CONV_LAYER_H
+#define ADJOIN_CONV_LAYER_H
+
+#include <mpi.h>
+#include <stdbool.h>
+
+#include "adjoin/decomposition.h"
+#include "adjoin/kernels.h"
+#include "adjoin/layer.h"
+
+typedef struct adj_conv_layer_config {
+  MPI_Comm comm;                     /* base communicator of every partition */
+  adj_dtype dtype;
+  const char *name;                  /* optional; default "conv layer" */
+  /* Kernel, stride, dilation and (asymmetric) padding per spatial dimension. */
+  adj_window_geometry window;
+  int64_t out_channels;              /* C_out */
+  int64_t in_channels;               /* C_in of the weights; 0 means "the input's" */
+  bool no_bias;                      /* default: with bias */
+
+  /* The input, one of two ways:
+   *  - input: an existing layout, e.g. the previous layer's output
+   *    decomposition or a repartition's range (explicit cuts allowed in the
+   *    spatial dimensions); its partition is P_x and its global shape the input
+   *    shape (input_shape may then be left zero);
+   *  - input_shape, global (N, C_in, spatial...), balanced over input_parts
+   *    (P_x = 1 x P_ci x P_0 x ..., entries 0 mean 1) on input_ranks (NULL: the
+   *    first |P_x| ranks). */
+  const adj_decomposition *input;
+  int64_t input_shape[ADJ_MAX_RANK];
+  int input_parts[ADJ_MAX_RANK];
+  const int *input_ranks;
+
+  int out_channel_parts;             /* P_co; 0 means 1 */
+  const int *work_ranks;             /* P_w in (co, ci, spatial...) order; NULL: the first |P_w| ranks */
+  const int *output_ranks;           /* P_y in (co, spatial...) order; NULL: the first |P_y| ranks */
+} adj_conv_layer_config;
+
+/* Creates the layer.  Parameters: 0 "weight" (C_out, C_in, kernel...) on
+ * P_co x P_ci workers, 1 "bias" (C_out) on P_co workers unless config->no_bias. */
+int adj_conv_layer_create(const adj_conv_layer_config *config, adj_layer **layer);
+
+#endif

@@ -1,0 +1,44 @@
+/* Generalized, unbalanced halo exchange and its adjoint (DistDL paper, eqs.
+ * 10-12 and appendix B).
+ *
+ * The operator works in place on each worker's local tensor: its bulk extended
+ * by the halos of adj_halo_geometry (halo_geometry.h), so domain = range = that
+ * padded local shape.  One dimension at a time, in order 0..d-1, each worker
+ * packs the parts of its bulk other workers need (H = K_T C_U C_E C_P K_S per
+ * dimension), exchanges them with nonblocking point-to-point messages and
+ * unpacks them into its halo.  In dimension i the packed region spans the
+ * bulk *and the halos already received* in dimensions 0..i-1, so corners
+ * arrive without diagonal messages (the nested exchange of eq. 11).
+ *
+ *   forward:  halo <- copy of the owners' bulk; the bulk is unchanged.
+ *   adjoint:  in reverse dimension order (eq. 12), each halo is sent back,
+ *             *added* into the owner's bulk, and cleared.
+ *
+ * Which region each worker needs from another follows from the receiver's
+ * geometry, which every worker computes locally.  A halo wider than the
+ * adjacent worker's bulk (narrow or empty blocks from explicit cuts) is filled
+ * by every worker whose bulk it overlaps, each sending its piece directly.
+ * Message plans and buffers are built at creation; an application allocates
+ * nothing.  The same operator serves centred, padded convolution kernels and
+ * one-sided, strided pooling kernels: only the geometry differs.
+ *
+ * The halo contents before a forward application do not matter (they are
+ * overwritten); after the adjoint they are zero.  Trimming surplus input and
+ * padding at global boundaries are the local kernel's business: see
+ * adj_halo_local.kernel_input and .padding. */
+#ifndef ADJOIN_HALO_H
+#define ADJOIN_HALO_H
+
+#include "adjoin/halo_geometry.h"
+#include "adjoin/op.h"
+#include "adjoin/partition.h"
+
+/* Creates the halo exchange for `geometry` on `partition`, whose shape must
+ * equal the geometry's parts.  Workers outside the partition get zero-volume
+ * domain and range and take part in no message.  Collective on the partition's
+ * base communicator; every rank passes the same geometry (checked: ranks that
+ * disagree all fail instead of deadlocking later). */
+int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *geometry,
+                    adj_op **op);
+
+#endif

@@ -1,0 +1,226 @@
+/* Sequential local kernels: convolution, pooling, affine, activations, flatten
+ * and losses on one worker's local block, in float32 and float64.
+ *
+ * The distributed layers of section 4 of the DistDL paper are built from data
+ * movement operators around exactly these kernels (halo exchange, then a local
+ * Conv or Pool on the padded block; broadcast of weights, then a local Affine),
+ * so each kernel exposes the three maps a layer needs at a point (x, w, b):
+ *
+ *   forward   y  = f(x; w, b)
+ *   jvp       dy = J (dx, dw, db)          the tangent-linear map; any of the
+ *                                          perturbations may be NULL (= zero)
+ *   backward  (dx, dw, db) = J^T dy        the adjoint of the jvp
+ *
+ * and jvp/backward pass the dot-product test <J v, u> = <v, J^T u> to round-off.
+ * One header serves the whole module because the kernels share the window
+ * geometry, the workspace and the overwrite/accumulate conventions below; the
+ * implementation is split per kernel family in layers/.
+ *
+ * Conventions (llm.c style, with adjoin's status returns):
+ *  - Layout is row-major, channels first: activations (N, C, spatial...), conv
+ *    weights (C_out, C_in, kernel...), affine weights (F_out, F_in), bias (C_out).
+ *    Every tensor argument carries its shape in a comment.
+ *  - forward and jvp OVERWRITE their output.  backward OVERWRITES the input
+ *    gradient dx (like an operator's adjoint) and ACCUMULATES (+=) into the
+ *    parameter gradients dw and db, so a trainer zeroes them once per step and a
+ *    layer whose weights are used several times sums naturally.  Passing NULL for
+ *    dx, dw or db skips that gradient.
+ *  - All tensors of one call share one dtype; shapes are checked and a mismatch
+ *    returns ADJ_ERR_SIZE / ADJ_ERR_DTYPE with a message naming the values.
+ *  - Nothing here allocates: scratch comes from an adj_workspace sized once with
+ *    the kernel's *_workspace_size function.
+ *  - Not collective: these are purely local. */
+#ifndef ADJOIN_KERNELS_H
+#define ADJOIN_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adjoin/tensor.h"
+
+/* ---- window geometry (convolution and pooling) ------------------------------------ */
+
+enum { ADJ_MAX_SPATIAL_DIMS = 3 };
+
+/* A sliding window over the last spatial_dims dimensions of an (N, C, spatial...)
+ * tensor.  Output extent per dimension:
+ *   out = (in + padding_left + padding_right - dilation * (kernel - 1) - 1) / stride + 1
+ * Zero stride or dilation means 1, so designated initializers may omit them:
+ *   &(adj_window_geometry){.spatial_dims = 2, .kernel = {5, 5},
+ *                          .padding_left = {2, 2}, .padding_right = {2, 2}} */
+typedef struct adj_window_geometry {
+  int spatial_dims;                            /* 1, 2 or 3 */
+  int64_t kernel[ADJ_MAX_SPATIAL_DIMS];        /* >= 1 */
+  int64_t stride[ADJ_MAX_SPATIAL_DIMS];        /* >= 1 (0 means 1) */
+  int64_t dilation[ADJ_MAX_SPATIAL_DIMS];      /* >= 1 (0 means 1) */
+  int64_t padding_left[ADJ_MAX_SPATIAL_DIMS];  /* implicit zeros before the input, >= 0 */
+  int64_t padding_right[ADJ_MAX_SPATIAL_DIMS]; /* implicit zeros after the input, >= 0 */
+} adj_window_geometry;
+
+/* out_spatial[d] for an input of extents in_spatial[d], d < spatial_dims.  Fails
+ * (ADJ_ERR_SIZE) when the dilated kernel is larger than the padded input. */
+int adj_window_output_shape(const adj_window_geometry *g, const int64_t *in_spatial, int64_t *out_spatial);
+
+/* ---- workspace ---------------------------------------------------------------------- */
+
+/* Caller-owned scratch reused across calls (im2col buffers). */
+typedef struct adj_workspace {
+  void *data;   /* 64-byte aligned */
+  size_t bytes;
+} adj_workspace;
+
+/* Makes ws hold at least `bytes` (grows, never shrinks); call it at setup time. */
+int adj_workspace_reserve(adj_workspace *ws, size_t bytes);
+/* Frees the storage; NULL-safe. */
+void adj_workspace_release(adj_workspace *ws);
+
+/* ---- convolution ------------------------------------------------------------------- */
+
+/* Cross-correlation (the deep-learning "convolution") with zero padding, computed
+ * by im2col on groups of images followed by one GEMM per group (OpenBLAS
+ * sgemm/dgemm): y[n, co, o] = b[co] + sum_{ci, k} w[co, ci, k] x[n, ci, o*s - p + k*d].
+ *
+ * Workspace: *bytes is the size that lets the kernel group several small
+ * images into one large GEMM; any workspace of at least one image's share
+ * (reported in the error message when too small) also works, more slowly. */
+int adj_conv_workspace_size(const adj_window_geometry *g,
+                            const adj_tensor *x, /* (N, C_in, in...) */
+                            const adj_tensor *w, /* (C_out, C_in, kernel...) */
+                            size_t *bytes);
+
+int adj_conv_forward(const adj_window_geometry *g,
+                     const adj_tensor *x, /* (N, C_in, in...) */
+                     const adj_tensor *w, /* (C_out, C_in, kernel...) */
+                     const adj_tensor *b, /* (C_out) or NULL */
+                     adj_tensor *y,       /* (N, C_out, out...) overwritten */
+                     adj_workspace *ws);
+
+/* dy = conv(dx; w) + conv(x; dw) + db: the derivative at (x, w, b) in the
+ * direction (dx, dw, db). */
+int adj_conv_jvp(const adj_window_geometry *g,
+                 const adj_tensor *x,  /* (N, C_in, in...) */
+                 const adj_tensor *w,  /* (C_out, C_in, kernel...) */
+                 const adj_tensor *dx, /* (N, C_in, in...) or NULL */
+                 const adj_tensor *dw, /* (C_out, C_in, kernel...) or NULL */
+                 const adj_tensor *db, /* (C_out) or NULL */
+                 adj_tensor *dy,       /* (N, C_out, out...) overwritten */
+                 adj_workspace *ws);
+
+int adj_conv_backward(const adj_window_geometry *g,
+                      const adj_tensor *x,  /* (N, C_in, in...) */
+                      const adj_tensor *w,  /* (C_out, C_in, kernel...) */
+                      const adj_tensor *dy, /* (N, C_out, out...) */
+                      adj_tensor *dx,       /* (N, C_in, in...) overwritten, or NULL */
+                      adj_tensor *dw,       /* (C_out, C_in, kernel...) +=, or NULL */
+                      adj_tensor *db,       /* (C_out) +=, or NULL */
+                      adj_workspace *ws);
+
+/* ---- pooling ------------------------------------------------------------------------ */
+
+/* Max pooling ignores padding (a window must hold at least one real element;
+ * ties go to the first maximum in row-major window order, and that element
+ * receives the whole gradient).  Average pooling divides by the full kernel
+ * volume, padding included, so it is a fixed linear map (its jvp is itself). */
+typedef enum adj_pool_kind { ADJ_POOL_MAX = 0, ADJ_POOL_AVG = 1 } adj_pool_kind;
+
+int adj_pool_forward(adj_pool_kind kind, const adj_window_geometry *g,
+                     const adj_tensor *x, /* (N, C, in...) */
+                     adj_tensor *y);      /* (N, C, out...) overwritten */
+
+int adj_pool_jvp(adj_pool_kind kind, const adj_window_geometry *g,
+                 const adj_tensor *x,  /* (N, C, in...) the linearisation point */
+                 const adj_tensor *dx, /* (N, C, in...) */
+                 adj_tensor *dy);      /* (N, C, out...) overwritten */
+
+int adj_pool_backward(adj_pool_kind kind, const adj_window_geometry *g,
+                      const adj_tensor *x,  /* (N, C, in...) */
+                      const adj_tensor *dy, /* (N, C, out...) */
+                      adj_tensor *dx);      /* (N, C, in...) overwritten */
+
+/* ---- affine ------------------------------------------------------------------------- */
+
+/* y = x W^T + b over a batch, one GEMM. */
+int adj_affine_forward(const adj_tensor *x, /* (N, F_in) */
+                       const adj_tensor *w, /* (F_out, F_in) */
+                       const adj_tensor *b, /* (F_out) or NULL */
+                       adj_tensor *y);      /* (N, F_out) overwritten */
+
+/* dy = dx W^T + x dW^T + db. */
+int adj_affine_jvp(const adj_tensor *x,  /* (N, F_in) */
+                   const adj_tensor *w,  /* (F_out, F_in) */
+                   const adj_tensor *dx, /* (N, F_in) or NULL */
+                   const adj_tensor *dw, /* (F_out, F_in) or NULL */
+                   const adj_tensor *db, /* (F_out) or NULL */
+                   adj_tensor *dy);      /* (N, F_out) overwritten */
+
+int adj_affine_backward(const adj_tensor *x,  /* (N, F_in) */
+                        const adj_tensor *w,  /* (F_out, F_in) */
+                        const adj_tensor *dy, /* (N, F_out) */
+                        adj_tensor *dx,       /* (N, F_in) overwritten, or NULL */
+                        adj_tensor *dw,       /* (F_out, F_in) +=, or NULL */
+                        adj_tensor *db);      /* (F_out) +=, or NULL */
+
+/* ---- pointwise activations ---------------------------------------------------------- */
+
+typedef enum adj_activation_kind {
+  ADJ_RELU = 0,
+  ADJ_LEAKY_RELU = 1, /* x > 0 ? x : negative_slope * x */
+  ADJ_TANH = 2,
+  ADJ_SIGMOID = 3,
+} adj_activation_kind;
+
+typedef struct adj_activation {
+  adj_activation_kind kind;
+  double negative_slope; /* leaky ReLU only, e.g. 0.01 */
+} adj_activation;
+
+/* The Jacobian is diagonal, so jvp and backward compute the same product
+ * f'(x) * v; both take the forward INPUT x (not y).  Any shape; in place
+ * (y == x, dy == dx) is allowed.  At the kink of (leaky) ReLU, f'(0) is taken
+ * from the negative side. */
+int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_tensor *y);
+int adj_activation_jvp(const adj_activation *a, const adj_tensor *x, const adj_tensor *dx, adj_tensor *dy);
+int adj_activation_backward(const adj_activation *a, const adj_tensor *x, const adj_tensor *dy, adj_tensor *dx);
+
+/* ---- flatten ------------------------------------------------------------------------ */
+
+/* A view of x (N, d1, d2, ...) as (N, d1*d2*...): no data moves, so flatten is
+ * its own Jacobian and its adjoint is the reverse view, adj_unflatten_view. */
+int adj_flatten_view(const adj_tensor *x, adj_tensor *view);
+/* A view of g (N, F) with the shape (rank, shape) of the unflattened tensor. */
+int adj_unflatten_view(const adj_tensor *g, int rank, const int64_t *shape, adj_tensor *view);
+
+/* ---- losses ------------------------------------------------------------------------- */
+
+/* Sum over the batch, or mean: softmax cross-entropy divides by N (samples),
+ * mean-squared error by the number of elements (PyTorch's conventions).  A
+ * distributed layer whose batch is split uses SUM and scales by the global count. */
+typedef enum adj_reduction { ADJ_REDUCE_MEAN = 0, ADJ_REDUCE_SUM = 1 } adj_reduction;
+
+/* loss = reduce_n ( logsumexp(z_n) - z_n[label_n] ), accumulated in float64.
+ * labels[n] must lie in [0, C). */
+int adj_softmax_xent_forward(const adj_tensor *logits, /* (N, C) */
+                             const int64_t *labels,    /* (N) */
+                             adj_reduction reduction, double *loss);
+/* dloss = reduce_n < softmax(z_n) - onehot(label_n), dz_n >. */
+int adj_softmax_xent_jvp(const adj_tensor *logits, /* (N, C) */
+                         const int64_t *labels,    /* (N) */
+                         adj_reduction reduction,
+                         const adj_tensor *dlogits, /* (N, C) */
+                         double *dloss);
+/* dz = dloss * scale * (softmax(z) - onehot(label)); dloss is 1 for plain training. */
+int adj_softmax_xent_backward(const adj_tensor *logits, /* (N, C) */
+                              const int64_t *labels,    /* (N) */
+                              adj_reduction reduction, double dloss,
+                              adj_tensor *dlogits);     /* (N, C) overwritten */
+
+/* loss = reduce (y - target)^2 over every element; the target is data (no gradient). */
+int adj_mse_forward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double *loss);
+/* dloss = scale * 2 <y - target, dy>. */
+int adj_mse_jvp(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction,
+                const adj_tensor *dy, double *dloss);
+/* dy = dloss * scale * 2 (y - target), overwritten. */
+int adj_mse_backward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double dloss,
+                     adj_tensor *dy);
+
+#endif

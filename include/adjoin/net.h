@@ -1,0 +1,69 @@
+/* Networks and optimizers.
+ *
+ * A network is an ordered composition of layers, y = f_{n-1}(... f_0(x)), and
+ * is itself an adj_layer: its parameters are its layers' parameters in layer
+ * order, its jvp is the chain of jvps and its backward the chain of backwards
+ * in reverse, so the whole network's Jacobian gets the same dot-product test
+ * as any layer (adj_dottest_layer).  Data-movement operators enter a network
+ * through parameter-free layers (the repartition layer), so every stage has
+ * the same interface.
+ *
+ * Storage (llm.c style): intermediate activations and their gradients live in
+ * two allocations made at creation, reused for every batch; all parameter
+ * values, gradients and tangents are moved into three contiguous buffers with
+ * one identical layout, so an optimizer step, a zero-grad and a data-parallel
+ * gradient all-reduce are each one flat operation on this worker's shards.
+ *
+ * Optimizers update only this worker's shards: every parameter block lives on
+ * exactly one worker (distributed layers broadcast it where it is used and
+ * sum-reduce its gradient back), so a local update is the global update. */
+#ifndef ADJOIN_NET_H
+#define ADJOIN_NET_H
+
+#include "adjoin/layer.h"
+
+/* Composes n layers (references taken).  Consecutive local output/input shapes
+ * and dtypes must match on every worker.  Collective on the layers' base
+ * communicator. */
+int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_layer **network);
+
+/* The layer-th stage of a network, and the number of stages. */
+int adj_network_depth(const adj_layer *network);
+adj_layer *adj_network_layer(adj_layer *network, int index);
+
+/* Flat views of this worker's packed parameter values and gradients (rank 1;
+ * zero volume if the worker holds no parameter). */
+int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tensor *grads);
+
+/* ---- optimizers ---------------------------------------------------------------------- */
+
+typedef enum adj_optimizer_kind { ADJ_OPTIMIZER_SGD = 0, ADJ_OPTIMIZER_ADAM = 1 } adj_optimizer_kind;
+
+typedef struct adj_optimizer_config {
+  adj_optimizer_kind kind;
+  double learning_rate;
+  double momentum;      /* SGD: heavy-ball momentum (0 = plain SGD) */
+  double weight_decay;  /* L2 decay added to the gradient (both kinds) */
+  double beta1, beta2;  /* Adam; 0 means the defaults 0.9 and 0.999 */
+  double epsilon;       /* Adam; 0 means 1e-8 */
+} adj_optimizer_config;
+
+typedef struct adj_optimizer adj_optimizer;
+
+/* An optimizer for the flat parameter buffer of `network`. Not collective. */
+int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer);
+void adj_optimizer_destroy(adj_optimizer **optimizer);
+/* One update of this worker's shards from their gradients. */
+int adj_optimizer_step(adj_optimizer *optimizer);
+/* The configuration in use (defaults filled in). */
+const adj_optimizer_config *adj_optimizer_get_config(const adj_optimizer *optimizer);
+/* Steps taken so far. */
+int64_t adj_optimizer_steps(const adj_optimizer *optimizer);
+void adj_optimizer_set_steps(adj_optimizer *optimizer, int64_t steps);
+/* The optimizer's state buffers (SGD: velocity; Adam: first and second
+ * moments), flat and laid out exactly like adj_network_flat_parameters, so a
+ * checkpoint can gather them per parameter like the values.  Returns how many
+ * (0, 1 or 2) and fills buffers[0..n). */
+int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
+
+#endif

@@ -1,0 +1,82 @@
+/* Training loop: epochs of shuffled mini-batches through a network whose last
+ * stage is a softmax cross-entropy layer (loss_layer.h), as adj_lenet_create
+ * builds it.
+ *
+ * Each step: rank 0 copies the batch's images into the network's input (the
+ * input lives whole on rank 0; the network's first stage repartitions it onto
+ * the first layer's partition) and sets the labels on the loss; then zero-grad,
+ * forward, backward from d loss = 1, and one optimizer step on every worker's
+ * shards.  An epoch visits every sample once in an order drawn from a seeded
+ * generator (adj_shuffle_indices); a short last batch is padded with zeros and
+ * only its real samples count in the loss (loss_layer.h), so no sample is
+ * dropped and every layer keeps its fixed batch size.
+ *
+ * Reproducibility: the same seed, layout and dtype give bit-identical runs
+ * (the only randomness is the shuffle; reductions run in a fixed order).
+ * Resumption: the trainer keeps the generator's state as it was when the
+ * current epoch began, so a checkpoint (checkpoint.h) taken at any batch lets a
+ * new process redraw the epoch's order, skip the batches done and continue
+ * exactly as the uninterrupted run would.
+ *
+ * All calls are collective on the network's communicator.  Statistics (loss,
+ * correct counts) are computed where the loss lives, rank 0; other ranks get
+ * zeros. */
+#ifndef ADJOIN_TRAIN_H
+#define ADJOIN_TRAIN_H
+
+#include <stdint.h>
+
+#include "adjoin/dataset.h"
+#include "adjoin/layer.h"
+#include "adjoin/net.h"
+
+typedef struct adj_trainer_config {
+  adj_layer *network;         /* input (B, 1, rows, cols) on rank 0, output the loss */
+  adj_optimizer *optimizer;   /* over network's parameters */
+  const adj_dataset *train;   /* the same data set on every rank (adj_dataset_load) */
+  uint64_t seed;              /* of the shuffling generator */
+} adj_trainer_config;
+
+typedef struct adj_trainer adj_trainer;
+
+/* Statistics of a run of batches or of an evaluation (valid on rank 0). */
+typedef struct adj_train_stats {
+  double loss;       /* mean loss per sample */
+  int64_t correct;   /* samples whose largest logit is the label */
+  int64_t samples;   /* samples seen */
+  double seconds;    /* wall time */
+} adj_train_stats;
+
+/* Called on every rank after each training batch: batch index within the
+ * epoch (1-based, after the step), batches per epoch, and the batch's loss
+ * (rank 0). */
+typedef void adj_train_progress(void *ctx, int64_t batch, int64_t batches, double loss);
+
+/* The network's last stage must be a softmax cross-entropy layer and its input
+ * must match the data set's images.  Collective. */
+int adj_trainer_create(const adj_trainer_config *config, adj_trainer **trainer);
+void adj_trainer_destroy(adj_trainer **trainer);
+
+/* Batches per epoch: ceil(N / B). */
+int64_t adj_trainer_batches_per_epoch(const adj_trainer *trainer);
+
+/* Runs the rest of the current epoch, or at most max_batches of it when
+ * max_batches >= 0, and reports on the batches run.  Collective. */
+int adj_trainer_run(adj_trainer *trainer, int64_t max_batches, adj_train_progress *progress, void *ctx,
+                    adj_train_stats *stats);
+
+/* Position: epochs completed, and batches done in the current epoch. */
+int64_t adj_trainer_epoch(const adj_trainer *trainer);
+int64_t adj_trainer_batch(const adj_trainer *trainer);
+
+/* Loss and accuracy of the network on a data set, in fixed-size batches (the
+ * last one padded), without changing parameters or the shuffle.  Collective. */
+int adj_trainer_evaluate(adj_trainer *trainer, const adj_dataset *data, adj_train_stats *stats);
+
+/* Checkpoint of parameters, optimizer state, shuffle state and position
+ * (checkpoint.h), and its restoration.  A refused checkpoint changes
+ * nothing.  Collective. */
+int adj_trainer_save(adj_trainer *trainer, const char *path);
+int adj_trainer_load(adj_trainer *trainer, const char *path);
+
+#endif

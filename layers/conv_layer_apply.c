@@ -1,0 +1,191 @@
+/* Application of the distributed convolution layer: forward, jvp and backward
+ * are the data movement of conv_layer.h around the local kernels.
+ *
+ * The movement is linear, so the jvp runs the forward operators on the
+ * perturbations and the backward runs their adjoints in reverse order.  The
+ * parameter broadcasts (forward, jvp) and gradient sum-reduces (backward) are
+ * split-phase: posted first, completed after the input's halo exchange and
+ * broadcast, which they overlap.
+ *
+ * Collective safety: every rank applies the same operators in the same order.
+ * A local kernel failure (the creation checks rule it out, but it is reported)
+ * does not skip the collectives after it, so no rank is left waiting. */
+#include <string.h>
+
+#include "conv_layer_impl.h"
+
+/* A view of t with another shape of the same volume. */
+static adj_tensor adj_conv_reshape(const adj_tensor *t, int rank, const int64_t *shape) {
+  adj_tensor view;
+  adj_tensor_view(&view, t->dtype, rank, shape, t->data);
+  return view;
+}
+
+static int adj_conv_first_error(int a, int b) { return a ? a : b; }
+
+/* Whether any rank passes dx.  dx may be NULL on some ranks only; those join
+ * the data movement with zeros (jvp) or drop the result (backward), so a
+ * disagreement cannot leave ranks waiting in different collectives. */
+static int adj_conv_any(const adj_layer *l, bool mine, bool *any) {
+  int local = mine, global = 0;
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Iallreduce(&local, &global, 1, MPI_INT, MPI_LOR, l->comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, l->wait));
+  *any = global != 0;
+  return ADJ_SUCCESS;
+}
+
+/* The local conv's bias: b^ on the ci = 0 slab of P_w and NULL elsewhere, so
+ * the sum over the P_ci partial outputs adds it once. */
+static adj_tensor *adj_conv_local_bias(const adj_conv_layer *c, adj_tensor *hat) {
+  return c->b_bcast && adj_partition_active(c->pw_bias) ? hat : NULL;
+}
+
+/* ---- parameters ------------------------------------------------------------------------- */
+
+/* Posts w^ <- B_{Pr->Pw} w and b^ <- B_{Pb->Pw} b on the values (forward) or
+ * the tangents (jvp). */
+static int adj_conv_parameters_begin(adj_layer *l, bool tangent) {
+  adj_conv_layer *c = l->impl;
+  adj_parameter *w = l->parameters[0];
+  ADJ_CALL(adj_op_begin(c->w_bcast, ADJ_FORWARD, tangent ? &w->tangent : &w->value,
+                        tangent ? &c->dw_hat : &c->w_hat));
+  if (!c->b_bcast) return ADJ_SUCCESS;
+  adj_parameter *b = l->parameters[1];
+  return adj_op_begin(c->b_bcast, ADJ_FORWARD, tangent ? &b->tangent : &b->value, tangent ? &c->db_hat : &c->b_hat);
+}
+
+/* Completes whichever parameter movement is pending (either direction). */
+static int adj_conv_parameters_end(adj_conv_layer *c) {
+  int status = adj_op_end(c->w_bcast);
+  return adj_conv_first_error(status, c->b_bcast ? adj_op_end(c->b_bcast) : ADJ_SUCCESS);
+}
+
+/* Posts the adjoints R_{Pw->Pr} dw^ and R_{Pw->Pb} db^. */
+static int adj_conv_gradients_begin(adj_conv_layer *c) {
+  ADJ_CALL(adj_op_begin(c->w_bcast, ADJ_ADJOINT, &c->dw_hat, &c->w_sum));
+  return c->b_bcast ? adj_op_begin(c->b_bcast, ADJ_ADJOINT, &c->db_hat, &c->b_sum) : ADJ_SUCCESS;
+}
+
+/* Completes them and accumulates into the gradients of the owning workers. */
+static int adj_conv_gradients_end(adj_layer *l) {
+  adj_conv_layer *c = l->impl;
+  ADJ_CALL(adj_conv_parameters_end(c));
+  ADJ_CALL(adj_tensor_add(&l->parameters[0]->grad, &c->w_sum));
+  return c->b_bcast ? adj_tensor_add(&l->parameters[1]->grad, &c->b_sum) : ADJ_SUCCESS;
+}
+
+/* ---- input and output movement ---------------------------------------------------------- */
+
+/* pad <- x (zeros when x is NULL) on its bulk, then H, then B_{Px->Pw}; the
+ * kernel input is the broadcast block or, when the local outputs read less
+ * than it holds, a trimmed copy. */
+static int adj_conv_input_forward(adj_conv_layer *c, const adj_tensor *x, adj_tensor *pad, adj_tensor *hat,
+                                  adj_tensor *trimmed, const adj_tensor **kernel_input) {
+  if (x) {
+    adj_box whole = adj_box_whole(x->rank, x->shape);
+    adj_tensor_copy_box(pad, &c->x_local.bulk, x, &whole, ADJ_UNPACK_COPY);
+  } else {
+    adj_tensor_zero(pad);
+  }
+  ADJ_CALL(adj_op_forward(c->halo, pad, pad));
+  *kernel_input = pad;
+  if (c->x_bcast) {
+    ADJ_CALL(adj_op_forward(c->x_bcast, pad, hat));
+    *kernel_input = hat;
+  }
+  if (c->trims) {
+    adj_box whole = adj_box_whole(trimmed->rank, trimmed->shape);
+    adj_tensor_copy_box(trimmed, &whole, *kernel_input, &c->w_local.kernel_input, ADJ_UNPACK_COPY);
+    *kernel_input = trimmed;
+  }
+  return ADJ_SUCCESS;
+}
+
+/* Where the local backward writes dx^: the trimmed buffer, else the full block. */
+static adj_tensor *adj_conv_kernel_dx(adj_conv_layer *c) {
+  return c->trims ? &c->dx_k : c->x_bcast ? &c->dx_hat : &c->dx_pad;
+}
+
+/* The adjoint of adj_conv_input_forward: untrim (pad dx^ with zeros), sum onto
+ * P_x, add the halos into their owners' bulk (H^T) and copy the bulk to dx. */
+static int adj_conv_input_adjoint(adj_conv_layer *c, adj_tensor *dx) {
+  adj_tensor *full = c->x_bcast ? &c->dx_hat : &c->dx_pad;
+  if (!c->computes || c->trims) adj_tensor_zero(full);
+  if (c->trims) {
+    adj_box whole = adj_box_whole(c->dx_k.rank, c->dx_k.shape);
+    adj_tensor_copy_box(full, &c->w_local.kernel_input, &c->dx_k, &whole, ADJ_UNPACK_COPY);
+  }
+  if (c->x_bcast) ADJ_CALL(adj_op_adjoint(c->x_bcast, &c->dx_hat, &c->dx_pad));
+  ADJ_CALL(adj_op_adjoint(c->halo, &c->dx_pad, &c->dx_pad));
+  if (dx) {
+    adj_box whole = adj_box_whole(dx->rank, dx->shape);
+    adj_tensor_copy_box(dx, &whole, &c->dx_pad, &c->x_local.bulk, ADJ_UNPACK_COPY);
+  }
+  return ADJ_SUCCESS;
+}
+
+/* y <- R_{Pw->Py} y^, the sum over the input-channel blocks, through views
+ * with the unit dimension the broadcast rule needs; nothing when y^ is y. */
+static int adj_conv_output_forward(adj_conv_layer *c, const adj_tensor *y_hat, adj_tensor *y) {
+  if (!c->y_reduce) return ADJ_SUCCESS;
+  adj_tensor in = adj_conv_reshape(y_hat, c->rank + 1, adj_op_domain_shape(c->y_reduce));
+  adj_tensor out = adj_conv_reshape(y, c->rank + 1, adj_op_range_shape(c->y_reduce));
+  return adj_op_forward(c->y_reduce, &in, &out);
+}
+
+/* dy^ <- B_{Py->Pw} dy, its adjoint; returns the local conv's output gradient. */
+static int adj_conv_output_adjoint(adj_conv_layer *c, const adj_tensor *dy, const adj_tensor **dy_hat) {
+  *dy_hat = dy;
+  if (!c->y_reduce) return ADJ_SUCCESS;
+  adj_tensor in = adj_conv_reshape(dy, c->rank + 1, adj_op_range_shape(c->y_reduce));
+  adj_tensor out = adj_conv_reshape(&c->dy_hat, c->rank + 1, adj_op_domain_shape(c->y_reduce));
+  *dy_hat = &c->dy_hat;
+  return adj_op_adjoint(c->y_reduce, &in, &out);
+}
+
+/* ---- the layer methods ------------------------------------------------------------------- */
+
+int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  adj_conv_layer *c = l->impl;
+  ADJ_CALL(adj_conv_parameters_begin(l, false));
+  int status = adj_conv_input_forward(c, x, &c->x_pad, &c->x_hat, &c->x_k, &c->x_kernel);
+  status = adj_conv_first_error(status, adj_conv_parameters_end(c));
+  adj_tensor *y_hat = c->y_reduce ? &c->y_hat : y;
+  if (!status && c->computes)
+    status = adj_conv_forward(&c->local, c->x_kernel, &c->w_hat, adj_conv_local_bias(c, &c->b_hat), y_hat,
+                              &c->ws);
+  return adj_conv_first_error(status, adj_conv_output_forward(c, y_hat, y));
+}
+
+int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
+  adj_conv_layer *c = l->impl;
+  bool any_dx;
+  ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
+  ADJ_CALL(adj_conv_parameters_begin(l, true));
+  const adj_tensor *dx_kernel = NULL;
+  int status = any_dx ? adj_conv_input_forward(c, dx, &c->dx_pad, &c->dx_hat, &c->dx_k, &dx_kernel) : ADJ_SUCCESS;
+  status = adj_conv_first_error(status, adj_conv_parameters_end(c));
+  adj_tensor *dy_hat = c->y_reduce ? &c->dy_hat : dy;
+  if (!status && c->computes)
+    status = adj_conv_jvp(&c->local, c->x_kernel, &c->w_hat, dx_kernel, &c->dw_hat,
+                          adj_conv_local_bias(c, &c->db_hat), dy_hat, &c->ws);
+  return adj_conv_first_error(status, adj_conv_output_forward(c, dy_hat, dy));
+}
+
+int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
+  adj_conv_layer *c = l->impl;
+  bool any_dx;
+  ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
+  const adj_tensor *dy_hat;
+  int status = adj_conv_output_adjoint(c, dy, &dy_hat);
+  adj_tensor_zero(&c->dw_hat);
+  if (c->b_bcast) adj_tensor_zero(&c->db_hat);
+  if (!status && c->computes)
+    status = adj_conv_backward(&c->local, c->x_kernel, &c->w_hat, dy_hat, any_dx ? adj_conv_kernel_dx(c) : NULL,
+                               &c->dw_hat, adj_conv_local_bias(c, &c->db_hat), &c->ws);
+  int posted = adj_conv_gradients_begin(c);
+  status = adj_conv_first_error(status, any_dx ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);
+  status = adj_conv_first_error(status, posted);
+  return adj_conv_first_error(status, posted ? posted : adj_conv_gradients_end(l));
+}

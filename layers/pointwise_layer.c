@@ -1,0 +1,116 @@
+/* Pointwise layers: activations and flatten on each worker's block.
+ *
+ * No data moves.  An activation's Jacobian is diagonal, so every worker's
+ * jvp and backward are the local kernel's at its own block of the forward
+ * input.  Flatten is a reshape of the block; with only the batch partitioned
+ * it is a reshape of the global tensor too, so it is its own Jacobian and its
+ * backward is the reverse reshape. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dist_layer_impl.h"
+
+/* ---- activations ----------------------------------------------------------------------- */
+
+static int adj_activation_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  return adj_activation_forward(l->impl, x, y);
+}
+
+static int adj_activation_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
+  if (!dx) {
+    adj_tensor_zero(dy);
+    return ADJ_SUCCESS;
+  }
+  return adj_activation_jvp(l->impl, l->input, dx, dy);
+}
+
+static int adj_activation_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
+  return dx ? adj_activation_backward(l->impl, l->input, dy, dx) : ADJ_SUCCESS;
+}
+
+static void adj_free_impl(adj_layer *l) { free(l->impl); }
+
+static void adj_activation_name(const adj_activation *a, char *name, size_t size) {
+  static const char *const names[] = {"relu", "leaky_relu", "tanh", "sigmoid"};
+  if (a->kind == ADJ_LEAKY_RELU) snprintf(name, size, "leaky_relu(%g)", a->negative_slope);
+  else snprintf(name, size, "%s", names[a->kind]);
+}
+
+int adj_activation_layer_create(const adj_activation_layer_config *c, adj_layer **layer) {
+  static const char who[] = "activation layer";
+  *layer = NULL;
+  ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
+  adj_activation_kind kind = c->activation.kind;
+  ADJ_CHECK(kind >= ADJ_RELU && kind <= ADJ_SIGMOID, ADJ_ERR_ARG, "%s: unknown activation kind %d", who, (int)kind);
+  adj_activation *impl = malloc(sizeof *impl);
+  if (impl) *impl = c->activation;
+  int status = adj_layer_agree(c->input, impl ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", who));
+  char name[64];
+  adj_activation_name(&c->activation, name, sizeof name);
+  static const adj_layer_methods methods = {adj_activation_layer_forward, adj_activation_layer_jvp,
+                                            adj_activation_layer_backward, adj_free_impl};
+  if (!status) status = adj_layer_alloc_between(name, c->dtype, c->input, c->input, &methods, impl, layer);
+  if (status) free(impl);
+  return status;
+}
+
+/* ---- flatten ---------------------------------------------------------------------------- */
+
+static int adj_flatten_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  adj_tensor_copy_flat(y, x);
+  return ADJ_SUCCESS;
+}
+
+static int adj_flatten_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
+  if (dx) adj_tensor_copy_flat(dy, dx);
+  else adj_tensor_zero(dy);
+  return ADJ_SUCCESS;
+}
+
+static int adj_flatten_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
+  if (dx) adj_tensor_copy_flat(dx, dy);
+  return ADJ_SUCCESS;
+}
+
+/* A block that splits a feature dimension is not a contiguous feature range of
+ * the flattened tensor, so only the batch may be partitioned. */
+static int adj_flatten_check(const char *who, const adj_decomposition *input) {
+  const adj_partition *p = adj_decomposition_partition(input);
+  int rank = adj_decomposition_rank(input);
+  ADJ_CHECK(rank >= 2, ADJ_ERR_SIZE, "%s: the input has rank %d; flatten needs (N, d1, ...) of rank >= 2", who, rank);
+  char text[96];
+  for (int i = 1; i < rank; i++)
+    ADJ_CHECK(adj_partition_shape(p)[i] == 1, ADJ_ERR_INCOMPATIBLE,
+              "%s: the input partition %s splits feature dimension %d over %d workers; flatten needs only the "
+              "batch partitioned (P_b x 1 x ... x 1): repartition first",
+              who, adj_partition_format(p, text, sizeof text), i, adj_partition_shape(p)[i]);
+  return ADJ_SUCCESS;
+}
+
+/* (N, d1*...*dk) on a P_b x 1 partition of the input's ranks, batch cut alike. */
+static int adj_flatten_output_layout(const adj_decomposition *input, adj_decomposition **output) {
+  const adj_partition *p = adj_decomposition_partition(input);
+  adj_partition *flat;
+  ADJ_CALL(adj_partition_reshape(p, 2, (const int[2]){adj_partition_shape(p)[0], 1}, &flat));
+  const int64_t *shape = adj_decomposition_global_shape(input);
+  int64_t global[2] = {shape[0], 1};
+  for (int i = 1; i < adj_decomposition_rank(input); i++) global[1] *= shape[i];
+  const int64_t *cuts[2] = {adj_decomposition_cuts(input, 0), NULL};
+  int status = adj_decomposition_create_explicit(flat, 2, global, cuts, output);
+  adj_partition_destroy(&flat);
+  return status;
+}
+
+int adj_flatten_layer_create(const adj_flatten_layer_config *c, adj_layer **layer) {
+  static const char who[] = "flatten layer";
+  *layer = NULL;
+  ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
+  ADJ_CALL(adj_flatten_check(who, c->input));
+  adj_decomposition *output;
+  ADJ_CALL(adj_flatten_output_layout(c->input, &output));
+  static const adj_layer_methods methods = {adj_flatten_layer_forward, adj_flatten_layer_jvp,
+                                            adj_flatten_layer_backward, NULL};
+  int status = adj_layer_alloc_between("flatten", c->dtype, c->input, output, &methods, NULL, layer);
+  adj_decomposition_destroy(&output);
+  return status;
+}

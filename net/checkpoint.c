@@ -1,0 +1,364 @@
+/* Checkpoints (see include/adjoin/checkpoint.h and docs/checkpoint.md).
+ *
+ * Rank 0 does all file work: on save it receives every tensor whole through
+ * the parameter layouts' gathers and builds the file in memory; on load it
+ * reads and verifies the whole file before anything changes, then scatters
+ * each tensor.  Numbers are encoded little-endian byte by byte, so the format
+ * does not depend on the host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "adjoin/checkpoint.h"
+#include "error_impl.h"
+
+static const char ck_magic[8] = {'A', 'D', 'J', 'C', 'K', 'P', 'T', '\n'};
+enum { CK_HEADER_BYTES = 64, CK_NO_OPTIMIZER = 255, CK_MAX_NAME = 47 };
+
+/* The fixed-size header after the magic; every rank holds a copy after load. */
+typedef struct ck_header {
+  uint32_t version, dtype, optimizer_kind, n_state, n_parameters, rng_bytes;
+  int64_t steps, epoch, batch;
+  uint64_t seed;
+} ck_header;
+
+/* ---- little-endian byte buffers -------------------------------------------------------- */
+
+typedef struct ck_writer {
+  uint8_t *data;
+  size_t size, capacity;
+  bool failed; /* out of memory: later puts are dropped, the save fails at the end */
+} ck_writer;
+
+static void ck_put(ck_writer *w, const void *bytes, size_t n) {
+  if (w->failed) return;
+  if (w->size + n > w->capacity) {
+    size_t capacity = 2 * (w->size + n) + 4096;
+    uint8_t *grown = realloc(w->data, capacity);
+    if (!grown) {
+      w->failed = true;
+      return;
+    }
+    w->data = grown, w->capacity = capacity;
+  }
+  memcpy(w->data + w->size, bytes, n);
+  w->size += n;
+}
+
+static void ck_put_uint(ck_writer *w, uint64_t v, int bytes) {
+  uint8_t b[8];
+  for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> (8 * i));
+  ck_put(w, b, (size_t)bytes);
+}
+
+static void ck_put_f64(ck_writer *w, double v) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  ck_put_uint(w, bits, 8);
+}
+
+typedef struct ck_reader {
+  const uint8_t *data;
+  size_t size, pos;
+  bool short_read; /* a get ran past the end: the values read are zeros */
+} ck_reader;
+
+static uint64_t ck_get_uint(ck_reader *r, int bytes) {
+  if (r->pos + (size_t)bytes > r->size) {
+    r->short_read = true;
+    return 0;
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++) v |= (uint64_t)r->data[r->pos + (size_t)i] << (8 * i);
+  r->pos += (size_t)bytes;
+  return v;
+}
+
+static double ck_get_f64(ck_reader *r) {
+  uint64_t bits = ck_get_uint(r, 8);
+  double v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* ---- what the network holds --------------------------------------------------------- */
+
+/* This worker's blocks of parameter i: its value, then the optimizer's state
+ * buffers at the parameter's offset in their flat layout (net.h).  Returns
+ * how many (1 + state buffers). */
+static int ck_parts(adj_layer *net, adj_optimizer *opt, int index, adj_tensor parts[3]) {
+  adj_parameter *p = adj_layer_parameter(net, index);
+  parts[0] = p->value;
+  adj_tensor state[2];
+  int n_state = opt ? adj_optimizer_state_buffers(opt, state) : 0;
+  int64_t offset = 0;
+  for (int i = 0; i < index; i++) offset += adj_tensor_volume(&adj_layer_parameter(net, i)->value);
+  size_t esize = adj_dtype_size(p->value.dtype);
+  for (int k = 0; k < n_state; k++)
+    adj_tensor_view(&parts[1 + k], p->value.dtype, p->value.rank, p->value.shape,
+                    (char *)state[k].data + (size_t)offset * esize);
+  return 1 + n_state;
+}
+
+static uint32_t ck_optimizer_kind(const adj_optimizer *opt) {
+  return opt ? (uint32_t)adj_optimizer_get_config(opt)->kind : CK_NO_OPTIMIZER;
+}
+
+/* ---- save -------------------------------------------------------------------------------- */
+
+static void ck_write_header(ck_writer *w, adj_layer *net, adj_optimizer *opt, const adj_rng *rng,
+                            const adj_checkpoint_position *pos) {
+  adj_tensor state[2];
+  uint32_t fields[6] = {ADJ_CHECKPOINT_VERSION, (uint32_t)adj_layer_dtype(net), ck_optimizer_kind(opt),
+                        opt ? (uint32_t)adj_optimizer_state_buffers(opt, state) : 0,
+                        (uint32_t)adj_layer_parameter_count(net), rng ? (uint32_t)adj_rng_state_size(rng) : 0};
+  ck_put(w, ck_magic, sizeof ck_magic);
+  for (int i = 0; i < 6; i++) ck_put_uint(w, fields[i], 4);
+  ck_put_uint(w, (uint64_t)(opt ? adj_optimizer_steps(opt) : 0), 8);
+  ck_put_uint(w, (uint64_t)pos->epoch, 8);
+  ck_put_uint(w, (uint64_t)pos->batch, 8);
+  ck_put_uint(w, pos->seed, 8);
+  if (!rng) return;
+  size_t n = adj_rng_state_size(rng);
+  uint8_t *bytes = malloc(n);
+  if (!bytes) {
+    w->failed = true;
+    return;
+  }
+  adj_rng_state_save(rng, bytes);
+  ck_put(w, bytes, n);
+  free(bytes);
+}
+
+static void ck_write_descriptors(ck_writer *w, adj_layer *net) {
+  for (int i = 0; i < adj_layer_parameter_count(net); i++) {
+    const adj_parameter *p = adj_layer_parameter(net, i);
+    size_t len = strlen(p->name);
+    ck_put_uint(w, len, 4);
+    ck_put(w, p->name, len);
+    int rank = adj_decomposition_rank(p->layout);
+    ck_put_uint(w, (uint64_t)rank, 4);
+    for (int d = 0; d < rank; d++) ck_put_uint(w, (uint64_t)adj_decomposition_global_shape(p->layout)[d], 8);
+  }
+}
+
+/* Gathers every part of parameter i onto rank 0, which appends them as float64. */
+static int ck_write_parameter(ck_writer *w, adj_layer *net, adj_optimizer *opt, int index, bool root) {
+  adj_parameter *p = adj_layer_parameter(net, index);
+  adj_tensor parts[3], whole = {0};
+  int n = ck_parts(net, opt, index, parts), status = ADJ_SUCCESS;
+  if (root)
+    status = adj_tensor_create(&whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout),
+                               adj_decomposition_global_shape(p->layout));
+  ADJ_CALL(adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD));
+  for (int k = 0; k < n && !status; k++) {
+    status = adj_layer_move_parameter_data(net, index, 0, false, &parts[k], root ? &whole : NULL);
+    for (int64_t e = 0; root && !status && e < adj_tensor_volume(&whole); e++) ck_put_f64(w, adj_tensor_get(&whole, e));
+  }
+  adj_tensor_destroy(&whole);
+  return status;
+}
+
+/* Appends the CRC32 and replaces `path` atomically: PATH.tmp, fsync, rename. */
+static int ck_write_file(const char *path, ck_writer *w) {
+  ADJ_CHECK(!w->failed, ADJ_ERR_MEM, "checkpoint %s: out of memory while building the file", path);
+  ck_put_uint(w, crc32_z(crc32_z(0, NULL, 0), w->data, w->size), 4);
+  ADJ_CHECK(!w->failed, ADJ_ERR_MEM, "checkpoint %s: out of memory while building the file", path);
+  char tmp[4096];
+  ADJ_CHECK(snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp, ADJ_ERR_ARG, "checkpoint: path too long: %s",
+            path);
+  FILE *f = fopen(tmp, "wb");
+  ADJ_CHECK(f, ADJ_ERR_IO, "checkpoint %s: cannot create %s", path, tmp);
+  bool ok = fwrite(w->data, 1, w->size, f) == w->size && fflush(f) == 0 && fsync(fileno(f)) == 0;
+  ok = fclose(f) == 0 && ok;
+  if (ok) ok = rename(tmp, path) == 0;
+  if (!ok) remove(tmp);
+  ADJ_CHECK(ok, ADJ_ERR_IO, "checkpoint %s: writing %s or renaming it failed; the previous checkpoint is kept", path,
+            tmp);
+  return ADJ_SUCCESS;
+}
+
+int adj_checkpoint_save(const char *path, adj_layer *net, adj_optimizer *opt, const adj_rng *rng,
+                        const adj_checkpoint_position *pos) {
+  int rank;
+  MPI_Comm_rank(adj_layer_comm(net), &rank);
+  ck_writer w = {0};
+  if (rank == 0) ck_write_header(&w, net, opt, rng, pos), ck_write_descriptors(&w, net);
+  int status = ADJ_SUCCESS;
+  for (int i = 0; i < adj_layer_parameter_count(net) && !status; i++)
+    status = ck_write_parameter(&w, net, opt, i, rank == 0);
+  if (rank == 0 && !status) status = ck_write_file(path, &w);
+  free(w.data);
+  return adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD);
+}
+
+/* ---- load: verification on rank 0 ---------------------------------------------------------- */
+
+static int ck_read_file(const char *path, uint8_t **data, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  ADJ_CHECK(f, ADJ_ERR_IO, "checkpoint %s: cannot open it", path);
+  long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  *data = end >= 0 ? malloc((size_t)end + 1) : NULL;
+  bool ok = *data && fseek(f, 0, SEEK_SET) == 0 && fread(*data, 1, (size_t)end, f) == (size_t)end;
+  fclose(f);
+  ADJ_CHECK(ok, ADJ_ERR_IO, "checkpoint %s: cannot read it", path);
+  *size = (size_t)end;
+  return ADJ_SUCCESS;
+}
+
+/* Magic, size, checksum and version: is this an intact checkpoint at all? */
+static int ck_check_envelope(const char *path, const uint8_t *data, size_t size) {
+  ADJ_CHECK(size >= CK_HEADER_BYTES + 4, ADJ_ERR_IO, "checkpoint %s: truncated: %zu bytes, fewer than a header", path,
+            size);
+  ADJ_CHECK(!memcmp(data, ck_magic, sizeof ck_magic), ADJ_ERR_IO, "checkpoint %s: not an adjoin checkpoint (bad magic)",
+            path);
+  ck_reader tail = {data, size, size - 4, false};
+  uint32_t stored = (uint32_t)ck_get_uint(&tail, 4), computed = (uint32_t)crc32_z(crc32_z(0, NULL, 0), data, size - 4);
+  ADJ_CHECK(stored == computed, ADJ_ERR_IO,
+            "checkpoint %s: CRC32 mismatch (stored %08x, computed %08x): the file is corrupted or truncated", path,
+            stored, computed);
+  ck_reader r = {data, size, sizeof ck_magic, false};
+  uint32_t version = (uint32_t)ck_get_uint(&r, 4);
+  ADJ_CHECK(version == ADJ_CHECKPOINT_VERSION, ADJ_ERR_IO, "checkpoint %s: format version %u, this build reads %d",
+            path, version, ADJ_CHECKPOINT_VERSION);
+  return ADJ_SUCCESS;
+}
+
+static void ck_read_header(ck_reader *r, ck_header *h) {
+  r->pos = sizeof ck_magic;
+  uint32_t *fields[6] = {&h->version, &h->dtype, &h->optimizer_kind, &h->n_state, &h->n_parameters, &h->rng_bytes};
+  for (int i = 0; i < 6; i++) *fields[i] = (uint32_t)ck_get_uint(r, 4);
+  h->steps = (int64_t)ck_get_uint(r, 8);
+  h->epoch = (int64_t)ck_get_uint(r, 8);
+  h->batch = (int64_t)ck_get_uint(r, 8);
+  h->seed = ck_get_uint(r, 8);
+}
+
+/* The header against what the caller wants restored. */
+static int ck_check_header(const char *path, const ck_header *h, adj_layer *net, adj_optimizer *opt, adj_rng *rng) {
+  ADJ_CHECK(adj_dtype_valid((adj_dtype)h->dtype), ADJ_ERR_IO, "checkpoint %s: unknown dtype %u", path, h->dtype);
+  ADJ_CHECK(h->n_parameters == (uint32_t)adj_layer_parameter_count(net), ADJ_ERR_IO,
+            "checkpoint %s: holds %u parameters but the network %s has %d", path, h->n_parameters,
+            adj_layer_name(net), adj_layer_parameter_count(net));
+  adj_tensor state[2];
+  int n_state = opt ? adj_optimizer_state_buffers(opt, state) : 0;
+  ADJ_CHECK(!opt || (h->optimizer_kind == ck_optimizer_kind(opt) && h->n_state == (uint32_t)n_state), ADJ_ERR_IO,
+            "checkpoint %s: optimizer kind %u with %u state buffers, but this run's is kind %u with %d", path,
+            h->optimizer_kind, h->n_state, ck_optimizer_kind(opt), n_state);
+  ADJ_CHECK(h->n_state <= 2, ADJ_ERR_IO, "checkpoint %s: %u optimizer state buffers (at most 2)", path, h->n_state);
+  ADJ_CHECK(!rng || h->rng_bytes == adj_rng_state_size(rng), ADJ_ERR_IO,
+            "checkpoint %s: generator state of %u bytes, this generator has %zu", path, h->rng_bytes,
+            rng ? adj_rng_state_size(rng) : (size_t)0);
+  return ADJ_SUCCESS;
+}
+
+/* Each stored parameter must have the network's name and global shape; adds
+ * up the float64 payload the file must then hold. */
+static int ck_check_descriptors(const char *path, ck_reader *r, adj_layer *net, int64_t *values) {
+  *values = 0;
+  for (int i = 0; i < adj_layer_parameter_count(net); i++) {
+    const adj_parameter *p = adj_layer_parameter(net, i);
+    uint32_t len = (uint32_t)ck_get_uint(r, 4);
+    char name[CK_MAX_NAME + 1] = "";
+    if (len <= CK_MAX_NAME && r->pos + len <= r->size) memcpy(name, r->data + r->pos, len), name[len] = '\0';
+    r->pos += len;
+    int rank = (int)ck_get_uint(r, 4), same = !strcmp(name, p->name) && rank == adj_decomposition_rank(p->layout);
+    int64_t volume = 1;
+    for (int d = 0; d < rank && d < ADJ_MAX_RANK; d++) {
+      int64_t extent = (int64_t)ck_get_uint(r, 8);
+      same = same && extent == adj_decomposition_global_shape(p->layout)[d];
+      volume *= extent;
+    }
+    ADJ_CHECK(!r->short_read, ADJ_ERR_IO, "checkpoint %s: truncated in the description of parameter %d", path, i);
+    char shape[160];
+    ADJ_CHECK(same, ADJ_ERR_IO, "checkpoint %s: parameter %d is '%s' of rank %d, but the network's is '%s' %s", path, i,
+              name, rank, p->name,
+              adj_shape_format(shape, sizeof shape, adj_decomposition_rank(p->layout),
+                               adj_decomposition_global_shape(p->layout)));
+    *values += volume;
+  }
+  return ADJ_SUCCESS;
+}
+
+/* Reads and verifies the whole file; on success r is positioned at the
+ * tensors and h holds the header. */
+static int ck_verify(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng, ck_reader *r, ck_header *h) {
+  uint8_t *data = NULL;
+  size_t size = 0;
+  ADJ_CALL(ck_read_file(path, &data, &size));
+  *r = (ck_reader){data, size, 0, false};
+  ADJ_CALL(ck_check_envelope(path, data, size));
+  ck_read_header(r, h);
+  ADJ_CALL(ck_check_header(path, h, net, opt, rng));
+  r->pos += h->rng_bytes;
+  int64_t values;
+  ADJ_CALL(ck_check_descriptors(path, r, net, &values));
+  size_t expected = r->pos + (size_t)values * (1 + h->n_state) * 8 + 4;
+  ADJ_CHECK(expected == size, ADJ_ERR_IO, "checkpoint %s: %zu bytes, but its header describes %zu", path, size,
+            expected);
+  return ADJ_SUCCESS;
+}
+
+/* ---- load: distribution ------------------------------------------------------------------- */
+
+/* Every rank gets the header and the generator state from rank 0. */
+static int ck_share_header(MPI_Comm comm, const ck_reader *r, ck_header *h, uint8_t **rng_state) {
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Ibcast(h, (int)sizeof *h, MPI_BYTE, 0, comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
+  *rng_state = malloc(h->rng_bytes + 1);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  if (*rng_state && rank == 0) memcpy(*rng_state, r->data + CK_HEADER_BYTES, h->rng_bytes);
+  int status = *rng_state ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: out of memory");
+  ADJ_CALL(adj_status_agree(comm, status, ADJ_WAIT_YIELD));
+  ADJ_CALL_MPI(MPI_Ibcast(*rng_state, (int)h->rng_bytes, MPI_BYTE, 0, comm, &request));
+  return adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+}
+
+/* Rank 0 decodes each stored part of parameter i (value, then the state
+ * buffers) and scatters it; parts the caller does not restore are skipped. */
+static int ck_read_parameter(ck_reader *r, const ck_header *h, adj_layer *net, adj_optimizer *opt, int index,
+                             bool root) {
+  adj_parameter *p = adj_layer_parameter(net, index);
+  adj_tensor parts[3], whole = {0};
+  int n = ck_parts(net, opt, index, parts), status = ADJ_SUCCESS;
+  if (root)
+    status = adj_tensor_create(&whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout),
+                               adj_decomposition_global_shape(p->layout));
+  ADJ_CALL(adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD));
+  for (int k = 0; k < 1 + (int)h->n_state && !status; k++) {
+    for (int64_t e = 0; root && e < adj_tensor_volume(&whole); e++) adj_tensor_set(&whole, e, ck_get_f64(r));
+    if (k < n) status = adj_layer_move_parameter_data(net, index, 0, true, &parts[k], root ? &whole : NULL);
+  }
+  adj_tensor_destroy(&whole);
+  return status;
+}
+
+static int ck_restore(ck_reader *r, const ck_header *h, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
+                      const uint8_t *rng_state, adj_checkpoint_position *pos, bool root) {
+  for (int i = 0; i < adj_layer_parameter_count(net); i++) ADJ_CALL(ck_read_parameter(r, h, net, opt, i, root));
+  if (opt) adj_optimizer_set_steps(opt, h->steps);
+  if (rng) ADJ_CALL(adj_rng_state_load(rng, rng_state, h->rng_bytes));
+  if (pos) *pos = (adj_checkpoint_position){.epoch = h->epoch, .batch = h->batch, .seed = h->seed};
+  return ADJ_SUCCESS;
+}
+
+int adj_checkpoint_load(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
+                        adj_checkpoint_position *pos) {
+  MPI_Comm comm = adj_layer_comm(net);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  ck_reader r = {0};
+  ck_header h = {0};
+  int status = rank == 0 ? ck_verify(path, net, opt, rng, &r, &h) : ADJ_SUCCESS;
+  status = adj_status_agree(comm, status, ADJ_WAIT_YIELD);
+  uint8_t *rng_state = NULL;
+  if (!status) status = ck_share_header(comm, &r, &h, &rng_state);
+  if (!status) status = ck_restore(&r, &h, net, opt, rng, rng_state, pos, rank == 0);
+  free(rng_state);
+  free((void *)r.data);
+  return status;
+}

@@ -1,0 +1,255 @@
+/* LeNet-5 from one builder for every layout (see include/adjoin/lenet.h).
+ *
+ * The builder walks the network stage by stage keeping the current global
+ * layout; each stage takes it as input and hands on its output layout, and
+ * glue (a repartition layer) is inserted only where the next stage needs
+ * another layout, so the sequential network is the same code with every
+ * partition of extent 1 and no glue. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "adjoin/conv_layer.h"
+#include "adjoin/layers.h"
+#include "adjoin/lenet.h"
+#include "adjoin/loss_layer.h"
+#include "adjoin/net.h"
+#include "adjoin/rng.h"
+#include "error_impl.h"
+
+typedef struct lenet_layout {
+  const char *name;
+  int ranks;
+  int conv_parts[2];  /* P_0 x P_1 of both convolutions and pools */
+  int batch_parts;    /* P_b of the affine layers */
+  int in_parts;       /* P_fi of C5 */
+  int out_parts[3];   /* P_fo of C5, F6 and the output layer */
+} lenet_layout;
+
+static const lenet_layout lenet_layouts[] = {
+    {"sequential", 1, {1, 1}, 1, 1, {1, 1, 1}},
+    {"dist2", 2, {2, 1}, 1, 2, {1, 2, 1}},
+    {"dist4", 4, {2, 2}, 1, 2, {2, 2, 2}},
+    {"dist8", 8, {2, 4}, 2, 2, {2, 2, 2}},
+};
+enum { LENET_N_LAYOUTS = sizeof lenet_layouts / sizeof lenet_layouts[0], LENET_MAX_STAGES = 24 };
+
+static const lenet_layout *lenet_find(const char *name) {
+  for (int i = 0; name && i < LENET_N_LAYOUTS; i++)
+    if (!strcmp(name, lenet_layouts[i].name)) return &lenet_layouts[i];
+  return NULL;
+}
+
+int adj_lenet_layout_ranks(const char *layout) {
+  const lenet_layout *l = lenet_find(layout);
+  return l ? l->ranks : 0;
+}
+
+const char *adj_lenet_layout_names(void) { return "sequential, dist2, dist4, dist8"; }
+
+/* ---- the builder's state ------------------------------------------------------------ */
+
+typedef struct lenet_build {
+  const adj_lenet_config *config;
+  const lenet_layout *layout;
+  adj_decomposition *current; /* owned reference: the layout the next stage takes */
+  adj_layer *stages[LENET_MAX_STAGES];
+  int n;
+} lenet_build;
+
+/* Appends a created stage (or passes its failure on) and moves `current` on
+ * to its output layout. */
+static int lenet_push(lenet_build *b, int status, adj_layer *layer) {
+  if (status) return status;
+  b->stages[b->n++] = layer;
+  adj_decomposition_destroy(&b->current);
+  b->current = adj_decomposition_reference((adj_decomposition *)adj_layer_output_layout(layer));
+  return ADJ_SUCCESS;
+}
+
+/* A balanced decomposition of `shape` over a grid `parts` of the first ranks. */
+static int lenet_decomposition(MPI_Comm comm, int ndim, const int *parts, const int64_t *shape,
+                               adj_decomposition **d) {
+  int n = 1;
+  for (int i = 0; i < ndim; i++) n *= parts[i];
+  adj_partition *p;
+  ADJ_CALL(adj_partition_create(comm, ndim, parts, n, NULL, &p));
+  int status = adj_decomposition_create(p, ndim, shape, d);
+  adj_partition_destroy(&p);
+  return status;
+}
+
+/* True when both layouts hold the whole tensor on the same single worker, so
+ * moving between them would be a copy to itself. */
+static bool lenet_same_worker(const adj_decomposition *a, const adj_decomposition *b) {
+  const adj_partition *pa = adj_decomposition_partition(a), *pb = adj_decomposition_partition(b);
+  return adj_partition_size(pa) == 1 && adj_partition_size(pb) == 1 &&
+         adj_partition_rank_of_index(pa, 0) == adj_partition_rank_of_index(pb, 0);
+}
+
+/* Moves the current tensor onto the layout (ndim, parts, shape), through a
+ * repartition layer unless it is already there. */
+static int lenet_glue(lenet_build *b, int ndim, const int *parts, const int64_t *shape) {
+  adj_decomposition *target;
+  ADJ_CALL(lenet_decomposition(b->config->comm, ndim, parts, shape, &target));
+  int status = ADJ_SUCCESS;
+  if (lenet_same_worker(b->current, target)) {
+    adj_decomposition_destroy(&b->current);
+    b->current = adj_decomposition_reference(target);
+  } else {
+    adj_layer *layer = NULL;
+    adj_repartition_layer_config rc = {.dtype = b->config->dtype, .input = b->current, .output = target};
+    status = lenet_push(b, adj_repartition_layer_create(&rc, &layer), layer);
+  }
+  adj_decomposition_destroy(&target);
+  return status;
+}
+
+/* ---- stages --------------------------------------------------------------------------- */
+
+static int lenet_relu(lenet_build *b) {
+  adj_layer *layer = NULL;
+  adj_activation_layer_config ac = {.dtype = b->config->dtype, .input = b->current, .activation = {ADJ_RELU, 0}};
+  return lenet_push(b, adj_activation_layer_create(&ac, &layer), layer);
+}
+
+/* Convolution (5x5, given padding), ReLU, 2x2 max-pool of stride 2. */
+static int lenet_conv_block(lenet_build *b, const char *name, int64_t out_channels, int64_t pad) {
+  adj_layer *layer = NULL;
+  adj_conv_layer_config cc = {.comm = b->config->comm, .dtype = b->config->dtype, .name = name,
+                              .window = {.spatial_dims = 2, .kernel = {5, 5}, .padding_left = {pad, pad},
+                                         .padding_right = {pad, pad}},
+                              .out_channels = out_channels, .input = b->current};
+  ADJ_CALL(lenet_push(b, adj_conv_layer_create(&cc, &layer), layer));
+  ADJ_CALL(lenet_relu(b));
+  adj_pool_layer_config pc = {.dtype = b->config->dtype, .kind = ADJ_POOL_MAX, .input = b->current,
+                              .window = {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}};
+  return lenet_push(b, adj_pool_layer_create(&pc, &layer), layer);
+}
+
+static int lenet_affine(lenet_build *b, int64_t out_features, int out_parts) {
+  adj_layer *layer = NULL;
+  adj_affine_layer_config ac = {.dtype = b->config->dtype, .input = b->current,
+                                .in_features = adj_decomposition_global_shape(b->current)[1],
+                                .out_features = out_features, .out_parts = out_parts};
+  return lenet_push(b, adj_affine_layer_create(&ac, &layer), layer);
+}
+
+/* The pooled features (B, 16, 5, 5) become C5's input (B, 400) on P_b x P_fi:
+ * gathered onto rank 0 (flatten needs an unsplit feature block), flattened,
+ * spread again. */
+static int lenet_flatten(lenet_build *b) {
+  int64_t batch = b->config->batch;
+  ADJ_CALL(lenet_glue(b, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){batch, 16, 5, 5}));
+  adj_layer *layer = NULL;
+  adj_flatten_layer_config fc = {.dtype = b->config->dtype, .input = b->current};
+  ADJ_CALL(lenet_push(b, adj_flatten_layer_create(&fc, &layer), layer));
+  const lenet_layout *l = b->layout;
+  return lenet_glue(b, 2, (const int[2]){l->batch_parts, l->in_parts}, (const int64_t[2]){batch, 400});
+}
+
+static int lenet_head(lenet_build *b) {
+  const int *fo = b->layout->out_parts;
+  ADJ_CALL(lenet_affine(b, 120, fo[0]));
+  ADJ_CALL(lenet_relu(b));
+  ADJ_CALL(lenet_affine(b, 84, fo[1]));
+  ADJ_CALL(lenet_relu(b));
+  ADJ_CALL(lenet_affine(b, 10, fo[2]));
+  if (b->config->logits_only)
+    return lenet_glue(b, 2, (const int[2]){1, 1}, (const int64_t[2]){b->config->batch, 10});
+  adj_layer *layer = NULL;
+  adj_loss_layer_config lc = {.dtype = b->config->dtype, .input = b->current, .root = 0};
+  return lenet_push(b, adj_xent_layer_create(&lc, &layer), layer);
+}
+
+static int lenet_stages(lenet_build *b) {
+  const lenet_layout *l = b->layout;
+  int64_t batch = b->config->batch;
+  ADJ_CALL(lenet_decomposition(b->config->comm, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){batch, 1, 28, 28},
+                               &b->current));
+  const int conv_parts[4] = {1, 1, l->conv_parts[0], l->conv_parts[1]};
+  ADJ_CALL(lenet_glue(b, 4, conv_parts, (const int64_t[4]){batch, 1, 28, 28}));
+  ADJ_CALL(lenet_conv_block(b, "conv1", 6, 2));
+  ADJ_CALL(lenet_conv_block(b, "conv2", 16, 0));
+  ADJ_CALL(lenet_flatten(b));
+  return lenet_head(b);
+}
+
+/* ---- public --------------------------------------------------------------------------- */
+
+/* Checks every rank can make from the shared arguments alone. */
+static int lenet_check(const adj_lenet_config *c, const lenet_layout **layout) {
+  ADJ_CHECK(c, ADJ_ERR_ARG, "lenet: config is NULL");
+  *layout = lenet_find(c->layout);
+  ADJ_CHECK(*layout, ADJ_ERR_ARG, "lenet: unknown layout '%s' (expected one of: %s)", c->layout ? c->layout : "(null)",
+            adj_lenet_layout_names());
+  int size;
+  ADJ_CALL_MPI(MPI_Comm_size(c->comm, &size));
+  ADJ_CHECK(size >= (*layout)->ranks, ADJ_ERR_SIZE, "lenet: layout %s needs %d ranks but the communicator has %d",
+            c->layout, (*layout)->ranks, size);
+  ADJ_CHECK(c->batch >= 1, ADJ_ERR_ARG, "lenet: batch %lld must be at least 1", (long long)c->batch);
+  ADJ_CHECK(c->batch >= (*layout)->batch_parts, ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
+            c->layout, (*layout)->batch_parts, (long long)c->batch);
+  return ADJ_SUCCESS;
+}
+
+int adj_lenet_create(const adj_lenet_config *c, adj_layer **network) {
+  *network = NULL;
+  lenet_build b = {.config = c};
+  ADJ_CALL(lenet_check(c, &b.layout));
+  int status = lenet_stages(&b);
+  char name[64];
+  snprintf(name, sizeof name, "lenet5-%s", c->layout);
+  if (!status) status = adj_network_create(name, b.n, b.stages, network);
+  for (int i = 0; i < b.n; i++) adj_layer_destroy(&b.stages[i]);
+  adj_decomposition_destroy(&b.current);
+  return status;
+}
+
+adj_layer *adj_lenet_loss(adj_layer *network) {
+  adj_layer *last = adj_network_layer(network, adj_network_depth(network) - 1);
+  return last && !strcmp(adj_layer_name(last), "softmax_xent") ? last : NULL;
+}
+
+/* ---- initialisation ------------------------------------------------------------------- */
+
+/* The uniform bound of parameter p: 1/sqrt(fan_in), where a weight's fan_in
+ * is its volume per output and a bias takes its weight's (*fan_in). */
+static double lenet_bound(const adj_parameter *p, int64_t *fan_in) {
+  const int64_t *shape = adj_decomposition_global_shape(p->layout);
+  if (strcmp(p->name, "bias")) {
+    *fan_in = 1;
+    for (int d = 1; d < adj_decomposition_rank(p->layout); d++) *fan_in *= shape[d];
+  }
+  return 1.0 / sqrt((double)(*fan_in > 0 ? *fan_in : 1));
+}
+
+/* Draws the whole parameter on rank 0 and scatters it. */
+static int lenet_init_parameter(adj_layer *network, int index, adj_rng *rng, int64_t *fan_in) {
+  adj_parameter *p = adj_layer_parameter(network, index);
+  double bound = lenet_bound(p, fan_in);
+  adj_tensor whole = {0};
+  int status = ADJ_SUCCESS;
+  if (rng) {
+    status = adj_tensor_create(&whole, adj_layer_dtype(network), adj_decomposition_rank(p->layout),
+                               adj_decomposition_global_shape(p->layout));
+    if (!status) adj_rng_fill_uniform(rng, &whole, -bound, bound);
+  }
+  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
+  if (!status) status = adj_layer_set_parameter(network, index, 0, rng ? &whole : NULL);
+  adj_tensor_destroy(&whole);
+  return status;
+}
+
+int adj_network_init_uniform(adj_layer *network, uint64_t seed) {
+  int rank;
+  MPI_Comm_rank(adj_layer_comm(network), &rank);
+  adj_rng *rng = NULL;
+  int status = rank == 0 ? adj_rng_create(seed, &rng) : ADJ_SUCCESS;
+  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
+  int64_t fan_in = 1;
+  for (int i = 0; !status && i < adj_layer_parameter_count(network); i++)
+    status = lenet_init_parameter(network, i, rng, &fan_in);
+  adj_rng_destroy(&rng);
+  return status;
+}

@@ -1,0 +1,209 @@
+/* A network: a layer that composes layers.  See include/adjoin/net.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/net.h"
+#include "layer_impl.h"
+
+typedef struct adj_network {
+  int n;
+  adj_layer **layers;      /* references */
+  adj_tensor *activations; /* activations[i]: output of layer i, i < n-1 (views) */
+  adj_tensor *gradients;   /* gradients[i]: same shapes, for backward and jvp */
+  void *activation_storage, *gradient_storage;
+  void *parameter_storage[3]; /* values, grads, tangents: one layout */
+  int64_t parameter_volume;   /* elements on this worker */
+} adj_network;
+
+/* Gives a parameter back storage of its own (a copy of the packed data), for
+ * layers that outlive the network that packed them. */
+static void adj_parameter_detach(adj_parameter *p) {
+  adj_tensor *parts[3] = {&p->value, &p->grad, &p->tangent};
+  for (int k = 0; k < 3; k++) {
+    adj_tensor own;
+    if (adj_tensor_create(&own, parts[k]->dtype, parts[k]->rank, parts[k]->shape)) continue;
+    adj_tensor_copy(&own, parts[k]);
+    *parts[k] = own;
+  }
+}
+
+static void adj_network_destroy(adj_layer *layer) {
+  adj_network *net = layer->impl;
+  if (!net) return;
+  for (int i = 0; i < net->n; i++) {
+    adj_layer *child = net->layers[i];
+    if (child && child->refcount > 1 && net->parameter_storage[0])
+      for (int k = 0; k < child->n_parameters; k++) adj_parameter_detach(child->parameters[k]);
+    adj_layer_destroy(&net->layers[i]);
+  }
+  free(net->layers);
+  free(net->activations);
+  free(net->gradients);
+  free(net->activation_storage);
+  free(net->gradient_storage);
+  /* The layers freed above held views into these. */
+  for (int k = 0; k < 3; k++) free(net->parameter_storage[k]);
+  free(net);
+}
+
+/* Input of stage i in the forward chain. */
+static const adj_tensor *adj_stage_input(adj_network *net, const adj_tensor *x, int i) {
+  return i == 0 ? x : &net->activations[i - 1];
+}
+
+static int adj_network_forward(adj_layer *layer, const adj_tensor *x, adj_tensor *y) {
+  adj_network *net = layer->impl;
+  for (int i = 0; i < net->n; i++)
+    ADJ_CALL(adj_layer_forward(net->layers[i], adj_stage_input(net, x, i), i == net->n - 1 ? y : &net->activations[i]));
+  return ADJ_SUCCESS;
+}
+
+/* The tangent flows forward: stage i maps the tangent of its input (dx for the
+ * first stage, which may be NULL) to the tangent of its output. */
+static int adj_network_jvp(adj_layer *layer, const adj_tensor *dx, adj_tensor *dy) {
+  adj_network *net = layer->impl;
+  for (int i = 0; i < net->n; i++) {
+    const adj_tensor *in = i == 0 ? dx : &net->gradients[i - 1];
+    ADJ_CALL(adj_layer_jvp(net->layers[i], in, i == net->n - 1 ? dy : &net->gradients[i]));
+  }
+  return ADJ_SUCCESS;
+}
+
+static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tensor *dx) {
+  adj_network *net = layer->impl;
+  for (int i = net->n - 1; i >= 0; i--) {
+    const adj_tensor *out_grad = i == net->n - 1 ? dy : &net->gradients[i];
+    adj_tensor *in_grad = i == 0 ? dx : &net->gradients[i - 1];
+    ADJ_CALL(adj_layer_backward(net->layers[i], out_grad, in_grad));
+  }
+  return ADJ_SUCCESS;
+}
+
+static int adj_network_check(int n, adj_layer *const *layers) {
+  ADJ_CHECK(n >= 1 && layers, ADJ_ERR_ARG, "network: needs at least one layer, got %d", n);
+  for (int i = 0; i < n; i++) ADJ_CHECK(layers[i], ADJ_ERR_ARG, "network: layer %d is NULL", i);
+  for (int i = 0; i + 1 < n; i++) {
+    const adj_layer *a = layers[i], *b = layers[i + 1];
+    ADJ_CHECK(a->dtype == b->dtype, ADJ_ERR_DTYPE, "network: layer %d (%s) works in %s but layer %d (%s) in %s", i,
+              a->name, adj_dtype_name(a->dtype), i + 1, b->name, adj_dtype_name(b->dtype));
+    int same = a->output_rank == b->input_rank;
+    for (int d = 0; same && d < a->output_rank; d++) same = a->output_shape[d] == b->input_shape[d];
+    char s1[160], s2[160];
+    ADJ_CHECK(same, ADJ_ERR_SIZE, "network: layer %d (%s) outputs local shape %s but layer %d (%s) takes %s", i,
+              a->name, adj_shape_format(s1, sizeof s1, a->output_rank, a->output_shape), i + 1, b->name,
+              adj_shape_format(s2, sizeof s2, b->input_rank, b->input_shape));
+  }
+  return ADJ_SUCCESS;
+}
+
+/* Carves n-1 tensors shaped like the layers' outputs out of one allocation. */
+static int adj_network_carve(adj_network *net, adj_dtype dtype, adj_tensor *views, void **storage) {
+  size_t total = 0, esize = adj_dtype_size(dtype);
+  for (int i = 0; i + 1 < net->n; i++) {
+    adj_tensor shape_only = {.dtype = dtype, .rank = net->layers[i]->output_rank};
+    memcpy(shape_only.shape, net->layers[i]->output_shape, sizeof shape_only.shape);
+    total += adj_tensor_bytes(&shape_only);
+  }
+  *storage = calloc(total / esize + 1, esize);
+  ADJ_CHECK(*storage, ADJ_ERR_MEM, "network: cannot allocate %zu bytes of activations", total);
+  char *cursor = *storage;
+  for (int i = 0; i + 1 < net->n; i++) {
+    adj_layer *l = net->layers[i];
+    ADJ_CALL(adj_tensor_view(&views[i], dtype, l->output_rank, l->output_shape, cursor));
+    cursor += adj_tensor_bytes(&views[i]);
+  }
+  return ADJ_SUCCESS;
+}
+
+/* Moves every parameter's value, grad and tangent into three buffers with one
+ * layout (llm.c's single parameter allocation).  Values are copied over; grads
+ * and tangents start at zero. */
+static int adj_network_pack_parameters(adj_network *net, adj_layer *layer) {
+  size_t esize = adj_dtype_size(layer->dtype);
+  net->parameter_volume = 0;
+  for (int i = 0; i < layer->n_parameters; i++) net->parameter_volume += adj_tensor_volume(&layer->parameters[i]->value);
+  for (int k = 0; k < 3; k++) {
+    net->parameter_storage[k] = calloc((size_t)net->parameter_volume + 1, esize);
+    ADJ_CHECK(net->parameter_storage[k], ADJ_ERR_MEM, "network: cannot allocate %lld parameters",
+              (long long)net->parameter_volume);
+  }
+  size_t offset = 0;
+  for (int i = 0; i < layer->n_parameters; i++) {
+    adj_parameter *p = layer->parameters[i];
+    adj_tensor *parts[3] = {&p->value, &p->grad, &p->tangent};
+    for (int k = 0; k < 3; k++) {
+      adj_tensor moved;
+      char *at = (char *)net->parameter_storage[k] + offset * esize;
+      ADJ_CALL(adj_tensor_view(&moved, parts[k]->dtype, parts[k]->rank, parts[k]->shape, at));
+      if (k == 0) ADJ_CALL(adj_tensor_copy(&moved, parts[k]));
+      adj_tensor_destroy(parts[k]);
+      *parts[k] = moved;
+    }
+    offset += (size_t)adj_tensor_volume(&p->value);
+  }
+  return ADJ_SUCCESS;
+}
+
+static int adj_network_build(adj_layer *layer, adj_network *net) {
+  ADJ_CALL(adj_network_carve(net, layer->dtype, net->activations, &net->activation_storage));
+  ADJ_CALL(adj_network_carve(net, layer->dtype, net->gradients, &net->gradient_storage));
+  for (int i = 0; i < net->n; i++)
+    for (int k = 0; k < net->layers[i]->n_parameters; k++)
+      ADJ_CALL(adj_layer_share_parameter(layer, net->layers[i]->parameters[k]));
+  return adj_network_pack_parameters(net, layer);
+}
+
+int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_layer **network) {
+  *network = NULL;
+  MPI_Comm base = n >= 1 && layers && layers[0] ? layers[0]->comm : MPI_COMM_WORLD;
+  ADJ_CALL(adj_status_agree(base, adj_network_check(n, layers), ADJ_WAIT_YIELD));
+  adj_network *net = calloc(1, sizeof *net);
+  if (net) {
+    net->layers = calloc((size_t)n, sizeof *net->layers);
+    net->activations = calloc((size_t)n, sizeof *net->activations);
+    net->gradients = calloc((size_t)n, sizeof *net->gradients);
+  }
+  int status = net && net->layers && net->activations && net->gradients
+                   ? ADJ_SUCCESS
+                   : adj_error_set(ADJ_ERR_MEM, "network: out of memory for %d layers", n);
+  status = adj_status_agree(base, status, ADJ_WAIT_YIELD);
+  if (status) {
+    if (net) free(net->layers), free(net->activations), free(net->gradients), free(net);
+    return status;
+  }
+  net->n = n;
+  for (int i = 0; i < n; i++) net->layers[i] = adj_layer_reference(layers[i]);
+  static const adj_layer_methods methods = {adj_network_forward, adj_network_jvp, adj_network_backward,
+                                            adj_network_destroy};
+  const adj_layer *first = layers[0], *last = layers[n - 1];
+  adj_layer *layer;
+  status = adj_layer_alloc(name, base, first->dtype, first->input_rank, first->input_shape, last->output_rank,
+                           last->output_shape, &methods, net, &layer);
+  if (status) {
+    adj_layer tmp = {.impl = net};
+    adj_network_destroy(&tmp);
+    return status;
+  }
+  status = adj_status_agree(base, adj_network_build(layer, net), ADJ_WAIT_YIELD);
+  if (status) {
+    adj_layer_destroy(&layer);
+    return status;
+  }
+  *network = layer;
+  return ADJ_SUCCESS;
+}
+
+int adj_network_depth(const adj_layer *network) { return ((const adj_network *)network->impl)->n; }
+
+adj_layer *adj_network_layer(adj_layer *network, int index) {
+  adj_network *net = network->impl;
+  return index >= 0 && index < net->n ? net->layers[index] : NULL;
+}
+
+int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tensor *grads) {
+  adj_network *net = network->impl;
+  int64_t n = net->parameter_volume;
+  ADJ_CALL(adj_tensor_view(values, network->dtype, 1, &n, net->parameter_storage[0]));
+  return adj_tensor_view(grads, network->dtype, 1, &n, net->parameter_storage[1]);
+}

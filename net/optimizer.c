@@ -1,0 +1,107 @@
+/* SGD (with momentum and weight decay) and Adam over a network's flat
+ * parameter buffer: one loop over this worker's shards, no communication. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "adjoin/net.h"
+#include "error_impl.h"
+
+struct adj_optimizer {
+  adj_optimizer_config config;
+  adj_tensor values, grads; /* views of the network's packed parameters */
+  adj_tensor state[2];      /* SGD: velocity; Adam: first and second moments */
+  int n_state;
+  int64_t steps;
+};
+
+static int adj_optimizer_check(const adj_optimizer_config *c) {
+  ADJ_CHECK(c->kind == ADJ_OPTIMIZER_SGD || c->kind == ADJ_OPTIMIZER_ADAM, ADJ_ERR_ARG, "optimizer: unknown kind %d",
+            (int)c->kind);
+  ADJ_CHECK(c->learning_rate > 0 && isfinite(c->learning_rate), ADJ_ERR_ARG,
+            "optimizer: learning rate %g must be positive", c->learning_rate);
+  ADJ_CHECK(c->momentum >= 0 && c->momentum < 1, ADJ_ERR_ARG, "optimizer: momentum %g must lie in [0, 1)", c->momentum);
+  ADJ_CHECK(c->weight_decay >= 0, ADJ_ERR_ARG, "optimizer: weight decay %g must not be negative", c->weight_decay);
+  ADJ_CHECK(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1, ADJ_ERR_ARG,
+            "optimizer: Adam betas (%g, %g) must lie in [0, 1)", c->beta1, c->beta2);
+  return ADJ_SUCCESS;
+}
+
+int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer) {
+  *optimizer = NULL;
+  ADJ_CALL(adj_optimizer_check(config));
+  adj_optimizer *o = calloc(1, sizeof *o);
+  ADJ_CHECK(o, ADJ_ERR_MEM, "optimizer: out of memory");
+  o->config = *config;
+  if (o->config.kind == ADJ_OPTIMIZER_ADAM) {
+    if (o->config.beta1 == 0) o->config.beta1 = 0.9;
+    if (o->config.beta2 == 0) o->config.beta2 = 0.999;
+    if (o->config.epsilon == 0) o->config.epsilon = 1e-8;
+  }
+  int status = adj_network_flat_parameters(network, &o->values, &o->grads);
+  o->n_state = o->config.kind == ADJ_OPTIMIZER_ADAM ? 2 : (o->config.momentum > 0 ? 1 : 0);
+  for (int k = 0; k < o->n_state && !status; k++)
+    status = adj_tensor_create(&o->state[k], o->values.dtype, 1, o->values.shape);
+  if (status) adj_optimizer_destroy(&o);
+  *optimizer = o;
+  return status;
+}
+
+void adj_optimizer_destroy(adj_optimizer **optimizer) {
+  if (!optimizer || !*optimizer) return;
+  for (int k = 0; k < 2; k++) adj_tensor_destroy(&(*optimizer)->state[k]);
+  free(*optimizer);
+  *optimizer = NULL;
+}
+
+/* The update loops, one per dtype; arithmetic is in double so float32 and
+ * float64 runs differ only by the rounding of the stored values. */
+#define ADJ_OPTIMIZER_LOOPS(T)                                                                      \
+  static void adj_sgd_##T(const adj_optimizer_config *c, int64_t n, T *w, const T *g, T *v) {       \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      double grad = (double)g[i] + c->weight_decay * (double)w[i];                                 \
+      if (v) {                                                                                     \
+        v[i] = (T)(c->momentum * (double)v[i] + grad);                                             \
+        grad = (double)v[i];                                                                       \
+      }                                                                                            \
+      w[i] = (T)((double)w[i] - c->learning_rate * grad);                                          \
+    }                                                                                              \
+  }                                                                                                \
+  static void adj_adam_##T(const adj_optimizer_config *c, int64_t step, int64_t n, T *w, const T *g, \
+                           T *m, T *v) {                                                           \
+    double b1 = c->beta1, b2 = c->beta2;                                                           \
+    double correction1 = 1 - pow(b1, (double)step), correction2 = 1 - pow(b2, (double)step);       \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      double grad = (double)g[i] + c->weight_decay * (double)w[i];                                 \
+      double mi = b1 * (double)m[i] + (1 - b1) * grad, vi = b2 * (double)v[i] + (1 - b2) * grad * grad; \
+      m[i] = (T)mi, v[i] = (T)vi;                                                                  \
+      double update = (mi / correction1) / (sqrt(vi / correction2) + c->epsilon);                  \
+      w[i] = (T)((double)w[i] - c->learning_rate * update);                                        \
+    }                                                                                              \
+  }
+
+ADJ_OPTIMIZER_LOOPS(float)
+ADJ_OPTIMIZER_LOOPS(double)
+
+int adj_optimizer_step(adj_optimizer *o) {
+  int64_t n = adj_tensor_volume(&o->values);
+  o->steps++;
+  bool f32 = o->values.dtype == ADJ_FLOAT32;
+  void *s0 = o->n_state > 0 ? o->state[0].data : NULL, *s1 = o->n_state > 1 ? o->state[1].data : NULL;
+  if (o->config.kind == ADJ_OPTIMIZER_SGD) {
+    if (f32) adj_sgd_float(&o->config, n, o->values.data, o->grads.data, s0);
+    else adj_sgd_double(&o->config, n, o->values.data, o->grads.data, s0);
+  } else {
+    if (f32) adj_adam_float(&o->config, o->steps, n, o->values.data, o->grads.data, s0, s1);
+    else adj_adam_double(&o->config, o->steps, n, o->values.data, o->grads.data, s0, s1);
+  }
+  return ADJ_SUCCESS;
+}
+
+const adj_optimizer_config *adj_optimizer_get_config(const adj_optimizer *o) { return &o->config; }
+int64_t adj_optimizer_steps(const adj_optimizer *o) { return o->steps; }
+void adj_optimizer_set_steps(adj_optimizer *o, int64_t steps) { o->steps = steps; }
+
+int adj_optimizer_state_buffers(adj_optimizer *o, adj_tensor *buffers) {
+  for (int k = 0; k < o->n_state; k++) buffers[k] = o->state[k];
+  return o->n_state;
+}

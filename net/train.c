@@ -1,0 +1,202 @@
+/* The training loop (see include/adjoin/train.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/checkpoint.h"
+#include "adjoin/loss_layer.h"
+#include "adjoin/train.h"
+#include "error_impl.h"
+
+struct adj_trainer {
+  adj_trainer_config config;
+  adj_layer *loss;         /* the network's last stage */
+  MPI_Comm comm;           /* the network's */
+  int rank;
+  int64_t batch_size;      /* B */
+  adj_tensor x;            /* (B, 1, rows, cols) on rank 0, zero volume elsewhere */
+  adj_tensor y, dy;        /* the loss: [1] on rank 0, [0] elsewhere; dy = 1 */
+  int64_t *labels;         /* (B) */
+  uint8_t *label_bytes;    /* (B) as the data set stores them */
+  int64_t *indices;        /* (B) sample indices of an evaluation batch */
+  int64_t *order;          /* (N) the current epoch's order of the training set */
+  adj_rng *rng;            /* shuffling generator; each epoch's draw advances it */
+  adj_rng *epoch_rng;      /* the generator as it was when the current epoch began */
+  void *rng_buffer;        /* one generator state, for copies between the two */
+  bool order_drawn;        /* order holds the current epoch's permutation */
+  int64_t epoch, batch;    /* epochs completed; batches done in the current one */
+};
+
+static int trainer_copy_rng(adj_trainer *t, adj_rng *dst, const adj_rng *src) {
+  adj_rng_state_save(src, t->rng_buffer);
+  return adj_rng_state_load(dst, t->rng_buffer, adj_rng_state_size(src));
+}
+
+/* ---- creation ------------------------------------------------------------------------------- */
+
+/* Checks every rank can make alike: a loss stage, input matching the images. */
+static int trainer_check(const adj_trainer_config *c, adj_layer **loss, int64_t *batch) {
+  ADJ_CHECK(c && c->network && c->optimizer && c->train, ADJ_ERR_ARG, "trainer: network, optimizer and data are required");
+  *loss = adj_network_layer(c->network, adj_network_depth(c->network) - 1);
+  ADJ_CALL(adj_xent_layer_set_labels(*loss, NULL, 0));
+  const adj_decomposition *in = adj_layer_input_layout(adj_network_layer(c->network, 0));
+  ADJ_CHECK(in && adj_decomposition_rank(in) == 4, ADJ_ERR_SIZE, "trainer: the network does not take (B, 1, rows, cols)");
+  const int64_t *shape = adj_decomposition_global_shape(in);
+  ADJ_CHECK(shape[1] == 1 && shape[2] == c->train->rows && shape[3] == c->train->cols, ADJ_ERR_SIZE,
+            "trainer: the network takes (B, %lld, %lld, %lld) but the images are (1, %lld, %lld)", (long long)shape[1],
+            (long long)shape[2], (long long)shape[3], (long long)c->train->rows, (long long)c->train->cols);
+  *batch = shape[0];
+  return ADJ_SUCCESS;
+}
+
+/* Buffers; local, so the caller agrees on the outcome. */
+static int trainer_buffers(adj_trainer *t) {
+  ADJ_CALL(adj_layer_create_input(t->config.network, &t->x));
+  ADJ_CALL(adj_layer_create_output(t->config.network, &t->y));
+  ADJ_CALL(adj_layer_create_output(t->config.network, &t->dy));
+  if (adj_tensor_volume(&t->dy)) adj_tensor_set(&t->dy, 0, 1.0);
+  size_t b = (size_t)t->batch_size;
+  t->labels = calloc(b, sizeof *t->labels);
+  t->label_bytes = calloc(b, 1);
+  t->indices = calloc(b, sizeof *t->indices);
+  t->order = calloc((size_t)t->config.train->count + 1, sizeof *t->order);
+  ADJ_CHECK(t->labels && t->label_bytes && t->indices && t->order, ADJ_ERR_MEM, "trainer: out of memory");
+  ADJ_CALL(adj_rng_create(t->config.seed, &t->rng));
+  ADJ_CALL(adj_rng_create(t->config.seed, &t->epoch_rng));
+  t->rng_buffer = malloc(adj_rng_state_size(t->rng));
+  ADJ_CHECK(t->rng_buffer, ADJ_ERR_MEM, "trainer: out of memory");
+  return ADJ_SUCCESS;
+}
+
+int adj_trainer_create(const adj_trainer_config *c, adj_trainer **trainer) {
+  *trainer = NULL;
+  adj_layer *loss = NULL;
+  int64_t batch = 0;
+  ADJ_CALL(trainer_check(c, &loss, &batch));
+  adj_trainer *t = calloc(1, sizeof *t);
+  MPI_Comm comm = adj_layer_comm(c->network);
+  ADJ_CALL(adj_status_agree(comm, t ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "trainer: out of memory"), ADJ_WAIT_YIELD));
+  *t = (adj_trainer){.config = *c, .loss = loss, .comm = comm, .batch_size = batch};
+  MPI_Comm_rank(comm, &t->rank);
+  int status = adj_status_agree(comm, trainer_buffers(t), ADJ_WAIT_YIELD);
+  if (status) adj_trainer_destroy(&t);
+  *trainer = t;
+  return status;
+}
+
+void adj_trainer_destroy(adj_trainer **trainer) {
+  if (!trainer || !*trainer) return;
+  adj_trainer *t = *trainer;
+  adj_tensor_destroy(&t->x), adj_tensor_destroy(&t->y), adj_tensor_destroy(&t->dy);
+  free(t->labels), free(t->label_bytes), free(t->indices), free(t->order), free(t->rng_buffer);
+  adj_rng_destroy(&t->rng), adj_rng_destroy(&t->epoch_rng);
+  free(t);
+  *trainer = NULL;
+}
+
+int64_t adj_trainer_batches_per_epoch(const adj_trainer *t) {
+  return (t->config.train->count + t->batch_size - 1) / t->batch_size;
+}
+int64_t adj_trainer_epoch(const adj_trainer *t) { return t->epoch; }
+int64_t adj_trainer_batch(const adj_trainer *t) { return t->batch; }
+
+/* ---- batches ------------------------------------------------------------------------------- */
+
+/* Rank 0 copies `count` samples into the input, zeroes the padding rows and
+ * hands the labels to the loss.  Agreed, so a bad index fails everywhere. */
+static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *indices, int64_t count) {
+  int status = ADJ_SUCCESS;
+  if (t->rank == 0) {
+    adj_tensor head = t->x;
+    head.owns_data = false;
+    head.shape[0] = count;
+    size_t used = adj_tensor_bytes(&head);
+    memset((char *)t->x.data + used, 0, adj_tensor_bytes(&t->x) - used);
+    status = adj_dataset_batch(data, indices, count, &head, t->label_bytes);
+    for (int64_t i = 0; i < count; i++) t->labels[i] = t->label_bytes[i];
+    if (!status) status = adj_xent_layer_set_labels(t->loss, t->labels, count);
+  }
+  return adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+}
+
+/* Adds the last forward's figures to stats (rank 0 holds them). */
+static void trainer_tally(const adj_trainer *t, int64_t count, adj_train_stats *stats) {
+  stats->loss += adj_xent_layer_loss(t->loss) * (double)count;
+  stats->correct += adj_xent_layer_correct(t->loss);
+  stats->samples += count;
+}
+
+static void trainer_finish_stats(adj_train_stats *stats, double start) {
+  stats->loss = stats->samples ? stats->loss / (double)stats->samples : 0.0;
+  stats->seconds = MPI_Wtime() - start;
+}
+
+static int trainer_step(adj_trainer *t) {
+  adj_layer_zero_grad(t->config.network);
+  ADJ_CALL(adj_layer_forward(t->config.network, &t->x, &t->y));
+  ADJ_CALL(adj_layer_backward(t->config.network, &t->dy, NULL));
+  return adj_optimizer_step(t->config.optimizer);
+}
+
+/* Remembers the generator, then draws the epoch's order from it. */
+static int trainer_begin_epoch(adj_trainer *t) {
+  ADJ_CALL(trainer_copy_rng(t, t->epoch_rng, t->rng));
+  adj_shuffle_indices(t->rng, t->config.train->count, t->order);
+  t->order_drawn = true;
+  return ADJ_SUCCESS;
+}
+
+int adj_trainer_run(adj_trainer *t, int64_t max_batches, adj_train_progress *progress, void *ctx,
+                    adj_train_stats *stats) {
+  *stats = (adj_train_stats){0};
+  double start = MPI_Wtime();
+  if (!t->order_drawn) ADJ_CALL(trainer_begin_epoch(t));
+  int64_t batches = adj_trainer_batches_per_epoch(t), n = t->config.train->count;
+  for (int64_t done = 0; t->batch < batches && (max_batches < 0 || done < max_batches); done++) {
+    int64_t first = t->batch * t->batch_size, count = n - first < t->batch_size ? n - first : t->batch_size;
+    ADJ_CALL(trainer_fill(t, t->config.train, t->order + first, count));
+    ADJ_CALL(trainer_step(t));
+    trainer_tally(t, count, stats);
+    t->batch++;
+    if (progress) progress(ctx, t->batch, batches, adj_xent_layer_loss(t->loss));
+  }
+  if (t->batch == batches) t->epoch++, t->batch = 0, t->order_drawn = false;
+  trainer_finish_stats(stats, start);
+  return ADJ_SUCCESS;
+}
+
+int adj_trainer_evaluate(adj_trainer *t, const adj_dataset *data, adj_train_stats *stats) {
+  *stats = (adj_train_stats){0};
+  double start = MPI_Wtime();
+  for (int64_t first = 0; first < data->count; first += t->batch_size) {
+    int64_t count = data->count - first < t->batch_size ? data->count - first : t->batch_size;
+    for (int64_t i = 0; i < count; i++) t->indices[i] = first + i;
+    ADJ_CALL(trainer_fill(t, data, t->indices, count));
+    ADJ_CALL(adj_layer_forward(t->config.network, &t->x, &t->y));
+    trainer_tally(t, count, stats);
+  }
+  trainer_finish_stats(stats, start);
+  return ADJ_SUCCESS;
+}
+
+/* ---- checkpoints --------------------------------------------------------------------------- */
+
+int adj_trainer_save(adj_trainer *t, const char *path) {
+  /* Mid-epoch, the epoch's order must be redrawn on resume: save the
+   * generator as the epoch found it.  At a boundary it is the live one. */
+  const adj_rng *rng = t->order_drawn ? t->epoch_rng : t->rng;
+  adj_checkpoint_position position = {.epoch = t->epoch, .batch = t->batch, .seed = t->config.seed};
+  return adj_checkpoint_save(path, t->config.network, t->config.optimizer, rng, &position);
+}
+
+int adj_trainer_load(adj_trainer *t, const char *path) {
+  adj_checkpoint_position position;
+  ADJ_CALL(adj_checkpoint_load(path, t->config.network, t->config.optimizer, t->epoch_rng, &position));
+  int64_t batches = adj_trainer_batches_per_epoch(t);
+  ADJ_CHECK(position.batch >= 0 && position.batch < batches && position.epoch >= 0, ADJ_ERR_IO,
+            "checkpoint %s: position epoch %lld batch %lld does not fit %lld batches per epoch", path,
+            (long long)position.epoch, (long long)position.batch, (long long)batches);
+  t->epoch = position.epoch;
+  t->batch = position.batch;
+  t->order_drawn = false;
+  return trainer_copy_rng(t, t->rng, t->epoch_rng);
+}

@@ -1,0 +1,350 @@
+/* Halo exchange: the nested, unbalanced exchange of eq. 11 and its adjoint
+ * (eq. 12), planned once from the geometry.
+ *
+ * Phase i (one per tensor dimension) moves, between workers that differ only in
+ * coordinate i, boxes that span: in dimension i the overlap of the receiver's
+ * halo with the sender's bulk; in dimensions j < i the whole local range (bulk
+ * and the halos received in earlier phases, hence the corners); in dimensions
+ * j > i the bulk.  Workers on a line along dimension i share their geometry in
+ * every other dimension, so a box means the same global region on both ends.
+ * Every halo entry is written by exactly one phase (the last dimension in which
+ * it lies outside the bulk), which is what makes the adjoint a clean
+ * add-and-clear in reverse order.
+ *
+ * Each box travels in place as an MPI datatype made at creation (a contiguous
+ * box as a run of elements, any other as a subarray of the local tensor), as a
+ * hand-written exchange would: the forward sends from the bulk and receives
+ * straight into the halo, with no pack or unpack of its own.  Only the adjoint
+ * stages what it receives in a buffer, because it must add, not overwrite. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/halo.h"
+#include "op_impl.h"
+
+typedef struct adj_halo_message {
+  int peer;              /* rank in the operator's communicator */
+  adj_box box;           /* region of the local tensor */
+  MPI_Datatype type;     /* the box in place: the element type or a subarray */
+  bool derived;          /* type is a subarray this plan owns */
+  int type_count;        /* how many `type` make the box */
+  int64_t displacement;  /* elements from the tensor's start to where `type` starts */
+  int64_t offset;        /* bulk pieces: elements into the adjoint's receive buffer */
+  int count;             /* elements in the box */
+} adj_halo_message;
+
+/* Forward: bulk pieces are sent, halo pieces received.  The adjoint swaps them. */
+typedef struct adj_halo_phase {
+  int n_bulk, n_halo;
+  adj_halo_message *bulk, *halo;
+} adj_halo_phase;
+
+typedef struct adj_halo {
+  int phases;                          /* tensor rank (0 when inactive) */
+  adj_halo_phase phase[ADJ_MAX_RANK];
+  size_t esize;
+  MPI_Datatype type;                   /* element type */
+  adj_halo_local local;                /* this worker's local tensor */
+  char *buffer;                        /* adjoint receives, sized for the largest phase */
+  MPI_Request *requests;
+  int posted;                          /* requests of the phase in flight */
+} adj_halo;
+
+static void adj_halo_free_messages(adj_halo_message *list, int n) {
+  for (int m = 0; list && m < n; m++)
+    if (list[m].derived) MPI_Type_free(&list[m].type);
+  free(list);
+}
+
+static void adj_halo_free(adj_halo *h) {
+  if (!h) return;
+  for (int i = 0; i < ADJ_MAX_RANK; i++) {
+    adj_halo_free_messages(h->phase[i].bulk, h->phase[i].n_bulk);
+    adj_halo_free_messages(h->phase[i].halo, h->phase[i].n_halo);
+  }
+  free(h->buffer);
+  free(h->requests);
+  free(h);
+}
+
+static void adj_halo_destroy(adj_op *op) { adj_halo_free(op->impl); }
+
+/* ---- planning ----------------------------------------------------------------- */
+
+static int64_t adj_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t adj_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Overlap of `halo_owner`'s halos with `bulk_owner`'s bulk, as a global range.
+ * The bulk lies on one side of the halo owner's bulk, so at most one of the two
+ * halos can overlap it. */
+static void adj_halo_overlap(const adj_halo_dim *halo_owner, const adj_halo_dim *bulk_owner, int64_t *lo, int64_t *hi) {
+  const int64_t *b = halo_owner->bulk, *h = halo_owner->halo;
+  int64_t ranges[2][2] = {{b[0] - h[0], b[0]}, {b[1], b[1] + h[1]}};
+  *lo = *hi = 0;
+  for (int side = 0; side < 2; side++) {
+    int64_t a = adj_max64(ranges[side][0], bulk_owner->bulk[0]);
+    int64_t z = adj_min64(ranges[side][1], bulk_owner->bulk[1]);
+    if (z > a) *lo = a, *hi = z;
+  }
+}
+
+/* The box of phase `dim` covering global range [lo, hi) in that dimension. */
+static adj_box adj_halo_phase_box(const adj_halo_local *local, int dim, int64_t lo, int64_t hi) {
+  adj_box box = {.rank = local->rank};
+  for (int j = 0; j < local->rank; j++) {
+    if (j < dim) {
+      box.extent[j] = local->shape[j];
+    } else if (j > dim) {
+      box.start[j] = local->bulk.start[j];
+      box.extent[j] = local->bulk.extent[j];
+    } else {
+      box.start[j] = lo - local->input.start[j];
+      box.extent[j] = hi - lo;
+    }
+  }
+  return box;
+}
+
+/* Row-major boxes are contiguous when they are one entry thick up to some
+ * dimension and span the tensor after it. */
+static bool adj_halo_contiguous(const adj_box *box, const int64_t *shape) {
+  int d = 0;
+  while (d < box->rank && box->extent[d] == 1) d++;
+  for (int j = d + 1; j < box->rank; j++)
+    if (box->extent[j] != shape[j]) return false;
+  return true;
+}
+
+/* The MPI description of `box` in place in the local tensor. */
+static int adj_halo_box_type(const adj_halo *h, adj_halo_message *m) {
+  const adj_box *box = &m->box;
+  int rank = box->rank;
+  m->displacement = 0;
+  if (adj_halo_contiguous(box, h->local.shape)) {
+    for (int d = 0; d < rank; d++) m->displacement = m->displacement * h->local.shape[d] + box->start[d];
+    m->type = h->type;
+    m->type_count = m->count;
+    return ADJ_SUCCESS;
+  }
+  int sizes[ADJ_MAX_RANK], subsizes[ADJ_MAX_RANK], starts[ADJ_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    ADJ_CHECK(h->local.shape[d] <= INT_MAX, ADJ_ERR_SIZE, "halo: local extent %lld exceeds MPI's int",
+              (long long)h->local.shape[d]);
+    sizes[d] = (int)h->local.shape[d], subsizes[d] = (int)box->extent[d], starts[d] = (int)box->start[d];
+  }
+  ADJ_CALL_MPI(MPI_Type_create_subarray(rank, sizes, subsizes, starts, MPI_ORDER_C, h->type, &m->type));
+  m->derived = true;
+  m->type_count = 1;
+  ADJ_CALL_MPI(MPI_Type_commit(&m->type));
+  return ADJ_SUCCESS;
+}
+
+static int adj_halo_add_message(adj_halo *h, adj_halo_message *list, int *n, int peer, adj_box box, int64_t *offset) {
+  int64_t volume = adj_box_volume(&box);
+  if (volume == 0) return ADJ_SUCCESS;
+  ADJ_CHECK(volume <= INT_MAX, ADJ_ERR_SIZE, "halo: a message of %lld elements exceeds MPI's int count",
+            (long long)volume);
+  adj_halo_message *m = &list[*n];
+  *m = (adj_halo_message){.peer = peer, .box = box, .offset = *offset, .count = (int)volume};
+  ADJ_CALL(adj_halo_box_type(h, m));
+  (*n)++;
+  *offset += volume;
+  return ADJ_SUCCESS;
+}
+
+typedef struct adj_halo_sizes {
+  int64_t bulk;   /* largest phase total of bulk pieces, in elements */
+  int requests;   /* largest phase message count */
+} adj_halo_sizes;
+
+/* Messages of phase `dim` for the worker at `coords`, one per other worker on
+ * its line whose bulk it needs or who needs its bulk. */
+static int adj_halo_plan_phase(adj_halo *h, const adj_partition *partition, const adj_halo_geometry *g,
+                               const int *coords, int dim, adj_halo_sizes *sizes) {
+  int parts = adj_halo_geometry_parts(g)[dim];
+  adj_halo_phase *ph = &h->phase[dim];
+  ph->bulk = malloc(sizeof *ph->bulk * (size_t)parts);
+  ph->halo = malloc(sizeof *ph->halo * (size_t)parts);
+  ADJ_CHECK(ph->bulk && ph->halo, ADJ_ERR_MEM, "halo: out of memory planning %d peers", parts);
+  const adj_halo_local *local = &h->local;
+  const adj_halo_dim *mine = adj_halo_geometry_dim(g, dim, coords[dim]);
+  int peer_coords[ADJ_MAX_RANK];
+  memcpy(peer_coords, coords, sizeof(int) * (size_t)local->rank);
+  int64_t bulk_total = 0, halo_total = 0;
+  for (int q = 0; q < parts; q++) {
+    if (q == coords[dim]) continue;
+    const adj_halo_dim *other = adj_halo_geometry_dim(g, dim, q);
+    peer_coords[dim] = q;
+    int peer = adj_partition_rank_at(partition, peer_coords);
+    int64_t lo, hi;
+    adj_halo_overlap(mine, other, &lo, &hi);
+    ADJ_CALL(adj_halo_add_message(h, ph->halo, &ph->n_halo, peer, adj_halo_phase_box(local, dim, lo, hi), &halo_total));
+    adj_halo_overlap(other, mine, &lo, &hi);
+    ADJ_CALL(adj_halo_add_message(h, ph->bulk, &ph->n_bulk, peer, adj_halo_phase_box(local, dim, lo, hi), &bulk_total));
+  }
+  sizes->bulk = adj_max64(sizes->bulk, bulk_total);
+  if (ph->n_bulk + ph->n_halo > sizes->requests) sizes->requests = ph->n_bulk + ph->n_halo;
+  return ADJ_SUCCESS;
+}
+
+static int adj_halo_plan(adj_halo *h, adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g) {
+  h->esize = adj_dtype_size(dtype);
+  h->type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  bool active = adj_partition_active(partition);
+  adj_halo_geometry_local(g, active ? adj_partition_coords(partition) : NULL, &h->local);
+  if (!active) return ADJ_SUCCESS;
+  h->phases = adj_halo_geometry_rank(g);
+  adj_halo_sizes sizes = {0};
+  for (int dim = 0; dim < h->phases; dim++)
+    ADJ_CALL(adj_halo_plan_phase(h, partition, g, adj_partition_coords(partition), dim, &sizes));
+  /* One extra element keeps the pointers non-NULL when nothing moves. */
+  h->buffer = malloc((size_t)(sizes.bulk + 1) * h->esize);
+  h->requests = malloc(sizeof(MPI_Request) * (size_t)(sizes.requests + 1));
+  ADJ_CHECK(h->buffer && h->requests, ADJ_ERR_MEM, "halo: out of memory for an exchange buffer of %lld elements",
+            (long long)sizes.bulk);
+  return ADJ_SUCCESS;
+}
+
+/* ---- application -------------------------------------------------------------- */
+
+static char *adj_halo_in_place(const adj_halo *h, adj_tensor *t, const adj_halo_message *m) {
+  return (char *)t->data + m->displacement * (int64_t)h->esize;
+}
+
+/* Posts phase `dim`, receives first.  The forward sends bulk pieces and
+ * receives halo pieces, both in place.  The adjoint sends the halo pieces back
+ * and receives the owners' share into the buffer, to be added. */
+static int adj_halo_phase_post(adj_op *op, int dim, adj_direction direction, adj_tensor *t) {
+  adj_halo *h = op->impl;
+  const adj_halo_phase *ph = &h->phase[dim];
+  bool forward = direction == ADJ_FORWARD;
+  const adj_halo_message *send = forward ? ph->bulk : ph->halo, *recv = forward ? ph->halo : ph->bulk;
+  int n_send = forward ? ph->n_bulk : ph->n_halo, n_recv = forward ? ph->n_halo : ph->n_bulk;
+  h->posted = 0;
+  for (int m = 0; m < n_recv; m++) {
+    if (forward)
+      ADJ_CALL_MPI(MPI_Irecv(adj_halo_in_place(h, t, &recv[m]), recv[m].type_count, recv[m].type, recv[m].peer, dim,
+                             op->comm, &h->requests[h->posted++]));
+    else
+      ADJ_CALL_MPI(MPI_Irecv(h->buffer + recv[m].offset * (int64_t)h->esize, recv[m].count, h->type, recv[m].peer,
+                             dim, op->comm, &h->requests[h->posted++]));
+    adj_op_count_recv(op, (size_t)recv[m].count * h->esize);
+  }
+  for (int m = 0; m < n_send; m++) {
+    ADJ_CALL_MPI(MPI_Isend(adj_halo_in_place(h, t, &send[m]), send[m].type_count, send[m].type, send[m].peer, dim,
+                           op->comm, &h->requests[h->posted++]));
+    adj_op_count_send(op, (size_t)send[m].count * h->esize);
+  }
+  return ADJ_SUCCESS;
+}
+
+/* Completes phase `dim`.  The forward is done once the messages are; the
+ * adjoint adds what arrived into the bulk and clears the halo it sent (the
+ * K_T* S* of eq. 12: a copy's adjoint is add, then clear). */
+static int adj_halo_phase_finish(adj_op *op, int dim, adj_direction direction, adj_tensor *t) {
+  adj_halo *h = op->impl;
+  const adj_halo_phase *ph = &h->phase[dim];
+  ADJ_CALL(adj_wait_all(h->posted, h->requests, op->wait));
+  h->posted = 0;
+  if (direction == ADJ_FORWARD) return ADJ_SUCCESS;
+  for (int m = 0; m < ph->n_bulk; m++)
+    adj_tensor_unpack(t, &ph->bulk[m].box, h->buffer + ph->bulk[m].offset * (int64_t)h->esize, ADJ_UNPACK_ADD);
+  for (int m = 0; m < ph->n_halo; m++) adj_tensor_clear_box(t, &ph->halo[m].box);
+  return ADJ_SUCCESS;
+}
+
+/* Forward visits dimensions 0..d-1, the adjoint d-1..0.  Phase k+1 packs what
+ * phase k received, so every phase but the last completes here; the last is
+ * only posted and adj_halo_end completes it. */
+static int adj_halo_dim_of_step(const adj_halo *h, adj_direction direction, int step) {
+  return direction == ADJ_FORWARD ? step : h->phases - 1 - step;
+}
+
+static int adj_halo_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  (void)in; /* in place: the dispatcher checked in and out share storage */
+  adj_halo *h = op->impl;
+  for (int step = 0; step < h->phases; step++) {
+    int dim = adj_halo_dim_of_step(h, direction, step);
+    ADJ_CALL(adj_halo_phase_post(op, dim, direction, out));
+    if (step + 1 < h->phases) ADJ_CALL(adj_halo_phase_finish(op, dim, direction, out));
+  }
+  return ADJ_SUCCESS;
+}
+
+static int adj_halo_end(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  (void)in;
+  adj_halo *h = op->impl;
+  if (h->phases == 0) return ADJ_SUCCESS;
+  return adj_halo_phase_finish(op, adj_halo_dim_of_step(h, direction, h->phases - 1), direction, out);
+}
+
+/* ---- creation ----------------------------------------------------------------- */
+
+static int adj_halo_check_args(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g) {
+  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "halo: invalid dtype %d", (int)dtype);
+  ADJ_CHECK(partition && g, ADJ_ERR_ARG, "halo: partition and geometry must not be NULL");
+  int ndim = adj_partition_ndim(partition), rank = adj_halo_geometry_rank(g);
+  ADJ_CHECK(ndim == rank, ADJ_ERR_SIZE, "halo: the partition has %d dimensions but the geometry %d", ndim, rank);
+  const int *shape = adj_partition_shape(partition), *parts = adj_halo_geometry_parts(g);
+  for (int i = 0; i < rank; i++)
+    ADJ_CHECK(shape[i] == parts[i], ADJ_ERR_SIZE,
+              "halo: dimension %d of the partition has %d workers but the geometry was made for %d", i, shape[i],
+              parts[i]);
+  return ADJ_SUCCESS;
+}
+
+static uint64_t adj_fnv(uint64_t hash, int64_t value) {
+  for (int b = 0; b < 8; b++) hash = (hash ^ (uint64_t)((value >> (8 * b)) & 0xff)) * 1099511628211ull;
+  return hash;
+}
+
+/* A fingerprint of everything that shapes the message plan. */
+static int64_t adj_halo_fingerprint(adj_dtype dtype, const adj_halo_geometry *g) {
+  uint64_t hash = adj_fnv(14695981039346656037ull, dtype);
+  const adj_halo_kernel *k = adj_halo_geometry_kernel(g);
+  for (int i = 0; i < adj_halo_geometry_rank(g); i++) {
+    int64_t values[] = {adj_halo_geometry_input_shape(g)[i], adj_halo_geometry_parts(g)[i], k->size[i], k->stride[i],
+                        k->dilation[i], k->padding[i][0], k->padding[i][1]};
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) hash = adj_fnv(hash, values[v]);
+    for (int p = 0; p < adj_halo_geometry_parts(g)[i]; p++) hash = adj_fnv(hash, adj_halo_geometry_dim(g, i, p)->bulk[0]);
+  }
+  return (int64_t)(hash >> 1);
+}
+
+/* A rank passing a different geometry would post messages nobody matches; every
+ * rank compares the fingerprint's max and min and fails together instead. */
+static int adj_halo_agree_geometry(MPI_Comm base, adj_wait_policy policy, int64_t fingerprint, int local) {
+  int64_t mine[2] = {fingerprint, -fingerprint}, most[2];
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Iallreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, base, &request));
+  ADJ_CALL(adj_wait_all(1, &request, policy));
+  if (!local && (most[0] != fingerprint || -most[1] != fingerprint))
+    local = adj_error_set(ADJ_ERR_ARG, "halo: ranks passed different geometries (dtype, shape, cuts or kernel)");
+  return adj_status_agree(base, local, policy);
+}
+
+int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g, adj_op **op) {
+  *op = NULL;
+  ADJ_CALL(adj_halo_check_args(dtype, partition, g));
+  MPI_Comm base = adj_partition_base_comm(partition);
+  adj_halo *h = calloc(1, sizeof *h);
+  int status = h ? adj_halo_plan(h, dtype, partition, g) : adj_error_set(ADJ_ERR_MEM, "halo: out of memory");
+  status = adj_halo_agree_geometry(base, adj_partition_wait_policy(partition), adj_halo_fingerprint(dtype, g), status);
+  if (status) {
+    adj_halo_free(h);
+    return status;
+  }
+  const adj_halo_local *local = &h->local;
+  char name[64], text[48];
+  snprintf(name, sizeof name, "halo%s", adj_shape_format(text, sizeof text, local->rank, adj_halo_geometry_input_shape(g)));
+  static const adj_op_methods methods = {adj_halo_begin, adj_halo_end, adj_halo_destroy};
+  status = adj_op_alloc(name, base, dtype, local->rank, local->shape, local->rank, local->shape, &methods, h, op);
+  if (status) {
+    adj_halo_free(h);
+    return status;
+  }
+  (*op)->in_place = true;
+  return ADJ_SUCCESS;
+}

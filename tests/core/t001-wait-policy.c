@@ -1,0 +1,34 @@
+/* Wait policy: AUTO resolves to yield exactly when ranks on the node outnumber
+ * its cores, explicit policies are kept, and both complete requests. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t001-wait-policy");
+  adj_wait_policy p;
+  const char *env = getenv("ADJ_WAIT_POLICY");
+  ADJ_TEST_OK(&t, adj_wait_policy_resolve(t.comm, ADJ_WAIT_AUTO, &p));
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (!env || !strcmp(env, "auto")) {
+    adj_wait_policy expected = t.size > cores ? ADJ_WAIT_YIELD : ADJ_WAIT_SPIN;
+    ADJ_TEST_CHECK(&t, p == expected, "auto with %d ranks on %ld cores gave %s", t.size, cores, adj_wait_policy_name(p));
+  }
+  adj_test_report(&t, "auto policy on %d ranks, %ld cores: %s", t.size, cores, adj_wait_policy_name(p));
+  for (int policy = ADJ_WAIT_SPIN; policy <= ADJ_WAIT_YIELD; policy++) {
+    double value = t.rank + 1, sum = 0;
+    MPI_Request request;
+    MPI_Iallreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, t.comm, &request);
+    ADJ_TEST_OK(&t, adj_wait_all(1, &request, (adj_wait_policy)policy));
+    ADJ_TEST_CHECK(&t, sum == t.size * (t.size + 1) / 2.0, "policy %s: sum %g", adj_wait_policy_name(policy), sum);
+  }
+  /* A bad environment value is an error naming it, on every rank. */
+  setenv("ADJ_WAIT_POLICY", "sometimes", 1);
+  int status = adj_wait_policy_resolve(t.comm, ADJ_WAIT_AUTO, &p);
+  ADJ_TEST_CHECK(&t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "sometimes"), "bad ADJ_WAIT_POLICY: %s '%s'",
+                 adj_status_name(status), adj_last_error());
+  return adj_test_finish(&t);
+}

@@ -1,0 +1,223 @@
+#include "dist_check.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { DL_MAX_PARAMS = 4 };
+
+adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const int *parts, const int *ranks,
+                             const int64_t *const *cuts) {
+  int n = 1;
+  for (int i = 0; i < rank; i++) n *= parts[i];
+  adj_partition *p = NULL;
+  adj_decomposition *d = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(MPI_COMM_WORLD, rank, parts, n, ranks, &p));
+  if (p) ADJ_TEST_OK(t, adj_decomposition_create_explicit(p, rank, shape, cuts, &d));
+  adj_partition_destroy(&p);
+  return d;
+}
+
+adj_decomposition *dl_self_layout(adj_test *t, int rank, const int64_t *shape) {
+  static const int ones[ADJ_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+  adj_partition *p = NULL;
+  adj_decomposition *d = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(MPI_COMM_SELF, rank, ones, 1, NULL, &p));
+  if (p) ADJ_TEST_OK(t, adj_decomposition_create(p, rank, shape, &d));
+  adj_partition_destroy(&p);
+  return d;
+}
+
+void dl_dottest(adj_test *t, const char *label, adj_layer *layer) {
+  adj_dottest_result r = {0};
+  int status = adj_dottest_layer(layer, 20261122u, &r);
+  double tol = adj_dottest_tolerance(adj_layer_dtype(layer), 1);
+  adj_test_report(t, "  %-52s dot test rel err %.2e  (|J v| %.3e, |J^T u| %.3e)", label, r.relative_error, r.norm_Fx,
+                  r.norm_Fty);
+  /* A zero Jacobian would pass trivially, so both sides must be non-zero. */
+  ADJ_TEST_CHECK(t, status == 0 && r.relative_error < tol && r.norm_Fx > 0 && r.norm_Fty > 0,
+                 "%s: dot test status %s (%s), <Jv,u> = %.17g, <v,J^T u> = %.17g, rel err %.3e", label,
+                 adj_status_name(status), adj_last_error(), r.range_inner, r.domain_inner, r.relative_error);
+}
+
+/* ---- Taylor ------------------------------------------------------------------------------ */
+
+enum { DL_TAYLOR_STEPS = 5 };
+
+/* sqrt of the global output volume: the size |J v| has when entries are O(1). */
+static double dl_output_scale(adj_layer *layer) {
+  const adj_decomposition *out = adj_layer_output_layout(layer);
+  adj_box whole = adj_box_whole(adj_decomposition_rank(out), adj_decomposition_global_shape(out));
+  return sqrt((double)adj_box_volume(&whole));
+}
+
+void dl_taylor(adj_test *t, const char *label, adj_layer *layer, dl_taylor_kind kind) {
+  /* Smooth maps need h large enough for the h^2 term to dominate round-off;
+   * piecewise-linear ones need h small enough not to cross a kink. */
+  double h0 = kind == DL_TAYLOR_SMOOTH ? 1e-2 : 1e-5;
+  double rem[DL_TAYLOR_STEPS], orders[DL_TAYLOR_STEPS - 1];
+  int status = adj_taylor_test_layer(layer, 7u, h0, DL_TAYLOR_STEPS, rem, orders);
+  ADJ_TEST_CHECK(t, status == 0, "%s: Taylor test failed: %s", label, adj_last_error());
+  if (status) return;
+  char line[400];
+  int used = snprintf(line, sizeof line, "  %-44s Taylor r(h)", label);
+  for (int i = 0; i < DL_TAYLOR_STEPS; i++) used += snprintf(line + used, sizeof line - (size_t)used, " %.2e", rem[i]);
+  if (kind == DL_TAYLOR_SMOOTH) {
+    double lo = 99, hi = -99;
+    for (int i = 0; i + 1 < DL_TAYLOR_STEPS; i++) lo = fmin(lo, orders[i]), hi = fmax(hi, orders[i]);
+    adj_test_report(t, "%s  orders %.3f..%.3f", line, lo, hi);
+    ADJ_TEST_CHECK(t, lo > 1.9 && hi < 2.1 && rem[0] > 0, "%s: Taylor orders %.3f..%.3f, not 2", label, lo, hi);
+    return;
+  }
+  /* Linear (on the piece): the remainder is round-off, far below h |J v|; a
+   * wrong jvp or a crossed kink leaves O(h) and fails by many decades. */
+  double worst = 0, h = h0, scale = dl_output_scale(layer);
+  for (int i = 0; i < DL_TAYLOR_STEPS; i++, h /= 2) worst = fmax(worst, rem[i] / (h * scale));
+  adj_test_report(t, "%s  max r(h)/(h sqrt(M)) %.1e", line, worst);
+  ADJ_TEST_CHECK(t, worst < 1e-8, "%s: remainder %.3e of h sqrt(M) on a linear piece", label, worst);
+}
+
+/* ---- distributed against sequential ----------------------------------------------------- */
+
+/* The sequential twin runs on MPI_COMM_SELF on every rank, on global data that
+ * every rank draws identically from the seed; each rank then compares its own
+ * blocks of the distributed results with the same boxes of the sequential
+ * ones.  Only the final figure is reduced, so the comparison adds no blocking
+ * collective (they cost ~0.1 s each on the oversubscribed 2-core machine). */
+
+typedef struct dl_data {
+  int n_params;
+  adj_tensor x, dx, dy, params[DL_MAX_PARAMS], tangents[DL_MAX_PARAMS];
+} dl_data;
+
+/* A layer's results: output, jvp, input gradient, parameter gradients. */
+typedef struct dl_results {
+  adj_tensor y, jy, dx;
+} dl_results;
+
+static adj_tensor dl_random(adj_rng *rng, adj_dtype dtype, const adj_decomposition *d) {
+  adj_tensor x;
+  adj_tensor_create(&x, dtype, adj_decomposition_rank(d), adj_decomposition_global_shape(d));
+  adj_rng_fill_uniform(rng, &x, -1, 1);
+  return x;
+}
+
+static void dl_data_make(adj_layer *layer, uint64_t seed, dl_data *g) {
+  adj_dtype dtype = adj_layer_dtype(layer);
+  adj_rng *rng;
+  adj_rng_create(seed, &rng);
+  g->x = dl_random(rng, dtype, adj_layer_input_layout(layer));
+  g->dx = dl_random(rng, dtype, adj_layer_input_layout(layer));
+  g->dy = dl_random(rng, dtype, adj_layer_output_layout(layer));
+  g->n_params = adj_layer_parameter_count(layer);
+  for (int i = 0; i < g->n_params; i++) {
+    g->params[i] = dl_random(rng, dtype, adj_layer_parameter(layer, i)->layout);
+    g->tangents[i] = dl_random(rng, dtype, adj_layer_parameter(layer, i)->layout);
+  }
+  adj_rng_destroy(&rng);
+}
+
+static void dl_data_free(dl_data *g) {
+  adj_tensor_destroy(&g->x), adj_tensor_destroy(&g->dx), adj_tensor_destroy(&g->dy);
+  for (int i = 0; i < g->n_params; i++) adj_tensor_destroy(&g->params[i]), adj_tensor_destroy(&g->tangents[i]);
+}
+
+/* local = this worker's block (under layout d) of the global tensor. */
+static void dl_take_block(const adj_decomposition *d, const adj_tensor *global, adj_tensor *local) {
+  adj_box block = adj_decomposition_local_block(d);
+  adj_tensor_pack(global, &block, local->data);
+}
+
+/* Loads the data (this worker's blocks of it), runs forward, jvp, backward. */
+static void dl_run(adj_test *t, adj_layer *layer, const dl_data *g, dl_results *r) {
+  const adj_decomposition *in = adj_layer_input_layout(layer), *out = adj_layer_output_layout(layer);
+  adj_tensor x, dx, dy;
+  adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx), adj_layer_create_input(layer, &r->dx);
+  adj_layer_create_output(layer, &dy), adj_layer_create_output(layer, &r->y), adj_layer_create_output(layer, &r->jy);
+  dl_take_block(in, &g->x, &x), dl_take_block(in, &g->dx, &dx), dl_take_block(out, &g->dy, &dy);
+  for (int i = 0; i < g->n_params; i++) {
+    adj_parameter *p = adj_layer_parameter(layer, i);
+    dl_take_block(p->layout, &g->params[i], &p->value);
+    dl_take_block(p->layout, &g->tangents[i], &p->tangent);
+  }
+  adj_layer_zero_grad(layer);
+  ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &r->y));
+  ADJ_TEST_OK(t, adj_layer_jvp(layer, &dx, &r->jy));
+  ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &r->dx));
+  adj_tensor_destroy(&x), adj_tensor_destroy(&dx), adj_tensor_destroy(&dy);
+}
+
+static void dl_results_free(dl_results *r) {
+  adj_tensor_destroy(&r->y), adj_tensor_destroy(&r->jy), adj_tensor_destroy(&r->dx);
+}
+
+/* max |local - block of global| / max(1, max |global|): the distributed block
+ * against the same box of the whole sequential result. */
+static double dl_block_diff(const adj_decomposition *d, const adj_tensor *local, const adj_tensor *global) {
+  adj_tensor block;
+  adj_tensor_create(&block, local->dtype, local->rank, local->shape);
+  dl_take_block(d, global, &block);
+  double diff = 0, scale = 1;
+  for (int64_t i = 0; i < adj_tensor_volume(&block); i++)
+    diff = fmax(diff, fabs(adj_tensor_get(local, i) - adj_tensor_get(&block, i)));
+  for (int64_t i = 0; i < adj_tensor_volume(global); i++) scale = fmax(scale, fabs(adj_tensor_get(global, i)));
+  adj_tensor_destroy(&block);
+  return diff / scale;
+}
+
+static bool dl_any(const adj_tensor *a) {
+  for (int64_t i = 0; i < adj_tensor_volume(a); i++)
+    if (adj_tensor_get(a, i) != 0) return true;
+  return false;
+}
+
+/* Differences of output, jvp, input gradient and parameter gradients on this
+ * rank; nonzero tells whether every sequential result is non-trivial. */
+static void dl_differences(adj_layer *dist, adj_layer *seq, const dl_results *rd, const dl_results *rs,
+                           double *diffs, bool *nonzero) {
+  const adj_decomposition *in = adj_layer_input_layout(dist), *out = adj_layer_output_layout(dist);
+  diffs[0] = dl_block_diff(out, &rd->y, &rs->y);
+  diffs[1] = dl_block_diff(out, &rd->jy, &rs->jy);
+  diffs[2] = dl_block_diff(in, &rd->dx, &rs->dx);
+  diffs[3] = 0;
+  *nonzero = dl_any(&rs->y) && dl_any(&rs->jy) && dl_any(&rs->dx);
+  for (int i = 0; i < adj_layer_parameter_count(seq); i++) {
+    adj_parameter *pd = adj_layer_parameter(dist, i), *ps = adj_layer_parameter(seq, i);
+    diffs[3] = fmax(diffs[3], dl_block_diff(pd->layout, &pd->grad, &ps->grad));
+    *nonzero = *nonzero && dl_any(&ps->grad);
+  }
+}
+
+void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed) {
+  int n_params = adj_layer_parameter_count(seq);
+  ADJ_TEST_CHECK(t, n_params == adj_layer_parameter_count(dist), "%s: twins have %d and %d parameters", label,
+                 adj_layer_parameter_count(dist), n_params);
+  if (n_params != adj_layer_parameter_count(dist)) return;
+  dl_data g = {0};
+  dl_results rd = {0}, rs = {0};
+  dl_data_make(seq, seed, &g);
+  dl_run(t, dist, &g, &rd);
+  dl_run(t, seq, &g, &rs);
+  double diffs[4], worst[4];
+  bool nonzero;
+  dl_differences(dist, seq, &rd, &rs, diffs, &nonzero);
+  MPI_Request request;
+  MPI_Iallreduce(diffs, worst, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+  adj_test_report(t, "  %-52s dist vs seq: y %.1e, jvp %.1e, dx %.1e, grads %.1e", label, worst[0], worst[1],
+                  worst[2], worst[3]);
+  ADJ_TEST_CHECK(t, fmax(fmax(worst[0], worst[1]), fmax(worst[2], worst[3])) <= 1e-12,
+                 "%s: distributed differs from sequential: y %.3e, jvp %.3e, dx %.3e, grads %.3e", label, worst[0],
+                 worst[1], worst[2], worst[3]);
+  /* Two layers that both produce zeros would agree without showing anything. */
+  ADJ_TEST_CHECK(t, nonzero, "%s: a sequential result is identically zero", label);
+  dl_results_free(&rd), dl_results_free(&rs);
+  dl_data_free(&g);
+}
+
+void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **layer, const char *phrase) {
+  const char *message = adj_last_error();
+  adj_test_report(t, "  bad config %-34s -> %s: %s", label, adj_status_name(status), message);
+  ADJ_TEST_CHECK(t, status != 0 && !*layer && strstr(message, phrase),
+                 "%s: expected a failure with \"%s\", got %s: %s", label, phrase, adj_status_name(status), message);
+  adj_layer_destroy(layer);
+}

@@ -1,0 +1,44 @@
+/* Shared checks of the distributed-layer tests (t32x): layouts on chosen
+ * ranks, the Jacobian dot-product test, the Taylor test, distributed against
+ * sequential, and bad-configuration errors.  Every function is collective on
+ * MPI_COMM_WORLD; figures are printed by rank 0. */
+#ifndef ADJOIN_TEST_DIST_CHECK_H
+#define ADJOIN_TEST_DIST_CHECK_H
+
+#include "harness.h"
+
+/* A decomposition of `shape` (rank dims) over a partition of shape `parts` on
+ * MPI_COMM_WORLD ranks `ranks` (NULL: 0, 1, ...), balanced or cut at `cuts`
+ * (NULL, or per dimension NULL or parts[i] + 1 offsets).  NULL on failure
+ * (recorded as a failed check). */
+adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const int *parts, const int *ranks,
+                             const int64_t *const *cuts);
+/* The sequential twin's layout: the whole tensor on a one-worker partition of
+ * MPI_COMM_SELF, so every rank holds its own sequential twin (collective on
+ * nothing). */
+adj_decomposition *dl_self_layout(adj_test *t, int rank, const int64_t *shape);
+
+/* The Jacobian dot-product test (input and parameters at once) against the
+ * layer tolerance of DESIGN.md (1e-12 in float64), figure printed. */
+void dl_dottest(adj_test *t, const char *label, adj_layer *layer);
+
+/* How the Taylor remainder of a layer must behave as h halves. */
+typedef enum dl_taylor_kind {
+  DL_TAYLOR_SMOOTH = 0,    /* falls at second order (tanh, sigmoid, the bilinear affine) */
+  DL_TAYLOR_PIECEWISE = 1, /* linear on the piece around a random point (ReLU, max pool):
+                              the remainder is round-off as long as no kink is crossed */
+  DL_TAYLOR_LINEAR = 2,    /* linear everywhere (avg pool, flatten, repartition): round-off */
+} dl_taylor_kind;
+void dl_taylor(adj_test *t, const char *label, adj_layer *layer, dl_taylor_kind kind);
+
+/* Distributed equals sequential: the same global input, parameters, parameter
+ * tangents, input tangent and output gradient (random from `seed`) go into the
+ * distributed layer and its sequential twin `seq` (built on a dl_self_layout);
+ * outputs, jvps, input gradients and parameter gradients must agree within
+ * 1e-12 relative to the largest global entry (float64). */
+void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed);
+
+/* Every rank must see a failure whose message contains `phrase`. */
+void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **layer, const char *phrase);
+
+#endif

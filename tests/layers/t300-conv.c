@@ -1,0 +1,312 @@
+/* t300: convolution 1-D/2-D/3-D against a direct loop, its Jacobian dot-product
+ * test, its Taylor test and its bad-configuration errors. */
+#include <stdio.h>
+#include <string.h>
+
+#include "layer_check.h"
+
+typedef struct conv_case {
+  const char *name;
+  int64_t n, c_in, c_out;
+  int64_t in[3]; /* spatial extents, first spatial_dims used */
+  adj_window_geometry g;
+  bool bias;
+} conv_case;
+
+static const conv_case cases[] = {
+    {"1d k3 s2 d2 pad(1,2)", 3, 3, 4, {11}, {.spatial_dims = 1, .kernel = {3}, .stride = {2}, .dilation = {2},
+                                              .padding_left = {1}, .padding_right = {2}}, true},
+    {"1d k4 s1 d1 pad(0,0) no bias", 2, 2, 5, {9}, {.spatial_dims = 1, .kernel = {4}}, false},
+    {"2d k5 pad 2 (LeNet conv1)", 4, 1, 6, {12, 12}, {.spatial_dims = 2, .kernel = {5, 5},
+                                                      .padding_left = {2, 2}, .padding_right = {2, 2}}, true},
+    {"2d k(3,2) s(1,2) d(2,1) pad(0,1|2,0)", 2, 2, 3, {9, 8},
+     {.spatial_dims = 2, .kernel = {3, 2}, .stride = {1, 2}, .dilation = {2, 1}, .padding_left = {0, 1},
+      .padding_right = {2, 0}}, true},
+    {"2d k1 s2", 2, 4, 3, {7, 6}, {.spatial_dims = 2, .kernel = {1, 1}, .stride = {2, 2}}, true},
+    {"2d k3 s2 d2 pad(2,1|1,2)", 2, 3, 2, {10, 11},
+     {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .padding_left = {2, 1},
+      .padding_right = {1, 2}}, false},
+    {"3d k(2,3,1) s(2,1,1) d(1,2,1) pad(1,0,2|0,2,1)", 2, 2, 2, {6, 5, 7},
+     {.spatial_dims = 3, .kernel = {2, 3, 1}, .stride = {2, 1, 1}, .dilation = {1, 2, 1},
+      .padding_left = {1, 0, 2}, .padding_right = {0, 2, 1}}, true},
+    {"3d k3 pad 1", 2, 2, 3, {4, 5, 4},
+     {.spatial_dims = 3, .kernel = {3, 3, 3}, .padding_left = {1, 1, 1}, .padding_right = {1, 1, 1}}, true},
+    /* Unit strides and C_in >= 16 take the shifted-GEMM path (its tiling checks
+     * compare it with the im2col path that smaller workspaces fall back to). */
+    {"shifted 1d C_in 16 k5 d2 pad(3,1)", 2, 16, 4, {40},
+     {.spatial_dims = 1, .kernel = {5}, .dilation = {2}, .padding_left = {3}, .padding_right = {1}}, true},
+    {"shifted 2d C_in 16 k3 pad(1,2|1,0)", 3, 16, 3, {12, 20},
+     {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 2}, .padding_right = {1, 0}}, true},
+    {"shifted 3d C_in 16 k(2,2,3) no bias", 2, 16, 2, {4, 10, 20}, {.spatial_dims = 3, .kernel = {2, 2, 3}}, false},
+};
+
+/* ---- naive reference -------------------------------------------------------------- */
+
+/* Direct loops in float64.  Forward: y = conv(x; w) + b (y != NULL).  Backward
+ * (dy != NULL): dx += J_x^T dy, dw += J_w^T dy, db += J_b^T dy. */
+static void naive_conv(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w, const adj_tensor *b,
+                       adj_tensor *y, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw, adj_tensor *db) {
+  int sd = g->spatial_dims;
+  const int64_t *in = x->shape + 2;
+  int64_t out[3];
+  adj_window_output_shape(g, in, out);
+  int64_t n_img = x->shape[0], ci_n = x->shape[1], co_n = w->shape[0];
+  int64_t iv = layer_volume(sd, in), ov = layer_volume(sd, out), kv = layer_volume(sd, g->kernel);
+  for (int64_t n = 0; n < n_img; n++)
+    for (int64_t co = 0; co < co_n; co++)
+      for (int64_t o = 0; o < ov; o++) {
+        int64_t yi = (n * co_n + co) * ov + o;
+        double sum = b ? adj_tensor_get(b, co) : 0.0, grad = dy ? adj_tensor_get(dy, yi) : 0.0;
+        if (db) adj_tensor_set(db, co, adj_tensor_get(db, co) + grad);
+        for (int64_t ci = 0; ci < ci_n; ci++)
+          for (int64_t k = 0; k < kv; k++) {
+            int64_t s = layer_window_source(g, in, out, o, k);
+            if (s < 0) continue;
+            int64_t xi = (n * ci_n + ci) * iv + s, wi = (co * ci_n + ci) * kv + k;
+            sum += adj_tensor_get(x, xi) * adj_tensor_get(w, wi);
+            if (dx) adj_tensor_set(dx, xi, adj_tensor_get(dx, xi) + adj_tensor_get(w, wi) * grad);
+            if (dw) adj_tensor_set(dw, wi, adj_tensor_get(dw, wi) + adj_tensor_get(x, xi) * grad);
+          }
+        if (y) adj_tensor_set(y, yi, sum);
+      }
+}
+
+/* ---- one case ------------------------------------------------------------------------ */
+
+typedef struct conv_point {
+  const adj_window_geometry *g;
+  adj_tensor x, w, b, dx, dw, db; /* point and direction */
+  adj_tensor xh, wh, bh;          /* scratch for x + h dx, ... */
+  bool bias;
+  adj_workspace ws;
+} conv_point;
+
+static int64_t shape_of(const conv_case *c, int64_t channels, const int64_t *spatial, int64_t *shape) {
+  shape[0] = c->n;
+  shape[1] = channels;
+  for (int d = 0; d < c->g.spatial_dims; d++) shape[2 + d] = spatial[d];
+  return 2 + c->g.spatial_dims;
+}
+
+static void point_make(conv_point *p, const conv_case *c, adj_dtype dtype, adj_rng *rng) {
+  int64_t xs[5], ws[5] = {c->c_out, c->c_in};
+  int rank = (int)shape_of(c, c->c_in, c->in, xs);
+  for (int d = 0; d < c->g.spatial_dims; d++) ws[2 + d] = c->g.kernel[d];
+  *p = (conv_point){.g = &c->g, .bias = c->bias};
+  p->x = layer_random(rng, dtype, rank, xs);
+  p->w = layer_random(rng, dtype, rank, ws);
+  p->b = layer_random(rng, dtype, 1, &c->c_out);
+  p->dx = layer_random(rng, dtype, rank, xs);
+  p->dw = layer_random(rng, dtype, rank, ws);
+  p->db = layer_random(rng, dtype, 1, &c->c_out);
+  adj_tensor_create(&p->xh, dtype, rank, xs);
+  adj_tensor_create(&p->wh, dtype, rank, ws);
+  adj_tensor_create(&p->bh, dtype, 1, &c->c_out);
+  size_t bytes = 0;
+  adj_conv_workspace_size(&c->g, &p->x, &p->w, &bytes);
+  adj_workspace_reserve(&p->ws, bytes);
+}
+
+static void point_free(conv_point *p) {
+  adj_tensor *all[] = {&p->x, &p->w, &p->b, &p->dx, &p->dw, &p->db, &p->xh, &p->wh, &p->bh};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) adj_tensor_destroy(all[i]);
+  adj_workspace_release(&p->ws);
+}
+
+static const adj_tensor *maybe(const conv_point *p, const adj_tensor *t) { return p->bias ? t : NULL; }
+
+/* Dot test callbacks: the domain is (dx, dw[, db]), the range dy. */
+static int conv_jvp_cb(void *ctx, const adj_tensor *v, adj_tensor *u) {
+  conv_point *p = ctx;
+  return adj_conv_jvp(p->g, &p->x, &p->w, &v[0], &v[1], p->bias ? &v[2] : NULL, &u[0], &p->ws);
+}
+
+static int conv_backward_cb(void *ctx, const adj_tensor *u, adj_tensor *v) {
+  conv_point *p = ctx;
+  adj_tensor_zero(&v[1]); /* parameter gradients accumulate */
+  if (p->bias) adj_tensor_zero(&v[2]);
+  return adj_conv_backward(p->g, &p->x, &p->w, &u[0], &v[0], &v[1], p->bias ? &v[2] : NULL, &p->ws);
+}
+
+static int conv_eval_cb(void *ctx, double h, adj_tensor *y) {
+  conv_point *p = ctx;
+  layer_axpy(&p->xh, &p->x, h, &p->dx);
+  layer_axpy(&p->wh, &p->w, h, &p->dw);
+  layer_axpy(&p->bh, &p->b, h, &p->db);
+  return adj_conv_forward(p->g, &p->xh, &p->wh, maybe(p, &p->bh), y, &p->ws);
+}
+
+static int conv_taylor_jvp_cb(void *ctx, adj_tensor *dy) {
+  conv_point *p = ctx;
+  return adj_conv_jvp(p->g, &p->x, &p->w, &p->dx, &p->dw, maybe(p, &p->db), dy, &p->ws);
+}
+
+/* forward and jvp against the direct loop. */
+static void check_forward_jvp(adj_test *t, const conv_case *c, conv_point *p, int rank, const int64_t *ys) {
+  adj_dtype dtype = p->x.dtype;
+  adj_tensor y, dy, ref, ref2;
+  adj_tensor_create(&y, dtype, rank, ys);
+  adj_tensor_create(&dy, dtype, rank, ys);
+  adj_tensor_create(&ref, ADJ_FLOAT64, rank, ys);
+  adj_tensor_create(&ref2, ADJ_FLOAT64, rank, ys);
+  adj_tensor x = layer_to_f64(&p->x), w = layer_to_f64(&p->w), b = layer_to_f64(&p->b);
+  adj_tensor dx = layer_to_f64(&p->dx), dw = layer_to_f64(&p->dw), db = layer_to_f64(&p->db);
+  ADJ_TEST_OK(t, adj_conv_forward(&c->g, &p->x, &p->w, maybe(p, &p->b), &y, &p->ws));
+  naive_conv(&c->g, &x, &w, p->bias ? &b : NULL, &ref, NULL, NULL, NULL, NULL);
+  layer_compare(t, &y, &ref, "%s forward", c->name);
+  /* The jvp of the bilinear map: conv(dx; w) + conv(x; dw) + db. */
+  ADJ_TEST_OK(t, adj_conv_jvp(&c->g, &p->x, &p->w, &p->dx, &p->dw, maybe(p, &p->db), &dy, &p->ws));
+  naive_conv(&c->g, &dx, &w, p->bias ? &db : NULL, &ref, NULL, NULL, NULL, NULL);
+  naive_conv(&c->g, &x, &dw, NULL, &ref2, NULL, NULL, NULL, NULL);
+  adj_tensor_add(&ref, &ref2);
+  layer_compare(t, &dy, &ref, "%s jvp", c->name);
+  layer_destroy(10, (adj_tensor *const[]){&y, &dy, &ref, &ref2, &x, &w, &b, &dx, &dw, &db});
+}
+
+/* Forward output and backward gradients (dw, db from zero) with workspace ws. */
+static void run_with(adj_test *t, const conv_case *c, conv_point *p, const adj_tensor *dy, adj_workspace *ws,
+                     adj_tensor *out /* [y, dx, dw, db] */) {
+  for (int i = 0; i < 4; i++) adj_tensor_zero(&out[i]);
+  ADJ_TEST_OK(t, adj_conv_forward(&c->g, &p->x, &p->w, maybe(p, &p->b), &out[0], ws));
+  ADJ_TEST_OK(t, adj_conv_backward(&c->g, &p->x, &p->w, dy, &out[1], &out[2], p->bias ? &out[3] : NULL, ws));
+}
+
+/* Smaller workspaces cut the output into smaller tiles (one output line, a few
+ * lines, one image, two images with a partial last tile when N is odd); every
+ * tiling must give the results of the preferred one. */
+static void check_tiling(adj_test *t, const conv_case *c, conv_point *p, adj_rng *rng, int rank, const int64_t *ys) {
+  size_t es = adj_dtype_size(p->x.dtype), image = 0;
+  size_t line = (size_t)((c->c_in * layer_volume(c->g.spatial_dims, c->g.kernel) + c->c_out) * ys[rank - 1]) * es;
+  adj_tensor one = p->x, dy = layer_random(rng, p->x.dtype, rank, ys), ref[4], got[4];
+  one.shape[0] = 1;
+  ADJ_TEST_OK(t, adj_conv_workspace_size(&c->g, &one, &p->w, &image));
+  const adj_tensor *like[4] = {&dy, &p->x, &p->w, &p->b};
+  for (int i = 0; i < 4; i++) {
+    adj_tensor_create(&ref[i], p->x.dtype, like[i]->rank, like[i]->shape);
+    adj_tensor_create(&got[i], p->x.dtype, like[i]->rank, like[i]->shape);
+  }
+  run_with(t, c, p, &dy, &p->ws, ref);
+  const struct {
+    const char *what;
+    size_t bytes;
+  } sizes[] = {{"1 line", line}, {"3 lines", 3 * line}, {"1 image", image}, {"2 images", 2 * image}};
+  static const char *const names[4] = {"y", "dx", "dw", "db"};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    adj_workspace small = {0};
+    ADJ_TEST_OK(t, adj_workspace_reserve(&small, sizes[i].bytes));
+    run_with(t, c, p, &dy, &small, got);
+    for (int k = 0; k < 4; k++) {
+      layer_compare(t, &got[k], &ref[k], "%s %s, workspace of %s", c->name, names[k], sizes[i].what);
+    }
+    adj_workspace_release(&small);
+  }
+  for (int i = 0; i < 4; i++) adj_tensor_destroy(&ref[i]), adj_tensor_destroy(&got[i]);
+  adj_tensor_destroy(&dy);
+}
+
+/* backward against the direct loop: dx is overwritten (pre-filled with junk),
+ * dw and db accumulate onto their previous (random) contents. */
+static void check_backward(adj_test *t, const conv_case *c, conv_point *p, adj_rng *rng, int rank,
+                           const int64_t *ys) {
+  adj_dtype dtype = p->x.dtype;
+  adj_tensor dy = layer_random(rng, dtype, rank, ys);
+  adj_tensor gx = layer_random(rng, dtype, rank, p->x.shape), gw = layer_random(rng, dtype, rank, p->w.shape);
+  adj_tensor gb = layer_random(rng, dtype, 1, &c->c_out);
+  adj_tensor rx, rw = layer_to_f64(&gw), rb = layer_to_f64(&gb);
+  adj_tensor_create(&rx, ADJ_FLOAT64, rank, p->x.shape);
+  adj_tensor x = layer_to_f64(&p->x), w = layer_to_f64(&p->w), dy64 = layer_to_f64(&dy);
+  ADJ_TEST_OK(t, adj_conv_backward(&c->g, &p->x, &p->w, &dy, &gx, &gw, p->bias ? &gb : NULL, &p->ws));
+  naive_conv(&c->g, &x, &w, NULL, NULL, &dy64, &rx, &rw, p->bias ? &rb : NULL);
+  layer_compare(t, &gx, &rx, "%s backward dx (overwrite)", c->name);
+  layer_compare(t, &gw, &rw, "%s backward dw (+=)", c->name);
+  layer_compare(t, &gb, &rb, "%s backward db (+=)", c->name);
+  layer_destroy(10, (adj_tensor *const[]){&dy, &gx, &gw, &gb, &rx, &rw, &rb, &x, &w, &dy64});
+}
+
+static void check_jacobian(adj_test *t, const conv_case *c, conv_point *p, int rank, const int64_t *ys) {
+  adj_tensor domain[3] = {p->x, p->w, p->b};
+  adj_tensor range = {.dtype = p->x.dtype, .rank = rank};
+  memcpy(range.shape, ys, sizeof(int64_t) * (size_t)rank);
+  adj_dottest_problem problem = {.comm = t->comm, .n_domain = p->bias ? 3 : 2, .domain = domain,
+                                 .n_range = 1, .range = &range, .forward = conv_jvp_cb,
+                                 .adjoint = conv_backward_cb, .ctx = p};
+  char label[160];
+  snprintf(label, sizeof label, "%s J (x, w%s)", c->name, p->bias ? ", b" : "");
+  layer_dottest(t, label, &problem);
+  if (p->x.dtype != ADJ_FLOAT64) return;
+  layer_taylor taylor = {.rank = rank, .shape = ys, .eval = conv_eval_cb, .jvp = conv_taylor_jvp_cb, .ctx = p};
+  layer_taylor_check(t, c->name, &taylor);
+}
+
+static void run_case(adj_test *t, const conv_case *c, adj_dtype dtype, adj_rng *rng) {
+  conv_point p;
+  point_make(&p, c, dtype, rng);
+  int64_t out[3], ys[5];
+  ADJ_TEST_OK(t, adj_window_output_shape(&c->g, c->in, out));
+  int rank = (int)shape_of(c, c->c_out, out, ys);
+  check_forward_jvp(t, c, &p, rank, ys);
+  check_tiling(t, c, &p, rng, rank, ys);
+  check_backward(t, c, &p, rng, rank, ys);
+  check_jacobian(t, c, &p, rank, ys);
+  point_free(&p);
+}
+
+/* ---- bad configurations --------------------------------------------------------------- */
+
+static void check_errors(adj_test *t) {
+  adj_tensor x, w, w_bad, w32, y;
+  adj_tensor_create(&x, ADJ_FLOAT64, 4, (const int64_t[]){2, 3, 4, 4});
+  adj_tensor_create(&w, ADJ_FLOAT64, 4, (const int64_t[]){5, 3, 3, 3});
+  adj_tensor_create(&w_bad, ADJ_FLOAT64, 4, (const int64_t[]){5, 2, 3, 3});
+  adj_tensor_create(&w32, ADJ_FLOAT32, 4, (const int64_t[]){5, 3, 3, 3});
+  adj_tensor_create(&y, ADJ_FLOAT64, 4, (const int64_t[]){2, 5, 4, 4});
+  adj_window_geometry pad1 = {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 1}, .padding_right = {1, 1}};
+  adj_workspace ws = {0}, tiny = {0};
+  size_t bytes = 0;
+  ADJ_TEST_OK(t, adj_conv_workspace_size(&pad1, &x, &w, &bytes));
+  adj_workspace_reserve(&ws, bytes);
+  adj_workspace_reserve(&tiny, 64);
+  adj_window_geometry big = {.spatial_dims = 2, .kernel = {7, 3}, .padding_left = {1, 0}, .padding_right = {1, 0}};
+  layer_expect_error(t, "kernel 7 > padded input 6", adj_conv_workspace_size(&big, &x, &w, &bytes), ADJ_ERR_SIZE,
+                     "spans 7 but the padded input is only 6");
+  layer_expect_error(t, "channels 2 vs 3", adj_conv_forward(&pad1, &x, &w_bad, NULL, &y, &ws), ADJ_ERR_SIZE,
+                     "have 2 input channels but the input [2, 3, 4, 4] has 3");
+  adj_window_geometry k5 = pad1;
+  k5.kernel[0] = 5;
+  k5.padding_left[0] = k5.padding_right[0] = 2;
+  layer_expect_error(t, "kernel extents vs weights", adj_conv_forward(&k5, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                     "weights w has shape [5, 3, 3, 3] but needs [5, 3, 5, 3]");
+  layer_expect_error(t, "dtype mix", adj_conv_forward(&pad1, &x, &w32, NULL, &y, &ws), ADJ_ERR_DTYPE,
+                     "float32 but the input is float64");
+  adj_window_geometry nopad = {.spatial_dims = 2, .kernel = {3, 3}};
+  layer_expect_error(t, "output shape", adj_conv_forward(&nopad, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                     "output y has shape [2, 5, 4, 4] but needs [2, 5, 2, 2]");
+  layer_expect_error(t, "workspace too small", adj_conv_forward(&pad1, &x, &w, NULL, &y, &tiny), ADJ_ERR_SIZE,
+                     "workspace holds 64 bytes");
+  adj_window_geometry four = pad1;
+  four.spatial_dims = 4;
+  layer_expect_error(t, "spatial_dims 4", adj_conv_forward(&four, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                     "spatial_dims is 4");
+  adj_window_geometry negative = pad1;
+  negative.padding_right[1] = -1;
+  layer_expect_error(t, "negative padding", adj_conv_forward(&negative, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                     "is negative");
+  layer_expect_error(t, "input rank", adj_conv_forward(&pad1, &y, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                     "have 3 input channels but the input [2, 5, 4, 4] has 5");
+  adj_workspace_release(&ws);
+  adj_workspace_release(&tiny);
+  layer_destroy(5, (adj_tensor *const[]){&x, &w, &w_bad, &w32, &y});
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_rng *rng = layer_begin(&t, &argc, &argv, "t300-conv", 300);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int d = 0; d < 2; d++) {
+      adj_test_report(&t, "case %s (N=%lld C_in=%lld C_out=%lld) %s", cases[i].name, (long long)cases[i].n,
+                      (long long)cases[i].c_in, (long long)cases[i].c_out, adj_dtype_name(layer_dtypes[d]));
+      run_case(&t, &cases[i], layer_dtypes[d], rng);
+    }
+  check_errors(&t);
+  return layer_finish(&t, rng);
+}

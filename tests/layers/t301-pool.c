@@ -1,0 +1,188 @@
+/* t301: max and average pooling 1-D/2-D/3-D against a direct loop, the
+ * Jacobian dot-product test, the Taylor test and bad-configuration errors. */
+#include <stdio.h>
+#include <string.h>
+
+#include "layer_check.h"
+
+typedef struct pool_case {
+  const char *name;
+  adj_pool_kind kind;
+  int64_t n, c;
+  int64_t in[3];
+  adj_window_geometry g;
+} pool_case;
+
+static const pool_case cases[] = {
+    {"max 1d k2 s2", ADJ_POOL_MAX, 2, 3, {10}, {.spatial_dims = 1, .kernel = {2}, .stride = {2}}},
+    {"avg 1d k3 s1 d2 pad(1,1)", ADJ_POOL_AVG, 2, 2, {9},
+     {.spatial_dims = 1, .kernel = {3}, .dilation = {2}, .padding_left = {1}, .padding_right = {1}}},
+    {"max 2d k2 s2 (LeNet)", ADJ_POOL_MAX, 3, 4, {12, 12}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    {"avg 2d k2 s2 (LeNet)", ADJ_POOL_AVG, 3, 4, {12, 12}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    {"max 2d k3 s2 pad(1,0|1,1)", ADJ_POOL_MAX, 2, 3, {9, 8},
+     {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 2}, .padding_left = {1, 0}, .padding_right = {1, 1}}},
+    {"avg 2d k2 s3 d2 pad(0,1|2,0)", ADJ_POOL_AVG, 2, 2, {10, 9},
+     {.spatial_dims = 2, .kernel = {2, 2}, .stride = {3, 3}, .dilation = {2, 2}, .padding_left = {0, 1},
+      .padding_right = {2, 0}}},
+    {"max 2d k2 s1 d2 pad 1", ADJ_POOL_MAX, 2, 2, {7, 6},
+     {.spatial_dims = 2, .kernel = {2, 2}, .dilation = {2, 2}, .padding_left = {1, 1}, .padding_right = {1, 1}}},
+    {"max 3d k(2,3,2) s(1,2,3) d(2,1,1) pad(1,1,0|0,1,1)", ADJ_POOL_MAX, 2, 2, {5, 6, 7},
+     {.spatial_dims = 3, .kernel = {2, 3, 2}, .stride = {1, 2, 3}, .dilation = {2, 1, 1},
+      .padding_left = {1, 1, 0}, .padding_right = {0, 1, 1}}},
+    {"avg 3d k3 s2 pad 1", ADJ_POOL_AVG, 2, 2, {5, 6, 5},
+     {.spatial_dims = 3, .kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding_left = {1, 1, 1},
+      .padding_right = {1, 1, 1}}},
+};
+
+/* Direct loops in float64.  Per output: the window's first maximum (max) or
+ * the mean over the full kernel volume (avg).  Forward y = pool(x); jvp
+ * y = J(x) src (src = dx); backward (dy != NULL) dx += J(x)^T dy. */
+static void naive_pool(const pool_case *c, const adj_tensor *x, const adj_tensor *src, adj_tensor *y,
+                       const adj_tensor *dy, adj_tensor *dx) {
+  const adj_window_geometry *g = &c->g;
+  int sd = g->spatial_dims;
+  int64_t out[3];
+  adj_window_output_shape(g, c->in, out);
+  int64_t iv = layer_volume(sd, c->in), ov = layer_volume(sd, out), kv = layer_volume(sd, g->kernel);
+  for (int64_t plane = 0; plane < c->n * c->c; plane++)
+    for (int64_t o = 0; o < ov; o++) {
+      double sum = 0, best = 0;
+      int64_t arg = -1;
+      double grad = dy ? adj_tensor_get(dy, plane * ov + o) : 0;
+      for (int64_t k = 0; k < kv; k++) {
+        int64_t s = layer_window_source(g, c->in, out, o, k);
+        if (s < 0) continue;
+        double v = adj_tensor_get(x, plane * iv + s);
+        if (arg < 0 || v > best) best = v, arg = s;
+        if (src) sum += adj_tensor_get(src, plane * iv + s);
+        if (dx && c->kind == ADJ_POOL_AVG)
+          adj_tensor_set(dx, plane * iv + s, adj_tensor_get(dx, plane * iv + s) + grad / (double)kv);
+      }
+      if (dx && c->kind == ADJ_POOL_MAX)
+        adj_tensor_set(dx, plane * iv + arg, adj_tensor_get(dx, plane * iv + arg) + grad);
+      if (y) adj_tensor_set(y, plane * ov + o, c->kind == ADJ_POOL_MAX ? adj_tensor_get(src, plane * iv + arg)
+                                                                         : sum / (double)kv);
+    }
+}
+
+typedef struct pool_point {
+  const pool_case *c;
+  adj_tensor x, dx, xh;
+} pool_point;
+
+static int pool_jvp_cb(void *ctx, const adj_tensor *v, adj_tensor *u) {
+  pool_point *p = ctx;
+  return adj_pool_jvp(p->c->kind, &p->c->g, &p->x, &v[0], &u[0]);
+}
+
+static int pool_backward_cb(void *ctx, const adj_tensor *u, adj_tensor *v) {
+  pool_point *p = ctx;
+  return adj_pool_backward(p->c->kind, &p->c->g, &p->x, &u[0], &v[0]);
+}
+
+static int pool_eval_cb(void *ctx, double h, adj_tensor *y) {
+  pool_point *p = ctx;
+  layer_axpy(&p->xh, &p->x, h, &p->dx);
+  return adj_pool_forward(p->c->kind, &p->c->g, &p->xh, y);
+}
+
+static int pool_taylor_jvp_cb(void *ctx, adj_tensor *dy) {
+  pool_point *p = ctx;
+  return adj_pool_jvp(p->c->kind, &p->c->g, &p->x, &p->dx, dy);
+}
+
+/* Distinct values spaced 2/n apart, with a direction small enough (|0.1 dx| <
+ * spacing / 2) that no window's maximum changes for the Taylor steps. */
+static void spread_point(pool_point *p) {
+  int64_t n = adj_tensor_volume(&p->x);
+  for (int64_t i = 0; i < n; i++) {
+    adj_tensor_set(&p->x, i, -1.0 + 2.0 * (double)(i * 7919 % n) / (double)n);
+    adj_tensor_set(&p->dx, i, adj_tensor_get(&p->dx, i) * (2.0 / (double)n) * 4.0);
+  }
+}
+
+static void check_values(adj_test *t, const pool_case *c, pool_point *p, adj_rng *rng, int rank,
+                         const int64_t *ys) {
+  adj_dtype dtype = p->x.dtype;
+  adj_tensor y, dy, ry, rdy, seed = layer_random(rng, dtype, rank, ys), g = layer_random(rng, dtype, rank, p->x.shape);
+  adj_tensor x = layer_to_f64(&p->x), dx = layer_to_f64(&p->dx), seed64 = layer_to_f64(&seed), rg;
+  adj_tensor_create(&y, dtype, rank, ys);
+  adj_tensor_create(&dy, dtype, rank, ys);
+  adj_tensor_create(&ry, ADJ_FLOAT64, rank, ys);
+  adj_tensor_create(&rdy, ADJ_FLOAT64, rank, ys);
+  adj_tensor_create(&rg, ADJ_FLOAT64, rank, p->x.shape);
+  ADJ_TEST_OK(t, adj_pool_forward(c->kind, &c->g, &p->x, &y));
+  ADJ_TEST_OK(t, adj_pool_jvp(c->kind, &c->g, &p->x, &p->dx, &dy));
+  ADJ_TEST_OK(t, adj_pool_backward(c->kind, &c->g, &p->x, &seed, &g)); /* g held junk: overwritten */
+  naive_pool(c, &x, &x, &ry, NULL, NULL);
+  naive_pool(c, &x, &dx, &rdy, NULL, NULL);
+  naive_pool(c, &x, NULL, NULL, &seed64, &rg);
+  layer_compare(t, &y, &ry, "%s forward", c->name);
+  layer_compare(t, &dy, &rdy, "%s jvp", c->name);
+  layer_compare(t, &g, &rg, "%s backward", c->name);
+  adj_tensor *all[] = {&y, &dy, &ry, &rdy, &seed, &g, &x, &dx, &seed64, &rg};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) adj_tensor_destroy(all[i]);
+}
+
+static void run_case(adj_test *t, const pool_case *c, adj_dtype dtype, adj_rng *rng) {
+  int64_t xs[5] = {c->n, c->c}, ys[5] = {c->n, c->c}, out[3];
+  int rank = 2 + c->g.spatial_dims;
+  ADJ_TEST_OK(t, adj_window_output_shape(&c->g, c->in, out));
+  for (int d = 0; d < c->g.spatial_dims; d++) xs[2 + d] = c->in[d], ys[2 + d] = out[d];
+  pool_point p = {.c = c, .x = layer_random(rng, dtype, rank, xs), .dx = layer_random(rng, dtype, rank, xs)};
+  adj_tensor_create(&p.xh, dtype, rank, xs);
+  check_values(t, c, &p, rng, rank, ys);
+  adj_tensor range = {.dtype = dtype, .rank = rank};
+  memcpy(range.shape, ys, sizeof ys);
+  adj_dottest_problem problem = {.comm = t->comm, .n_domain = 1, .domain = &p.x, .n_range = 1, .range = &range,
+                                 .forward = pool_jvp_cb, .adjoint = pool_backward_cb, .ctx = &p};
+  layer_dottest(t, c->name, &problem);
+  if (dtype == ADJ_FLOAT64) {
+    spread_point(&p);
+    /* Max pooling is piecewise linear and average pooling linear: away from
+     * ties the jvp must reproduce the step exactly. */
+    layer_taylor taylor = {.rank = rank, .shape = ys, .eval = pool_eval_cb, .jvp = pool_taylor_jvp_cb, .ctx = &p,
+                           .piecewise_linear = true};
+    layer_taylor_check(t, c->name, &taylor);
+  }
+  adj_tensor_destroy(&p.x);
+  adj_tensor_destroy(&p.dx);
+  adj_tensor_destroy(&p.xh);
+}
+
+static void check_errors(adj_test *t) {
+  adj_tensor x, y;
+  adj_tensor_create(&x, ADJ_FLOAT64, 3, (const int64_t[]){1, 2, 3});
+  adj_tensor_create(&y, ADJ_FLOAT64, 3, (const int64_t[]){1, 2, 4});
+  adj_window_geometry only_pad = {.spatial_dims = 1, .kernel = {2}, .padding_left = {2}};
+  layer_expect_error(t, "max window all padding", adj_pool_forward(ADJ_POOL_MAX, &only_pad, &x, &y), ADJ_ERR_SIZE,
+                     "the window of output 0 covers only padding");
+  /* Average pooling of an all-padding window is simply 0, so the same geometry passes the checks. */
+  ADJ_TEST_OK(t, adj_pool_forward(ADJ_POOL_AVG, &only_pad, &x, &y));
+  adj_window_geometry big = {.spatial_dims = 1, .kernel = {3}, .dilation = {2}};
+  layer_expect_error(t, "dilated kernel 5 > input 3", adj_pool_forward(ADJ_POOL_AVG, &big, &x, &y), ADJ_ERR_SIZE,
+                     "spans 5 but the padded input is only 3");
+  adj_window_geometry k2 = {.spatial_dims = 1, .kernel = {2}};
+  layer_expect_error(t, "output shape", adj_pool_forward(ADJ_POOL_MAX, &k2, &x, &y), ADJ_ERR_SIZE,
+                     "output y has shape [1, 2, 4] but needs [1, 2, 2]");
+  layer_expect_error(t, "unknown kind", adj_pool_forward((adj_pool_kind)7, &k2, &x, &y), ADJ_ERR_ARG,
+                     "unknown pooling kind 7");
+  adj_window_geometry two_d = {.spatial_dims = 2, .kernel = {2, 2}};
+  layer_expect_error(t, "rank vs spatial_dims", adj_pool_forward(ADJ_POOL_MAX, &two_d, &x, &y), ADJ_ERR_SIZE,
+                     "has rank 3 but needs rank 4");
+  adj_tensor_destroy(&x);
+  adj_tensor_destroy(&y);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_rng *rng = layer_begin(&t, &argc, &argv, "t301-pool", 301);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int d = 0; d < 2; d++) {
+      adj_test_report(&t, "case %s (N=%lld C=%lld) %s", cases[i].name, (long long)cases[i].n, (long long)cases[i].c,
+                      adj_dtype_name(layer_dtypes[d]));
+      run_case(&t, &cases[i], layer_dtypes[d], rng);
+    }
+  check_errors(&t);
+  return layer_finish(&t, rng);
+}

@@ -1,0 +1,34 @@
+/* Shared helpers of the network and training tests (t4xx, t5xx): synthetic
+ * data sets, LeNet-5 with an optimizer and a trainer in one call, and
+ * comparisons of gathered global parameters.  Every function is collective on
+ * MPI_COMM_WORLD; figures are printed by rank 0. */
+#ifndef ADJOIN_TEST_NET_CHECK_H
+#define ADJOIN_TEST_NET_CHECK_H
+
+#include "harness.h"
+
+/* A data set of `count` random 28x28 images (pixels uniform on [0, 1)) and
+ * labels in [0, 10), the same on every rank for a given seed. */
+adj_dataset *nc_synthetic(int64_t count, uint64_t seed);
+
+/* LeNet-5 (with loss) in `layout`, initialised from `seed`, with Adam
+ * (learning rate 1e-3) and a trainer shuffling with `seed` over `data`. */
+typedef struct nc_run {
+  adj_layer *net;
+  adj_optimizer *opt;
+  adj_trainer *trainer;
+} nc_run;
+int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, uint64_t seed,
+                  nc_run *run);
+void nc_run_destroy(nc_run *run);
+
+/* Largest relative difference (adj_test_max_rel_diff) over every gathered
+ * global parameter of a and b, on rank 0 (0 elsewhere); *bitwise tells
+ * whether every element is identical.  The networks must list the same
+ * parameters. */
+double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise);
+
+/* The layouts that fit the world size (NULL-terminated, at most 4). */
+int nc_layouts_fitting(int size, const char **layouts);
+
+#endif

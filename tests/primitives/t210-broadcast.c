@@ -1,0 +1,123 @@
+/* t210: broadcast between partitions: forward equals the sequential copy,
+ * adjoint the sequential sum, the dot-product test, split-phase adjoint equals
+ * blocking, counters, and errors reported on every rank without a hang. */
+#include <string.h>
+
+#include "bcast_common.h"
+
+/* [1] on rank 0 -> [size] on every rank, a 7-element float64 vector. */
+typedef struct root_broadcast {
+  adj_partition *px, *py;
+  adj_decomposition *x;
+  adj_op *op;
+  adj_tensor in, out;
+} root_broadcast;
+
+static void root_broadcast_create(adj_test *t, root_broadcast *r) {
+  *r = (root_broadcast){0};
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &r->px));
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){t->size}, t->size, NULL, &r->py));
+  ADJ_TEST_OK(t, adj_decomposition_create(r->px, 1, (const int64_t[]){7}, &r->x));
+  ADJ_TEST_OK(t, adj_broadcast_create(ADJ_FLOAT64, r->x, r->py, &r->op));
+  ADJ_TEST_OK(t, adj_op_create_domain_tensor(r->op, &r->in));
+  ADJ_TEST_OK(t, adj_op_create_range_tensor(r->op, &r->out));
+}
+
+static void root_broadcast_destroy(root_broadcast *r) {
+  adj_tensor_destroy(&r->in);
+  adj_tensor_destroy(&r->out);
+  adj_op_destroy(&r->op);
+  adj_decomposition_destroy(&r->x);
+  adj_partition_destroy(&r->px);
+  adj_partition_destroy(&r->py);
+}
+
+/* The root sends one message of the 56-byte block, every other rank receives one. */
+static void check_counters(adj_test *t) {
+  root_broadcast r;
+  root_broadcast_create(t, &r);
+  ADJ_TEST_OK(t, adj_op_forward(r.op, &r.in, &r.out));
+  adj_op_counters k;
+  adj_op_get_counters(r.op, &k);
+  bool root = t->rank == 0, others = t->size > 1;
+  uint64_t sent = root && others ? 1 : 0, received = !root ? 1 : 0;
+  ADJ_TEST_CHECK(t, k.forward_applications == 1 && k.messages_sent == sent && k.bytes_sent == 56 * sent &&
+                        k.messages_received == received && k.bytes_received == 56 * received,
+                 "counters: sent %llu messages / %llu bytes, received %llu / %llu; expected %llu / %llu, %llu / %llu",
+                 (unsigned long long)k.messages_sent, (unsigned long long)k.bytes_sent,
+                 (unsigned long long)k.messages_received, (unsigned long long)k.bytes_received,
+                 (unsigned long long)sent, (unsigned long long)(56 * sent), (unsigned long long)received,
+                 (unsigned long long)(56 * received));
+  root_broadcast_destroy(&r);
+}
+
+/* Errors every rank finds from the shared arguments. */
+static void check_argument_errors(adj_test *t) {
+  adj_partition *a = NULL, *b = NULL;
+  adj_decomposition *x = NULL;
+  adj_op *op = NULL;
+  if (t->size >= 3) {
+    ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){2, 1}, 2, NULL, &a));
+    ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){3, 1}, 3, NULL, &b));
+    ADJ_TEST_OK(t, adj_decomposition_create(a, 2, (const int64_t[]){4, 4}, &x));
+    check_error(t, adj_broadcast_create(ADJ_FLOAT64, x, b, &op), "source extent 2 and destination extent 3",
+                "broadcast [2,1] -> [3,1]");
+    ADJ_TEST_CHECK(t, op == NULL, "a failed create left an operator behind");
+    adj_decomposition_destroy(&x);
+    adj_partition_destroy(&a);
+    adj_partition_destroy(&b);
+  }
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){1, 1}, 1, NULL, &a));
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &b));
+  ADJ_TEST_OK(t, adj_decomposition_create(a, 2, (const int64_t[]){4, 4}, &x));
+  check_error(t, adj_broadcast_create(ADJ_FLOAT64, x, b, &op), "more dimensions (2)", "broadcast [1,1] -> [1]");
+  check_error(t, adj_broadcast_create((adj_dtype)7, x, a, &op), "invalid dtype 7", "broadcast with dtype 7");
+  adj_partition_destroy(&b);
+  if (t->size >= 2) {
+    /* Same ranks, other order: MPI_SIMILAR, not the same base. */
+    MPI_Comm reversed;
+    MPI_Comm_split(t->comm, 0, t->size - t->rank, &reversed);
+    ADJ_TEST_OK(t, adj_partition_create(reversed, 1, (const int[]){t->size}, t->size, NULL, &b));
+    check_error(t, adj_broadcast_create(ADJ_FLOAT64, x, b, &op), "different base communicators",
+                "broadcast across communicators");
+    adj_partition_destroy(&b);
+    MPI_Comm_free(&reversed);
+  }
+  adj_decomposition_destroy(&x);
+  adj_partition_destroy(&a);
+}
+
+/* Bad tensors, some on one rank only: every rank must return the error (the
+ * operator agrees before moving data), and the operator stays usable. */
+static void check_tensor_errors(adj_test *t) {
+  root_broadcast r;
+  root_broadcast_create(t, &r);
+  adj_tensor f32, wrong;
+  adj_tensor_create(&f32, ADJ_FLOAT32, 1, adj_op_domain_shape(r.op));
+  adj_tensor_create(&wrong, ADJ_FLOAT64, 1, (const int64_t[]){8});
+  check_error(t, adj_op_forward(r.op, &f32, &r.out), "has dtype float32", "float32 input on every rank");
+  int last = t->size - 1;
+  check_error(t, adj_op_forward(r.op, t->rank == last ? &f32 : &r.in, &r.out), "has dtype float32",
+              "float32 input on the last rank");
+  check_error(t, adj_op_forward(r.op, t->rank == last ? &wrong : &r.in, &r.out), "local shape [8]",
+              "shape [8] input on the last rank");
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "rank %d: ", last);
+  ADJ_TEST_CHECK(t, t->size == 1 || strncmp(adj_last_error(), prefix, strlen(prefix)) == 0,
+                 "the agreed message '%s' does not name rank %d", adj_last_error(), last);
+  check_error(t, adj_op_end(r.op), "without a matching adj_op_begin", "adj_op_end without begin");
+  ADJ_TEST_OK(t, adj_op_forward(r.op, &r.in, &r.out));
+  adj_tensor_destroy(&f32);
+  adj_tensor_destroy(&wrong);
+  root_broadcast_destroy(&r);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t210-broadcast");
+  bcast_check_table(&t, false);
+  check_counters(&t);
+  check_argument_errors(&t);
+  check_tensor_errors(&t);
+  return adj_test_finish(&t);
+}

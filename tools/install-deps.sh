@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs what adjoin needs on Debian 12 (run as root).  Idempotent: packages
+# already present are not fetched again, so the two README commands can call it
+# every time.
+set -eu
+
+packages="build-essential pkg-config meson ninja-build mpich libmpich-dev
+libopenblas-dev liblapacke-dev libgsl-dev zlib1g-dev"
+
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "install-deps: installing$missing"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi

@@ -47,6 +47,7 @@ static int (*const adj_battery_families[])(adj_battery *) = {
     adj_battery_add_all_gather,
     adj_battery_add_halo,
     adj_battery_add_conv,
+    adj_battery_add_layers,
 };
 
 int adj_battery_build(adj_battery *b) {

@@ -120,8 +120,23 @@ static int64_t adj_conv_pick(adj_rng *rng, int64_t lo, int64_t hi) {
 
 static int64_t adj_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* Whether some output of spatial dimension i reads a real input entry (with
+ * enough padding and stride every window can fall on padding, and the layer
+ * is then the constant bias: valid, but useless for a Taylor test). */
+static bool adj_conv_reads_input(const adj_window_geometry *g, int i, int64_t in) {
+  int64_t m = (in + g->padding_left[i] + g->padding_right[i] - g->dilation[i] * (g->kernel[i] - 1) - 1) /
+                  g->stride[i] + 1;
+  for (int64_t o = 0; o < m; o++)
+    for (int64_t k = 0; k < g->kernel[i]; k++) {
+      int64_t at = o * g->stride[i] - g->padding_left[i] + k * g->dilation[i];
+      if (at >= 0 && at < in) return true;
+    }
+  return false;
+}
+
 /* Kernel, stride, dilation and padding of spatial dimension i, and an input
- * extent from the smallest the kernel fits in to a few entries more. */
+ * extent from the smallest the kernel fits in (and some output reads) to a
+ * few entries more. */
 static void adj_conv_random_dim(adj_rng *rng, adj_conv_case *c, int i) {
   adj_window_geometry *g = &c->window;
   g->kernel[i] = adj_conv_pick(rng, 1, 5);
@@ -132,6 +147,7 @@ static void adj_conv_random_dim(adj_rng *rng, adj_conv_case *c, int i) {
   int64_t span = g->dilation[i] * (g->kernel[i] - 1) + 1;
   int64_t smallest = span - g->padding_left[i] - g->padding_right[i];
   c->in[i] = (smallest > 1 ? smallest : 1) + adj_conv_pick(rng, 0, g->spatial_dims == 3 ? 3 : 6);
+  while (!adj_conv_reads_input(g, i, c->in[i])) c->in[i]++;
 }
 
 void adj_conv_case_random_problem(adj_rng *rng, adj_conv_case *c) {
@@ -190,13 +206,17 @@ static int adj_conv_add(adj_battery *b, int index, adj_dtype dtype) {
   const adj_conv_case *c = &adj_conv_cases[index];
   adj_battery_case bc = {.dtype = dtype, .ranks = adj_conv_case_workers(c), .is_layer = 1, .run = adj_conv_run};
   bc.params[0] = index;
-  int d = c->window.spatial_dims, parts[2 + ADJ_MAX_SPATIAL_DIMS] = {adj_one(c->p_co), adj_one(c->p_ci)};
+  int d = c->window.spatial_dims, parts[ADJ_MAX_SPATIAL_DIMS];
   int64_t shape[2 + ADJ_MAX_SPATIAL_DIMS] = {c->n, c->c_in};
-  for (int i = 0; i < d; i++) parts[2 + i] = adj_one(c->parts[i]), shape[2 + i] = c->in[i];
+  for (int i = 0; i < d; i++) parts[i] = adj_one(c->parts[i]), shape[2 + i] = c->in[i];
+  char spatial[32];
+  adj_battery_format_ints(spatial, sizeof spatial, d, parts);
   snprintf(bc.op, sizeof bc.op, "conv_layer");
-  adj_battery_format_ints(bc.partitions, sizeof bc.partitions, 2 + d, parts);
+  snprintf(bc.partitions, sizeof bc.partitions, "co%d ci%d %s%s", adj_one(c->p_co), adj_one(c->p_ci), spatial,
+           c->ranks == ADJ_CONV_RANKS_SCATTERED ? " scattered" : "");
   adj_battery_format_int64s(bc.shape, sizeof bc.shape, 2 + d, shape);
-  snprintf(bc.name, sizeof bc.name, "conv_layer/%d/%s/%s", index, bc.partitions, adj_dtype_name(dtype));
+  snprintf(bc.name, sizeof bc.name, "conv_layer/%d/co%dci%d%s/%s", index, adj_one(c->p_co), adj_one(c->p_ci), spatial,
+           adj_dtype_name(dtype));
   return adj_battery_add(b, &bc);
 }
 

@@ -292,7 +292,10 @@ static int adj_conv_make_layouts(adj_conv_layer *c, const adj_conv_layer_config 
     kernel.padding[2 + d][1] = cfg->window.padding_right[d];
   }
   ADJ_CALL(adj_halo_geometry_create_for(c->x, &kernel, &c->geometry));
-  return adj_conv_padded_layout(c);
+  /* With P_co = 1 on the same workers, P_w is P_x with a unit dimension and
+   * the broadcast of x is the identity: no layout for it. */
+  const adj_partition *px = adj_decomposition_partition(c->x);
+  return s->p_co > 1 || !adj_conv_same_workers(px, c->pw) ? adj_conv_padded_layout(c) : ADJ_SUCCESS;
 }
 
 /* Where this worker stands: its P_x view, the P_x source of its P_w block and
@@ -316,13 +319,11 @@ static void adj_conv_locate(adj_conv_layer *c, const adj_window_geometry *window
 
 /* ---- operators (collective) ------------------------------------------------------------ */
 
-static int adj_conv_make_ops(adj_layer *l, const adj_conv_spec *s) {
+static int adj_conv_make_ops(adj_layer *l) {
   adj_conv_layer *c = l->impl;
   const adj_partition *px = adj_decomposition_partition(c->x);
   ADJ_CALL(adj_halo_create(l->dtype, px, c->geometry, &c->halo));
-  /* With P_co = 1 on the same workers, P_w is P_x with a unit dimension. */
-  if (s->p_co > 1 || !adj_conv_same_workers(px, c->pw))
-    ADJ_CALL(adj_broadcast_create(l->dtype, c->x_padded, c->pw, &c->x_bcast));
+  if (c->x_padded) ADJ_CALL(adj_broadcast_create(l->dtype, c->x_padded, c->pw, &c->x_bcast));
   if (c->y_wide) ADJ_CALL(adj_sum_reduce_create(l->dtype, c->pw, c->y_wide, &c->y_reduce));
   ADJ_CALL(adj_broadcast_create(l->dtype, c->w, c->pw, &c->w_bcast));
   if (c->bias) ADJ_CALL(adj_broadcast_create(l->dtype, c->b, c->pw_bias, &c->b_bcast));
@@ -418,7 +419,7 @@ static int adj_conv_build(adj_layer *l, const adj_conv_layer_config *cfg, const 
   int status = adj_conv_make_layouts(c, cfg, s);
   ADJ_CALL(adj_status_agree(l->comm, status, l->wait));
   adj_conv_locate(c, &cfg->window);
-  ADJ_CALL(adj_conv_make_ops(l, s));
+  ADJ_CALL(adj_conv_make_ops(l));
   status = adj_conv_make_buffers(l);
   if (!status) status = adj_layer_add_parameter(l, "weight", c->w);
   if (!status && c->bias) status = adj_layer_add_parameter(l, "bias", c->b);

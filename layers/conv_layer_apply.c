@@ -10,8 +10,6 @@
  * Collective safety: every rank applies the same operators in the same order.
  * A local kernel failure (the creation checks rule it out, but it is reported)
  * does not skip the collectives after it, so no rank is left waiting. */
-#include <string.h>
-
 #include "conv_layer_impl.h"
 
 /* A view of t with another shape of the same volume. */

@@ -173,13 +173,23 @@ static void adj_pool_local_window(const adj_window_geometry *w, const adj_halo_l
   }
 }
 
-/* Buffers and the local window; fails (on this rank only) on allocation. */
+/* The buffers, and a check that the local window on the kernel-input box
+ * yields exactly this worker's output block (the geometry's promise; a
+ * mismatch found only here would otherwise fail one rank mid-application).
+ * Fails on this rank only: the caller agrees. */
 static int adj_pool_layer_buffers(adj_pool_layer *p, adj_dtype dtype) {
   adj_halo_local *local = &p->local;
   ADJ_CALL(adj_tensor_create(&p->padded, dtype, local->rank, local->shape));
   ADJ_CALL(adj_tensor_create(&p->point, dtype, local->rank, local->kernel_input.extent));
   ADJ_CALL(adj_tensor_create(&p->tangent, dtype, local->rank, local->kernel_input.extent));
   p->computes = adj_box_volume(&local->output) > 0;
+  if (!p->computes) return ADJ_SUCCESS;
+  int64_t out[ADJ_MAX_SPATIAL_DIMS];
+  ADJ_CALL(adj_window_output_shape(&p->window, local->kernel_input.extent + 2, out));
+  for (int d = 0; d < p->window.spatial_dims; d++)
+    ADJ_CHECK(out[d] == local->output.extent[2 + d], ADJ_ERR_STATE,
+              "pool layer: spatial dimension %d: the local window yields %lld outputs but the block holds %lld", d,
+              (long long)out[d], (long long)local->output.extent[2 + d]);
   return ADJ_SUCCESS;
 }
 

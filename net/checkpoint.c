@@ -170,7 +170,7 @@ static int ck_write_file(const char *path, ck_writer *w) {
   ADJ_CHECK(snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp, ADJ_ERR_ARG, "checkpoint: path too long: %s",
             path);
   FILE *f = fopen(tmp, "wb");
-  ADJ_CHECK(f, ADJ_ERR_IO, "checkpoint %s: cannot create %s", path, tmp);
+  ADJ_CHECK(f, ADJ_ERR_IO, "checkpoint %s: cannot create %s; the previous checkpoint is kept", path, tmp);
   bool ok = fwrite(w->data, 1, w->size, f) == w->size && fflush(f) == 0 && fsync(fileno(f)) == 0;
   ok = fclose(f) == 0 && ok;
   if (ok) ok = rename(tmp, path) == 0;

@@ -58,9 +58,11 @@ typedef struct lenet_build {
 } lenet_build;
 
 /* Appends a created stage (or passes its failure on) and moves `current` on
- * to its output layout. */
-static int lenet_push(lenet_build *b, int status, adj_layer *layer) {
+ * to its output layout.  The stage comes by address because the creation
+ * call that fills it is an argument of the same call. */
+static int lenet_push(lenet_build *b, int status, adj_layer **stage) {
   if (status) return status;
+  adj_layer *layer = *stage;
   b->stages[b->n++] = layer;
   adj_decomposition_destroy(&b->current);
   b->current = adj_decomposition_reference((adj_decomposition *)adj_layer_output_layout(layer));
@@ -99,7 +101,7 @@ static int lenet_glue(lenet_build *b, int ndim, const int *parts, const int64_t 
   } else {
     adj_layer *layer = NULL;
     adj_repartition_layer_config rc = {.dtype = b->config->dtype, .input = b->current, .output = target};
-    status = lenet_push(b, adj_repartition_layer_create(&rc, &layer), layer);
+    status = lenet_push(b, adj_repartition_layer_create(&rc, &layer), &layer);
   }
   adj_decomposition_destroy(&target);
   return status;
@@ -110,7 +112,7 @@ static int lenet_glue(lenet_build *b, int ndim, const int *parts, const int64_t 
 static int lenet_relu(lenet_build *b) {
   adj_layer *layer = NULL;
   adj_activation_layer_config ac = {.dtype = b->config->dtype, .input = b->current, .activation = {ADJ_RELU, 0}};
-  return lenet_push(b, adj_activation_layer_create(&ac, &layer), layer);
+  return lenet_push(b, adj_activation_layer_create(&ac, &layer), &layer);
 }
 
 /* Convolution (5x5, given padding), ReLU, 2x2 max-pool of stride 2. */
@@ -120,11 +122,11 @@ static int lenet_conv_block(lenet_build *b, const char *name, int64_t out_channe
                               .window = {.spatial_dims = 2, .kernel = {5, 5}, .padding_left = {pad, pad},
                                          .padding_right = {pad, pad}},
                               .out_channels = out_channels, .input = b->current};
-  ADJ_CALL(lenet_push(b, adj_conv_layer_create(&cc, &layer), layer));
+  ADJ_CALL(lenet_push(b, adj_conv_layer_create(&cc, &layer), &layer));
   ADJ_CALL(lenet_relu(b));
   adj_pool_layer_config pc = {.dtype = b->config->dtype, .kind = ADJ_POOL_MAX, .input = b->current,
                               .window = {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}};
-  return lenet_push(b, adj_pool_layer_create(&pc, &layer), layer);
+  return lenet_push(b, adj_pool_layer_create(&pc, &layer), &layer);
 }
 
 static int lenet_affine(lenet_build *b, int64_t out_features, int out_parts) {
@@ -132,7 +134,7 @@ static int lenet_affine(lenet_build *b, int64_t out_features, int out_parts) {
   adj_affine_layer_config ac = {.dtype = b->config->dtype, .input = b->current,
                                 .in_features = adj_decomposition_global_shape(b->current)[1],
                                 .out_features = out_features, .out_parts = out_parts};
-  return lenet_push(b, adj_affine_layer_create(&ac, &layer), layer);
+  return lenet_push(b, adj_affine_layer_create(&ac, &layer), &layer);
 }
 
 /* The pooled features (B, 16, 5, 5) become C5's input (B, 400) on P_b x P_fi:
@@ -143,7 +145,7 @@ static int lenet_flatten(lenet_build *b) {
   ADJ_CALL(lenet_glue(b, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){batch, 16, 5, 5}));
   adj_layer *layer = NULL;
   adj_flatten_layer_config fc = {.dtype = b->config->dtype, .input = b->current};
-  ADJ_CALL(lenet_push(b, adj_flatten_layer_create(&fc, &layer), layer));
+  ADJ_CALL(lenet_push(b, adj_flatten_layer_create(&fc, &layer), &layer));
   const lenet_layout *l = b->layout;
   return lenet_glue(b, 2, (const int[2]){l->batch_parts, l->in_parts}, (const int64_t[2]){batch, 400});
 }
@@ -159,7 +161,7 @@ static int lenet_head(lenet_build *b) {
     return lenet_glue(b, 2, (const int[2]){1, 1}, (const int64_t[2]){b->config->batch, 10});
   adj_layer *layer = NULL;
   adj_loss_layer_config lc = {.dtype = b->config->dtype, .input = b->current, .root = 0};
-  return lenet_push(b, adj_xent_layer_create(&lc, &layer), layer);
+  return lenet_push(b, adj_xent_layer_create(&lc, &layer), &layer);
 }
 
 static int lenet_stages(lenet_build *b) {

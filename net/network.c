@@ -185,6 +185,8 @@ int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_la
     adj_network_destroy(&tmp);
     return status;
   }
+  /* The network reads and writes what its first and last layers do. */
+  adj_layer_set_layouts(layer, first->input_layout, last->output_layout);
   status = adj_status_agree(base, adj_network_build(layer, net), ADJ_WAIT_YIELD);
   if (status) {
     adj_layer_destroy(&layer);

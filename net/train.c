@@ -1,6 +1,8 @@
 /* The training loop (see include/adjoin/train.h). */
+#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adjoin/checkpoint.h"
 #include "adjoin/loss_layer.h"
@@ -123,6 +125,7 @@ static void trainer_tally(const adj_trainer *t, int64_t count, adj_train_stats *
   stats->loss += adj_xent_layer_loss(t->loss) * (double)count;
   stats->correct += adj_xent_layer_correct(t->loss);
   stats->samples += count;
+  stats->batches++;
 }
 
 static void trainer_finish_stats(adj_train_stats *stats, double start) {
@@ -199,4 +202,21 @@ int adj_trainer_load(adj_trainer *t, const char *path) {
   t->batch = position.batch;
   t->order_drawn = false;
   return trainer_copy_rng(t, t->rng, t->epoch_rng);
+}
+
+/* ---- threads -------------------------------------------------------------------------------- */
+
+int adj_train_share_cores(MPI_Comm comm) {
+  MPI_Comm node;
+  int on_node = 1;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &on_node);
+    MPI_Comm_free(&node);
+  }
+  const char *asked = getenv("OPENBLAS_NUM_THREADS");
+  if (asked && atoi(asked) > 0) return atoi(asked);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = cores > on_node ? (int)(cores / on_node) : 1;
+  openblas_set_num_threads(threads);
+  return threads;
 }

@@ -25,14 +25,14 @@
 #include "op_impl.h"
 
 typedef struct adj_halo_message {
-  int peer;              /* rank in the operator's communicator */
-  adj_box box;           /* region of the local tensor */
-  MPI_Datatype type;     /* the box in place: the element type or a subarray */
-  bool derived;          /* type is a subarray this plan owns */
-  int type_count;        /* how many `type` make the box */
-  int64_t displacement;  /* elements from the tensor's start to where `type` starts */
-  int64_t offset;        /* bulk pieces: elements into the adjoint's receive buffer */
-  int count;             /* elements in the box */
+  int peer;             /* rank in the operator's communicator */
+  adj_box box;          /* region of the local tensor */
+  MPI_Datatype type;    /* the box in place: the element type or a subarray */
+  bool derived;         /* type is a subarray this plan owns */
+  int type_count;       /* how many `type` make the box */
+  int64_t displacement; /* elements from the tensor's start to where `type` starts */
+  int64_t offset;       /* bulk pieces: elements into the adjoint's receive buffer */
+  int count;            /* elements in the box */
 } adj_halo_message;
 
 /* Forward: bulk pieces are sent, halo pieces received.  The adjoint swaps them. */
@@ -42,14 +42,14 @@ typedef struct adj_halo_phase {
 } adj_halo_phase;
 
 typedef struct adj_halo {
-  int phases;                          /* tensor rank (0 when inactive) */
+  int phases; /* tensor rank (0 when inactive) */
   adj_halo_phase phase[ADJ_MAX_RANK];
   size_t esize;
-  MPI_Datatype type;                   /* element type */
-  adj_halo_local local;                /* this worker's local tensor */
-  char *buffer;                        /* adjoint receives, sized for the largest phase */
+  MPI_Datatype type;    /* element type */
+  adj_halo_local local; /* this worker's local tensor */
+  char *buffer;         /* adjoint receives, sized for the largest phase */
   MPI_Request *requests;
-  int posted;                          /* requests of the phase in flight */
+  int posted; /* requests of the phase in flight */
 } adj_halo;
 
 static void adj_halo_free_messages(adj_halo_message *list, int n) {
@@ -155,8 +155,8 @@ static int adj_halo_add_message(adj_halo *h, adj_halo_message *list, int *n, int
 }
 
 typedef struct adj_halo_sizes {
-  int64_t bulk;   /* largest phase total of bulk pieces, in elements */
-  int requests;   /* largest phase message count */
+  int64_t bulk; /* largest phase total of bulk pieces, in elements */
+  int requests; /* largest phase message count */
 } adj_halo_sizes;
 
 /* Messages of phase `dim` for the worker at `coords`, one per other worker on
@@ -228,8 +228,8 @@ static int adj_halo_phase_post(adj_op *op, int dim, adj_direction direction, adj
       ADJ_CALL_MPI(MPI_Irecv(adj_halo_in_place(h, t, &recv[m]), recv[m].type_count, recv[m].type, recv[m].peer, dim,
                              op->comm, &h->requests[h->posted++]));
     else
-      ADJ_CALL_MPI(MPI_Irecv(h->buffer + recv[m].offset * (int64_t)h->esize, recv[m].count, h->type, recv[m].peer,
-                             dim, op->comm, &h->requests[h->posted++]));
+      ADJ_CALL_MPI(MPI_Irecv(h->buffer + recv[m].offset * (int64_t)h->esize, recv[m].count, h->type, recv[m].peer, dim,
+                             op->comm, &h->requests[h->posted++]));
     adj_op_count_recv(op, (size_t)recv[m].count * h->esize);
   }
   for (int m = 0; m < n_send; m++) {
@@ -305,10 +305,16 @@ static int64_t adj_halo_fingerprint(adj_dtype dtype, const adj_halo_geometry *g)
   uint64_t hash = adj_fnv(14695981039346656037ull, dtype);
   const adj_halo_kernel *k = adj_halo_geometry_kernel(g);
   for (int i = 0; i < adj_halo_geometry_rank(g); i++) {
-    int64_t values[] = {adj_halo_geometry_input_shape(g)[i], adj_halo_geometry_parts(g)[i], k->size[i], k->stride[i],
-                        k->dilation[i], k->padding[i][0], k->padding[i][1]};
+    int64_t values[] = {adj_halo_geometry_input_shape(g)[i],
+                        adj_halo_geometry_parts(g)[i],
+                        k->size[i],
+                        k->stride[i],
+                        k->dilation[i],
+                        k->padding[i][0],
+                        k->padding[i][1]};
     for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) hash = adj_fnv(hash, values[v]);
-    for (int p = 0; p < adj_halo_geometry_parts(g)[i]; p++) hash = adj_fnv(hash, adj_halo_geometry_dim(g, i, p)->bulk[0]);
+    for (int p = 0; p < adj_halo_geometry_parts(g)[i]; p++)
+      hash = adj_fnv(hash, adj_halo_geometry_dim(g, i, p)->bulk[0]);
   }
   return (int64_t)(hash >> 1);
 }
@@ -338,7 +344,8 @@ int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_h
   }
   const adj_halo_local *local = &h->local;
   char name[64], text[48];
-  snprintf(name, sizeof name, "halo%s", adj_shape_format(text, sizeof text, local->rank, adj_halo_geometry_input_shape(g)));
+  snprintf(name, sizeof name, "halo%s",
+           adj_shape_format(text, sizeof text, local->rank, adj_halo_geometry_input_shape(g)));
   static const adj_op_methods methods = {adj_halo_begin, adj_halo_end, adj_halo_destroy};
   status = adj_op_alloc(name, base, dtype, local->rank, local->shape, local->rank, local->shape, &methods, h, op);
   if (status) {

@@ -13,7 +13,7 @@ struct adj_halo_geometry {
   int64_t output_shape[ADJ_MAX_RANK];
   int parts[ADJ_MAX_RANK];
   int workers;
-  adj_halo_kernel kernel;          /* defaults filled in */
+  adj_halo_kernel kernel;           /* defaults filled in */
   adj_halo_dim *dims[ADJ_MAX_RANK]; /* dims[i][p], p < parts[i] */
 };
 
@@ -67,7 +67,8 @@ static int adj_halo_line_make(int dim, int64_t n, int parts, const int64_t *cuts
                               adj_halo_line *l) {
   *l = (adj_halo_line){.dim = dim, .n = n, .parts = parts ? parts : 1, .cuts = cuts};
   ADJ_CHECK(n >= 0, ADJ_ERR_ARG, "halo geometry: dimension %d has extent %lld (must be >= 0)", dim, (long long)n);
-  ADJ_CHECK(parts >= 0, ADJ_ERR_ARG, "halo geometry: dimension %d has %d workers (must be >= 1, or 0 for 1)", dim, parts);
+  ADJ_CHECK(parts >= 0, ADJ_ERR_ARG, "halo geometry: dimension %d has %d workers (must be >= 1, or 0 for 1)", dim,
+            parts);
   ADJ_CALL(adj_halo_default_one(dim, "kernel size", kernel->size[dim], &l->k));
   ADJ_CALL(adj_halo_default_one(dim, "stride", kernel->stride[dim], &l->s));
   ADJ_CALL(adj_halo_default_one(dim, "dilation", kernel->dilation[dim], &l->d));
@@ -150,7 +151,8 @@ int adj_halo_geometry_create(int rank, const int64_t *shape, const int *parts, c
   static const adj_halo_kernel identity;
   if (!kernel) kernel = &identity;
   adj_halo_line lines[ADJ_MAX_RANK];
-  for (int i = 0; i < rank; i++) ADJ_CALL(adj_halo_line_make(i, shape[i], parts[i], cuts ? cuts[i] : NULL, kernel, &lines[i]));
+  for (int i = 0; i < rank; i++)
+    ADJ_CALL(adj_halo_line_make(i, shape[i], parts[i], cuts ? cuts[i] : NULL, kernel, &lines[i]));
   adj_halo_geometry *g = calloc(1, sizeof *g);
   ADJ_CHECK(g, ADJ_ERR_MEM, "halo geometry: out of memory");
   g->rank = rank;
@@ -184,9 +186,7 @@ const int *adj_halo_geometry_parts(const adj_halo_geometry *g) { return g->parts
 int adj_halo_geometry_workers(const adj_halo_geometry *g) { return g->workers; }
 const adj_halo_kernel *adj_halo_geometry_kernel(const adj_halo_geometry *g) { return &g->kernel; }
 
-const adj_halo_dim *adj_halo_geometry_dim(const adj_halo_geometry *g, int dim, int part) {
-  return &g->dims[dim][part];
-}
+const adj_halo_dim *adj_halo_geometry_dim(const adj_halo_geometry *g, int dim, int part) { return &g->dims[dim][part]; }
 
 void adj_halo_geometry_local(const adj_halo_geometry *g, const int *coords, adj_halo_local *local) {
   memset(local, 0, sizeof *local);

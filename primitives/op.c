@@ -10,7 +10,11 @@ int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_ra
   *out = NULL;
   adj_op *op = calloc(1, sizeof *op);
   int local = op ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", name);
-  ADJ_CALL(adj_status_agree(base, local, ADJ_WAIT_YIELD));
+  int agreed = adj_status_agree(base, local, ADJ_WAIT_YIELD);
+  if (agreed) {
+    free(op);
+    return agreed;
+  }
   snprintf(op->name, sizeof op->name, "%s", name);
   op->refcount = 1;
   op->dtype = dtype;

@@ -80,10 +80,11 @@ static int adj_repartition_plan_side(const adj_decomposition *mine, const adj_de
     adj_box overlap = adj_box_intersect(&my_block, &their_block);
     int64_t volume = adj_box_volume(&overlap);
     if (peer == me || volume == 0) continue;
-    ADJ_CHECK(volume <= INT_MAX, ADJ_ERR_SIZE, "repartition: %lld elements to exchange with rank %d exceed one MPI message",
-              (long long)volume, peer);
-    side->peers[side->count++] =
-        (adj_peer_box){.peer = peer, .box = adj_box_relative(overlap, &my_block), .count = (int)volume, .offset = total};
+    ADJ_CHECK(volume <= INT_MAX, ADJ_ERR_SIZE,
+              "repartition: %lld elements to exchange with rank %d exceed one MPI message", (long long)volume, peer);
+    adj_peer_box *e = &side->peers[side->count++];
+    *e = (adj_peer_box){.peer = peer, .box = adj_box_relative(overlap, &my_block), .count = (int)volume};
+    e->offset = total;
     total += volume;
   }
   /* Never NULL, so pack and MPI see a valid address even with nothing to move. */
@@ -205,16 +206,21 @@ static int adj_root_decomposition(const char *name, int root, const adj_decompos
                                   adj_decomposition **whole) {
   *whole = NULL;
   ADJ_CHECK(like, ADJ_ERR_ARG, "%s: decomposition is NULL", name);
-  MPI_Comm base = adj_partition_base_comm(adj_decomposition_partition(like));
+  const adj_partition *partition = adj_decomposition_partition(like);
+  MPI_Comm base = adj_partition_base_comm(partition);
   int size;
   ADJ_CALL_MPI(MPI_Comm_size(base, &size));
-  ADJ_CHECK(root >= 0 && root < size, ADJ_ERR_ARG, "%s: root %d is outside the communicator of size %d", name, root,
-            size);
+  int status = root >= 0 && root < size
+                   ? ADJ_SUCCESS
+                   : adj_error_set(ADJ_ERR_ARG, "%s: root %d is outside the communicator of size %d", name, root, size);
+  /* Agreed, so ranks given different roots fail together before the
+   * collective partition creation below. */
+  ADJ_CALL(adj_status_agree(base, status, adj_partition_wait_policy(partition)));
   int ndim = adj_decomposition_rank(like), ones[ADJ_MAX_RANK];
   for (int i = 0; i < ndim; i++) ones[i] = 1;
   adj_partition *p;
   ADJ_CALL(adj_partition_create(base, ndim, ones, 1, &root, &p));
-  int status = adj_decomposition_create(p, ndim, adj_decomposition_global_shape(like), whole);
+  status = adj_decomposition_create(p, ndim, adj_decomposition_global_shape(like), whole);
   adj_partition_destroy(&p); /* the decomposition keeps its own reference */
   return status;
 }

@@ -31,7 +31,7 @@ typedef struct adj_halo_args {
   int parts[ADJ_MAX_RANK];
   adj_halo_kernel kernel;
   int64_t cut_storage[ADJ_MAX_RANK][65];
-  int n_cuts[ADJ_MAX_RANK];  /* entries given; 0 = balanced */
+  int n_cuts[ADJ_MAX_RANK]; /* entries given; 0 = balanced */
 } adj_halo_args;
 
 static int adj_fail(const char *option, const char *message, const char *text) {
@@ -65,8 +65,8 @@ static int adj_split(const char *text, int max, int (*parse)(const char *entry, 
 }
 
 typedef struct adj_list_ctx {
-  int64_t *values;  /* one per entry, or pairs for padding */
-  int pairs;        /* 1: entries are N or L:R */
+  int64_t *values; /* one per entry, or pairs for padding */
+  int pairs;       /* 1: entries are N or L:R */
 } adj_list_ctx;
 
 static int adj_parse_entry(const char *entry, size_t length, int index, void *ctx) {
@@ -111,7 +111,8 @@ static int adj_parse_cut_entry(const char *entry, size_t length, int index, void
 static int adj_parse_list(const char *option, const char *text, int pairs, int64_t *values, int *count) {
   adj_list_ctx ctx = {.values = values, .pairs = pairs};
   *count = adj_split(text, ADJ_MAX_RANK, adj_parse_entry, &ctx);
-  if (*count < 0) return adj_fail(option, pairs ? "expected integers or L:R pairs, got" : "expected integers, got", text);
+  if (*count < 0)
+    return adj_fail(option, pairs ? "expected integers or L:R pairs, got" : "expected integers, got", text);
   return 0;
 }
 
@@ -153,7 +154,8 @@ static int adj_fill_list(int option, const char *text, int rank, int pairs, int6
   if (!text) return 0;
   if (adj_parse_list(option_names[option], text, pairs, values, &count)) return EXIT_USAGE;
   if (count != rank) {
-    fprintf(stderr, "adjoin-halo: %s has %d entries but --shape has %d dimensions\n", option_names[option], count, rank);
+    fprintf(stderr, "adjoin-halo: %s has %d entries but --shape has %d dimensions\n", option_names[option], count,
+            rank);
     return EXIT_USAGE;
   }
   return 0;

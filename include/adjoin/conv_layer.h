@@ -61,7 +61,8 @@ typedef struct adj_conv_layer_config {
    *  - input: an existing layout, e.g. the previous layer's output
    *    decomposition or a repartition's range (explicit cuts allowed in the
    *    spatial dimensions); its partition is P_x and its global shape the input
-   *    shape (input_shape may then be left zero);
+   *    shape (input_shape may then be left zero).  The layer keeps a reference,
+   *    so its partition's communicator must outlive the layer;
    *  - input_shape, global (N, C_in, spatial...), balanced over input_parts
    *    (P_x = 1 x P_ci x P_0 x ..., entries 0 mean 1) on input_ranks (NULL: the
    *    first |P_x| ranks). */

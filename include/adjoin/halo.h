@@ -38,7 +38,6 @@
  * domain and range and take part in no message.  Collective on the partition's
  * base communicator; every rank passes the same geometry (checked: ranks that
  * disagree all fail instead of deadlocking later). */
-int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *geometry,
-                    adj_op **op);
+int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *geometry, adj_op **op);
 
 #endif

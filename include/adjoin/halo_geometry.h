@@ -14,7 +14,10 @@
  * exchange works on is the bulk extended by both halos; the local kernel reads
  * its "kernel input" box (local tensor minus trims) with local zero padding
  * only where the needed range was clipped at a global boundary, and then
- * reproduces exactly the worker's block of the sequential output.
+ * reproduces exactly the worker's block of the sequential output.  A layer
+ * places its bulk block in the local tensor with adj_tensor_copy_box(&local,
+ * &l.bulk, &block, &whole, ADJ_UNPACK_COPY), runs the exchange, and hands
+ * l.kernel_input and l.padding to its kernel (l from adj_halo_geometry_local).
  *
  * Dimensions are independent and every worker's geometry follows from shared
  * arguments, so any worker computes any other's without communication.  This
@@ -67,12 +70,12 @@ typedef struct adj_halo_dim {
 /* A worker's view of all dimensions, as boxes ready for the local kernel. */
 typedef struct adj_halo_local {
   int rank;
-  int64_t shape[ADJ_MAX_RANK];       /* local tensor: bulk + halos */
-  adj_box input;                     /* global input range of the local tensor */
-  adj_box bulk;                      /* the bulk inside the local tensor */
-  adj_box kernel_input;              /* the local tensor minus trims */
-  int64_t padding[ADJ_MAX_RANK][2];  /* local kernel padding {left, right} */
-  adj_box output;                    /* global output block */
+  int64_t shape[ADJ_MAX_RANK];      /* local tensor: bulk + halos */
+  adj_box input;                    /* global input range of the local tensor */
+  adj_box bulk;                     /* the bulk inside the local tensor */
+  adj_box kernel_input;             /* the local tensor minus trims */
+  int64_t padding[ADJ_MAX_RANK][2]; /* local kernel padding {left, right} */
+  adj_box output;                   /* global output block */
 } adj_halo_local;
 
 typedef struct adj_halo_geometry adj_halo_geometry;

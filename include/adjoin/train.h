@@ -44,6 +44,7 @@ typedef struct adj_train_stats {
   double loss;       /* mean loss per sample */
   int64_t correct;   /* samples whose largest logit is the label */
   int64_t samples;   /* samples seen */
+  int64_t batches;   /* batches run (every rank) */
   double seconds;    /* wall time */
 } adj_train_stats;
 
@@ -78,5 +79,11 @@ int adj_trainer_evaluate(adj_trainer *trainer, const adj_dataset *data, adj_trai
  * nothing.  Collective. */
 int adj_trainer_save(adj_trainer *trainer, const char *path);
 int adj_trainer_load(adj_trainer *trainer, const char *path);
+
+/* OpenBLAS starts one thread per core in every rank; ranks sharing a node
+ * would then fight over its cores.  Unless OPENBLAS_NUM_THREADS is set, gives
+ * each rank max(1, cores / ranks on its node) threads and returns that
+ * number (else the number the variable asked for).  Collective on comm. */
+int adj_train_share_cores(MPI_Comm comm);
 
 #endif

@@ -22,8 +22,8 @@ typedef struct halo_setup {
   adj_partition *partition;
   adj_halo_geometry *geometry;
   adj_op *op;
-  int index;             /* this worker's grid index, -1 when inactive */
-  adj_halo_local local;  /* this worker's boxes (zero volume when inactive) */
+  int index;            /* this worker's grid index, -1 when inactive */
+  adj_halo_local local; /* this worker's boxes (zero volume when inactive) */
 } halo_setup;
 
 int halo_case_count(void);

@@ -16,15 +16,15 @@ static void check_dim(adj_test *t, const char *what, const adj_halo_geometry *g,
   const adj_halo_dim *d = adj_halo_geometry_dim(g, dim, part);
   int ok = pair_equal(d->bulk, e->bulk) && pair_equal(d->output, e->output) && pair_equal(d->needed, e->needed) &&
            pair_equal(d->halo, e->halo) && pair_equal(d->trim, e->trim);
-  ADJ_TEST_CHECK(t, ok,
-                 "%s dim %d worker %d: bulk [%lld,%lld) output [%lld,%lld) needed [%lld,%lld) halo %lld:%lld trim "
-                 "%lld:%lld; expected bulk [%lld,%lld) output [%lld,%lld) needed [%lld,%lld) halo %lld:%lld trim %lld:%lld",
-                 what, dim, part, (long long)d->bulk[0], (long long)d->bulk[1], (long long)d->output[0],
-                 (long long)d->output[1], (long long)d->needed[0], (long long)d->needed[1], (long long)d->halo[0],
-                 (long long)d->halo[1], (long long)d->trim[0], (long long)d->trim[1], (long long)e->bulk[0],
-                 (long long)e->bulk[1], (long long)e->output[0], (long long)e->output[1], (long long)e->needed[0],
-                 (long long)e->needed[1], (long long)e->halo[0], (long long)e->halo[1], (long long)e->trim[0],
-                 (long long)e->trim[1]);
+  ADJ_TEST_CHECK(
+      t, ok,
+      "%s dim %d worker %d: bulk [%lld,%lld) output [%lld,%lld) needed [%lld,%lld) halo %lld:%lld trim "
+      "%lld:%lld; expected bulk [%lld,%lld) output [%lld,%lld) needed [%lld,%lld) halo %lld:%lld trim %lld:%lld",
+      what, dim, part, (long long)d->bulk[0], (long long)d->bulk[1], (long long)d->output[0], (long long)d->output[1],
+      (long long)d->needed[0], (long long)d->needed[1], (long long)d->halo[0], (long long)d->halo[1],
+      (long long)d->trim[0], (long long)d->trim[1], (long long)e->bulk[0], (long long)e->bulk[1],
+      (long long)e->output[0], (long long)e->output[1], (long long)e->needed[0], (long long)e->needed[1],
+      (long long)e->halo[0], (long long)e->halo[1], (long long)e->trim[0], (long long)e->trim[1]);
 }
 
 /* A 1-D geometry checked worker by worker against the table. */
@@ -59,17 +59,20 @@ static void check_paper_figures(adj_test *t) {
                                          {{4, 8}, {2, 4}, {4, 8}, {0, 0}, {0, 0}},
                                          {{8, 11}, {4, 5}, {8, 10}, {0, 0}, {0, 1}}};
   check_1d(t, "B4 (n=11 as written) k=2 s=2", 11, 3, NULL, (adj_halo_kernel){.size = {2}, .stride = {2}}, 5, b4_text);
-  static const expected_dim b5[] = {{{0, 4}, {0, 2}, {0, 4}, {0, 0}, {0, 0}},   {{4, 8}, {2, 4}, {4, 8}, {0, 0}, {0, 0}},
-                                    {{8, 11}, {4, 6}, {8, 12}, {0, 1}, {0, 0}},  {{11, 14}, {6, 8}, {12, 16}, {0, 2}, {1, 0}},
-                                    {{14, 17}, {8, 9}, {16, 18}, {0, 1}, {2, 0}}, {{17, 20}, {9, 10}, {18, 20}, {0, 0}, {1, 0}}};
+  static const expected_dim b5[] = {
+      {{0, 4}, {0, 2}, {0, 4}, {0, 0}, {0, 0}},     {{4, 8}, {2, 4}, {4, 8}, {0, 0}, {0, 0}},
+      {{8, 11}, {4, 6}, {8, 12}, {0, 1}, {0, 0}},   {{11, 14}, {6, 8}, {12, 16}, {0, 2}, {1, 0}},
+      {{14, 17}, {8, 9}, {16, 18}, {0, 1}, {2, 0}}, {{17, 20}, {9, 10}, {18, 20}, {0, 0}, {1, 0}}};
   check_1d(t, "B5 k=2 s=2", 20, 6, NULL, (adj_halo_kernel){.size = {2}, .stride = {2}}, 10, b5);
 }
 
 static void check_explicit_cuts(adj_test *t) {
   /* Surplus on the right: worker 0 holds more input than its output reads. */
   static const int64_t right_cuts[] = {0, 9, 11};
-  static const expected_dim right[] = {{{0, 9}, {0, 6}, {0, 7}, {0, 0}, {0, 2}}, {{9, 11}, {6, 11}, {5, 11}, {4, 0}, {0, 0}}};
-  check_1d(t, "cuts 0:9:11 k=3 pad 1", 11, 2, right_cuts, (adj_halo_kernel){.size = {3}, .padding = {{1, 1}}}, 11, right);
+  static const expected_dim right[] = {{{0, 9}, {0, 6}, {0, 7}, {0, 0}, {0, 2}},
+                                       {{9, 11}, {6, 11}, {5, 11}, {4, 0}, {0, 0}}};
+  check_1d(t, "cuts 0:9:11 k=3 pad 1", 11, 2, right_cuts, (adj_halo_kernel){.size = {3}, .padding = {{1, 1}}}, 11,
+           right);
   /* An empty block: its neighbours' halos reach across it to the next worker. */
   static const int64_t empty_cuts[] = {0, 5, 5, 6, 12};
   static const expected_dim empty[] = {{{0, 5}, {0, 3}, {0, 5}, {0, 0}, {0, 0}},
@@ -109,9 +112,10 @@ static void check_local_boxes(adj_test *t) {
   adj_halo_local l;
   ADJ_TEST_OK(t, adj_halo_geometry_create(1, &n, &parts, NULL, &(adj_halo_kernel){.size = {5}}, &g));
   adj_halo_geometry_local(g, (int[]){1}, &l);
-  ADJ_TEST_CHECK(t, l.shape[0] == 6 && l.bulk.start[0] == 1 && l.bulk.extent[0] == 4 && l.kernel_input.start[0] == 0 &&
-                        l.kernel_input.extent[0] == 6 && l.input.start[0] == 3 && l.output.start[0] == 3 &&
-                        l.output.extent[0] == 2,
+  ADJ_TEST_CHECK(t,
+                 l.shape[0] == 6 && l.bulk.start[0] == 1 && l.bulk.extent[0] == 4 && l.kernel_input.start[0] == 0 &&
+                     l.kernel_input.extent[0] == 6 && l.input.start[0] == 3 && l.output.start[0] == 3 &&
+                     l.output.extent[0] == 2,
                  "B3 worker 1 local boxes wrong: shape %lld bulk %lld+%lld input %lld+%lld", (long long)l.shape[0],
                  (long long)l.bulk.start[0], (long long)l.bulk.extent[0], (long long)l.kernel_input.start[0],
                  (long long)l.kernel_input.extent[0]);
@@ -121,10 +125,11 @@ static void check_local_boxes(adj_test *t) {
   ADJ_TEST_OK(t, adj_halo_geometry_create(1, &n10, &parts, NULL, &(adj_halo_kernel){.size = {2}, .stride = {2}}, &g));
   adj_halo_geometry_local(g, (int[]){2}, &l);
   ADJ_TEST_CHECK(t, l.shape[0] == 3 && l.kernel_input.start[0] == 1 && l.kernel_input.extent[0] == 2,
-                 "B4 worker 2 must trim one entry on the left: kernel input %lld+%lld", (long long)l.kernel_input.start[0],
-                 (long long)l.kernel_input.extent[0]);
+                 "B4 worker 2 must trim one entry on the left: kernel input %lld+%lld",
+                 (long long)l.kernel_input.start[0], (long long)l.kernel_input.extent[0]);
   adj_halo_geometry_destroy(&g);
-  ADJ_TEST_OK(t, adj_halo_geometry_create(1, &n, &parts, NULL, &(adj_halo_kernel){.size = {5}, .padding = {{2, 2}}}, &g));
+  ADJ_TEST_OK(t,
+              adj_halo_geometry_create(1, &n, &parts, NULL, &(adj_halo_kernel){.size = {5}, .padding = {{2, 2}}}, &g));
   for (int p = 0; p < 3; p++) {
     adj_halo_geometry_local(g, &p, &l);
     int64_t left = p == 0 ? 2 : 0, right = p == 2 ? 2 : 0;
@@ -138,11 +143,14 @@ static void check_local_boxes(adj_test *t) {
 static void check_independence(adj_test *t) {
   int64_t shape[3] = {13, 7, 20};
   int parts[3] = {3, 2, 6};
-  adj_halo_kernel k = {.size = {5, 3, 2}, .stride = {1, 2, 2}, .dilation = {2, 1, 1}, .padding = {{1, 3}, {0, 0}, {1, 0}}};
+  adj_halo_kernel k = {
+      .size = {5, 3, 2}, .stride = {1, 2, 2}, .dilation = {2, 1, 1}, .padding = {{1, 3}, {0, 0}, {1, 0}}};
   adj_halo_geometry *g3 = NULL;
   ADJ_TEST_OK(t, adj_halo_geometry_create(3, shape, parts, NULL, &k, &g3));
   for (int i = 0; g3 && i < 3; i++) {
-    adj_halo_kernel k1 = {.size = {k.size[i]}, .stride = {k.stride[i]}, .dilation = {k.dilation[i]},
+    adj_halo_kernel k1 = {.size = {k.size[i]},
+                          .stride = {k.stride[i]},
+                          .dilation = {k.dilation[i]},
                           .padding = {{k.padding[i][0], k.padding[i][1]}}};
     adj_halo_geometry *g1 = NULL;
     ADJ_TEST_OK(t, adj_halo_geometry_create(1, &shape[i], &parts[i], NULL, &k1, &g1));
@@ -204,14 +212,15 @@ static void check_errors(adj_test *t) {
   adj_halo_geometry *g = NULL;
   int64_t shape[2] = {8, 5};
   int parts[2] = {2, 2};
-  int status = adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.size = {3, 4}, .dilation = {1, 2}}, &g);
+  int status =
+      adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.size = {3, 4}, .dilation = {1, 2}}, &g);
   const char *expected = "halo geometry: dimension 1: kernel 4 with dilation 2 spans 7 input entries but the padded "
                          "input has only 5 (n=5, padding 0:0)";
   ADJ_TEST_CHECK(t, status == ADJ_ERR_SIZE && !g && !strcmp(adj_last_error(), expected), "kernel too large: %s: '%s'",
                  adj_status_name(status), adj_last_error());
   status = adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.stride = {1, -2}}, &g);
-  ADJ_TEST_CHECK(t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "dimension 1 has stride -2"), "negative stride: '%s'",
-                 adj_last_error());
+  ADJ_TEST_CHECK(t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "dimension 1 has stride -2"),
+                 "negative stride: '%s'", adj_last_error());
   status = adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.padding = {{0, -1}}}, &g);
   ADJ_TEST_CHECK(t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "dimension 0 has padding 0:-1"),
                  "negative padding: '%s'", adj_last_error());

@@ -19,7 +19,11 @@ typedef struct kernel_case {
 static const int64_t pool_cuts[] = {0, 6, 6, 13, 20}, conv_cuts[] = {0, 9, 11};
 
 static const kernel_case kernel_cases[] = {
-    {{"one worker max-pool 3x2 s=2 pad 1:0", 2, {7, 9}, {1, 1}, {.size = {3, 2}, .stride = {2, 2}, .padding = {{1, 0}, {0, 1}}},
+    {{"one worker max-pool 3x2 s=2 pad 1:0",
+      2,
+      {7, 9},
+      {1, 1},
+      {.size = {3, 2}, .stride = {2, 2}, .padding = {{1, 0}, {0, 1}}},
       {0}},
      KERNEL_MAX_POOL},
     {{"B5 max-pool k=2 s=2", 1, {20}, {6}, {.size = {2}, .stride = {2}}, {0}}, KERNEL_MAX_POOL},
@@ -28,19 +32,33 @@ static const kernel_case kernel_cases[] = {
      KERNEL_MAX_POOL},
     {{"NCHW max-pool 2x2 s=2", 4, {2, 3, 13, 11}, {1, 1, 2, 2}, {.size = {1, 1, 2, 2}, .stride = {1, 1, 2, 2}}, {0}},
      KERNEL_MAX_POOL},
-    {{"NCHW max-pool 3x3 s=2 pad 1", 4, {1, 2, 15, 9}, {1, 1, 3, 2},
-      {.size = {1, 1, 3, 3}, .stride = {1, 1, 2, 2}, .padding = {{0, 0}, {0, 0}, {1, 1}, {1, 1}}}, {0}},
+    {{"NCHW max-pool 3x3 s=2 pad 1",
+      4,
+      {1, 2, 15, 9},
+      {1, 1, 3, 2},
+      {.size = {1, 1, 3, 3}, .stride = {1, 1, 2, 2}, .padding = {{0, 0}, {0, 0}, {1, 1}, {1, 1}}},
+      {0}},
      KERNEL_MAX_POOL},
     {{"B2 conv k=5 pad 2", 1, {11}, {3}, {.size = {5}, .padding = {{2, 2}}}, {0}}, KERNEL_CONV},
     {{"B3 conv k=5", 1, {11}, {3}, {.size = {5}}, {0}}, KERNEL_CONV},
     {{"conv k=3 d=2 pad 1:3", 1, {17}, {5}, {.size = {3}, .dilation = {2}, .padding = {{1, 3}}}, {0}}, KERNEL_CONV},
     {{"conv k=3 pad 1, cuts 0:9:11", 1, {11}, {2}, {.size = {3}, .padding = {{1, 1}}}, {conv_cuts}}, KERNEL_CONV},
     {{"2-D conv 5x3 pad 2,1", 2, {14, 10}, {2, 3}, {.size = {5, 3}, .padding = {{2, 2}, {1, 1}}}, {0}}, KERNEL_CONV},
-    {{"NCHW conv 4x3 s=2 d=1,2 pad 1:2", 4, {2, 2, 12, 13}, {1, 1, 2, 2},
-      {.size = {1, 1, 4, 3}, .stride = {1, 1, 2, 1}, .dilation = {1, 1, 1, 2}, .padding = {{0, 0}, {0, 0}, {1, 2}, {2, 0}}},
+    {{"NCHW conv 4x3 s=2 d=1,2 pad 1:2",
+      4,
+      {2, 2, 12, 13},
+      {1, 1, 2, 2},
+      {.size = {1, 1, 4, 3},
+       .stride = {1, 1, 2, 1},
+       .dilation = {1, 1, 1, 2},
+       .padding = {{0, 0}, {0, 0}, {1, 2}, {2, 0}}},
       {0}},
      KERNEL_CONV},
-    {{"NCHW conv 3x3 pad 1 on 7", 4, {1, 1, 9, 16}, {1, 1, 1, 7}, {.size = {1, 1, 3, 3}, .padding = {{0, 0}, {0, 0}, {1, 1}, {1, 1}}},
+    {{"NCHW conv 3x3 pad 1 on 7",
+      4,
+      {1, 1, 9, 16},
+      {1, 1, 1, 7},
+      {.size = {1, 1, 3, 3}, .padding = {{0, 0}, {0, 0}, {1, 1}, {1, 1}}},
       {0}},
      KERNEL_CONV},
 };
@@ -182,7 +200,8 @@ static void run_case(adj_test *t, const kernel_case *kc) {
     free(local);
     char out[64];
     adj_shape_format(out, sizeof out, kc->layout.rank, adj_halo_geometry_output_shape(s.geometry));
-    adj_test_report(t, "%-34s on %d of %d ranks: output %s reproduced exactly", kc->layout.name, s.workers, t->size, out);
+    adj_test_report(t, "%-34s on %d of %d ranks: output %s reproduced exactly", kc->layout.name, s.workers, t->size,
+                    out);
   }
   halo_setup_destroy(&s);
 }

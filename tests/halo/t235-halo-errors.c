@@ -64,7 +64,8 @@ static void bad_tensor_then_valid(adj_test *t, adj_partition *row) {
   adj_halo_geometry *g = NULL;
   adj_op *op = NULL;
   adj_tensor x, wrong;
-  ADJ_TEST_OK(t, adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.size = {1, 3}, .padding = {{0, 0}, {1, 1}}}, &g));
+  ADJ_TEST_OK(t, adj_halo_geometry_create(2, shape, parts, NULL,
+                                          &(adj_halo_kernel){.size = {1, 3}, .padding = {{0, 0}, {1, 1}}}, &g));
   ADJ_TEST_OK(t, adj_halo_create(ADJ_FLOAT64, row, g, &op));
   ADJ_TEST_OK(t, adj_op_create_domain_tensor(op, &x));
   int64_t bad_shape[2] = {3, 1};

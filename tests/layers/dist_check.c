@@ -17,6 +17,10 @@ adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const 
   return d;
 }
 
+void dl_quadratic_cuts(int64_t n, int parts, int64_t *cuts) {
+  for (int p = 0; p <= parts; p++) cuts[p] = n * p * p / ((int64_t)parts * parts);
+}
+
 adj_decomposition *dl_self_layout(adj_test *t, int rank, const int64_t *shape) {
   static const int ones[ADJ_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
   adj_partition *p = NULL;

@@ -13,6 +13,9 @@
  * (recorded as a failed check). */
 adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const int *parts, const int *ranks,
                              const int64_t *const *cuts);
+/* cuts[0..parts] at n p^2 / P^2: small, often empty, first blocks. */
+void dl_quadratic_cuts(int64_t n, int parts, int64_t *cuts);
+
 /* The sequential twin's layout: the whole tensor on a one-worker partition of
  * MPI_COMM_SELF, so every rank holds its own sequential twin (collective on
  * nothing). */

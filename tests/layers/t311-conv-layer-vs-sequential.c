@@ -138,8 +138,12 @@ static void check_problem(adj_test *t, adj_rng *rng, const char *tag, adj_conv_c
 static void check_chain(adj_test *t, adj_rng *rng) {
   adj_conv_case first = adj_conv_cases[t->size >= 4 ? 0 : 12], second = first;
   adj_conv_case_random_partition(rng, t->size, ADJ_CONV_GENERAL, &first);
+  /* The second layer's P_x is the first's P_y (1, P_co, spatial...). */
   second.c_in = first.c_out;
   second.c_out = 3;
+  second.p_ci = first.p_co;
+  second.p_co = 1;
+  memcpy(second.parts, first.parts, sizeof second.parts);
   adj_layer *a = create(t, &first, NULL);
   adj_layer *b = a ? create(t, &second, adj_layer_output_layout(a)) : NULL;
   if (b) {

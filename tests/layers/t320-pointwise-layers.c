@@ -21,11 +21,6 @@ static void spread(int workers, int rank, const int *dims, int *parts) {
   parts[dims[1]] *= factors[workers][1];
 }
 
-/* c_p = n p^2 / P^2: small, often empty, first blocks. */
-static void quadratic_cuts(int64_t n, int parts, int64_t *cuts) {
-  for (int p = 0; p <= parts; p++) cuts[p] = n * p * p / ((int64_t)parts * parts);
-}
-
 static adj_decomposition *make_layout(adj_test *t, layout_kind kind, int rank, const int64_t *shape, const int *dims) {
   int workers = kind == LAYOUT_INACTIVE ? t->size - 1 : t->size, parts[ADJ_MAX_RANK], ranks[8];
   if (workers < 1) return NULL;
@@ -34,7 +29,7 @@ static adj_decomposition *make_layout(adj_test *t, layout_kind kind, int rank, c
   int64_t storage[ADJ_MAX_RANK][9];
   const int64_t *cuts[ADJ_MAX_RANK] = {NULL};
   for (int i = 0; kind == LAYOUT_CUTS && i < rank; i++) {
-    quadratic_cuts(shape[i], parts[i], storage[i]);
+    dl_quadratic_cuts(shape[i], parts[i], storage[i]);
     cuts[i] = storage[i];
   }
   return dl_layout(t, rank, shape, parts, ranks, cuts);

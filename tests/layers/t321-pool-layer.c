@@ -35,11 +35,6 @@ static const int parts_2d[9][4] = {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 2, 1}, {1,
 typedef enum layout_kind { LAYOUT_ALL = 0, LAYOUT_INACTIVE = 1, LAYOUT_CUTS = 2 } layout_kind;
 static const char *const layout_names[] = {"all ranks", "rank 0 inactive", "uneven cuts"};
 
-/* c_p = n p^2 / P^2: small, often empty, first blocks. */
-static void quadratic_cuts(int64_t n, int parts, int64_t *cuts) {
-  for (int p = 0; p <= parts; p++) cuts[p] = n * p * p / ((int64_t)parts * parts);
-}
-
 static adj_decomposition *make_layout(adj_test *t, layout_kind kind, int rank, const int64_t *shape,
                                       const int (*table)[4]) {
   int workers = kind == LAYOUT_INACTIVE ? t->size - 1 : t->size, ranks[8], parts[ADJ_MAX_RANK];
@@ -49,7 +44,7 @@ static adj_decomposition *make_layout(adj_test *t, layout_kind kind, int rank, c
   int64_t storage[ADJ_MAX_RANK][9];
   const int64_t *cuts[ADJ_MAX_RANK] = {NULL};
   for (int i = 0; kind == LAYOUT_CUTS && i < rank; i++) {
-    quadratic_cuts(shape[i], parts[i], storage[i]);
+    dl_quadratic_cuts(shape[i], parts[i], storage[i]);
     cuts[i] = storage[i];
   }
   return dl_layout(t, rank, shape, parts, ranks, cuts);

@@ -23,9 +23,9 @@ int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_
 void nc_run_destroy(nc_run *run);
 
 /* Largest relative difference (adj_test_max_rel_diff) over every gathered
- * global parameter of a and b, on rank 0 (0 elsewhere); *bitwise tells
- * whether every element is identical.  The networks must list the same
- * parameters. */
+ * global parameter of a and b, on rank 0; *bitwise tells whether every
+ * element is identical.  Other ranks compare empty tensors: 0 and true.  The
+ * networks must list the same parameters. */
 double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise);
 
 /* The layouts that fit the world size (NULL-terminated, at most 4). */

@@ -13,7 +13,8 @@ static bool movement_shape_is(adj_test *t, const char *label, const char *role, 
   char s1[96], s2[96];
   bool same = adj_tensor_same_shape(x, &expected);
   ADJ_TEST_CHECK(t, same, "%s: %s has local shape %s, expected the block %s", label, role,
-                 adj_shape_format(s1, sizeof s1, x->rank, x->shape), adj_shape_format(s2, sizeof s2, b->rank, b->extent));
+                 adj_shape_format(s1, sizeof s1, x->rank, x->shape),
+                 adj_shape_format(s2, sizeof s2, b->rank, b->extent));
   return same;
 }
 

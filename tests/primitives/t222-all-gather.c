@@ -18,7 +18,8 @@ static void check_gather(adj_test *t, const adj_battery_case *c, const movement_
   if (adj_partition_active(p)) full.start[dim] = 0, full.extent[dim] = global[dim];
   double members = adj_partition_shape(p)[dim];
   bool gather_forward = !strcmp(c->op, "all_gather");
-  adj_direction gather = gather_forward ? ADJ_FORWARD : ADJ_ADJOINT, scatter = gather_forward ? ADJ_ADJOINT : ADJ_FORWARD;
+  adj_direction gather = gather_forward ? ADJ_FORWARD : ADJ_ADJOINT;
+  adj_direction scatter = gather_forward ? ADJ_ADJOINT : ADJ_FORWARD;
   movement_check_map(t, c->name, s->op, gather, &block, &full, global, 1.0);
   movement_check_map(t, c->name, s->op, scatter, &full, &block, global, members);
   check_split_phase(t, c->name, s->op, ADJ_FORWARD);

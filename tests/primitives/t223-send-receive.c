@@ -104,7 +104,8 @@ int main(int argc, char **argv) {
   int64_t shape[2] = {3, 4}, empty[2] = {0, 3};
   for (int dt = 0; dt < 2; dt++)
     for (int transfer = 0; transfer < 2; transfer++)
-      for (int k = 0; k < 4; k++) check_pair(&t, (adj_dtype)dt, (adj_transfer)transfer, pairs[k][0], pairs[k][1], shape);
+      for (int k = 0; k < 4; k++)
+        check_pair(&t, (adj_dtype)dt, (adj_transfer)transfer, pairs[k][0], pairs[k][1], shape);
   check_pair(&t, ADJ_FLOAT64, ADJ_TRANSFER_COPY, t.size - 1, 0, empty);
   check_errors(&t);
   return adj_test_finish(&t);

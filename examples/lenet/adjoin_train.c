@@ -1,0 +1,378 @@
+/* adjoin-train: trains LeNet-5, sequential or distributed, on IDX image data
+ * (MNIST by default), as in section 5 of the DistDL paper.
+ *
+ *   mpiexec.mpich -n 4 adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 --optimizer adam
+ *
+ * Rank 0 prints a progress bar per epoch (plain lines when stdout is not a
+ * terminal), a summary line per epoch, and as its last line the final test
+ * accuracy as `test_accuracy=0.9812`.  Exit codes: 0 done, 1 a run-time error
+ * (unreadable data, refused checkpoint; the message names it), 2 bad flags,
+ * 3 stopped on purpose by --stop-after-batches (a simulated crash). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adjoin/adjoin.h"
+#include "report.h"
+
+typedef struct train_options {
+  const char *data;           /* directory of the four IDX files */
+  int64_t epochs, batch;
+  double lr, momentum, weight_decay;
+  adj_optimizer_kind optimizer;
+  uint64_t seed;
+  adj_dtype dtype;
+  const char *layout;         /* NULL: chosen from the rank count */
+  const char *checkpoint;     /* NULL: none */
+  bool resume;
+  const char *metrics;        /* CSV path; the SVG plot goes beside it */
+  int64_t checkpoint_every;   /* batches between mid-epoch checkpoints; 0: epoch ends only */
+  int64_t stop_after;         /* batches after which to stop without saving; -1: never */
+  int64_t train_limit, test_limit; /* use only the first N samples; 0: all */
+} train_options;
+
+static const char usage[] =
+    "usage: mpiexec.mpich -n RANKS adjoin-train [options]\n"
+    "  --data DIR            directory with train-images-idx3-ubyte, train-labels-idx1-ubyte,\n"
+    "                        t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (raw or .gz)\n"
+    "                        [data/mnist; provision it with: sh tools/provision-data.sh]\n"
+    "  --epochs N            [10]       --batch B        [256]\n"
+    "  --lr RATE             [0.001]    --optimizer adam|sgd [adam]\n"
+    "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
+    "  --seed S              initial parameters and shuffle [1]\n"
+    "  --dtype f32|f64       [f32]\n"
+    "  --layout NAME         sequential, dist2, dist4, dist8 [sequential on 1 rank, distN on N]\n"
+    "  --checkpoint PATH     save parameters and optimizer state after every epoch\n"
+    "  --checkpoint-every N  ... and also every N batches\n"
+    "  --resume              continue from --checkpoint (a fresh start if it does not exist yet)\n"
+    "  --metrics FILE.csv    per-epoch metrics; the plot goes to FILE.svg\n"
+    "  --train-limit N, --test-limit N   use only the first N samples\n"
+    "  --stop-after-batches N  stop after N training batches without saving (simulates a crash)\n";
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+/* Every rank parses the flags (so all agree on the outcome); rank 0 alone
+ * complains. */
+static int speaker = 1;
+
+__attribute__((format(printf, 1, 2))) static void complain(const char *fmt, ...) {
+  if (!speaker) return;
+  va_list args;
+  va_start(args, fmt);
+  fputs("adjoin-train: ", stderr);
+  vfprintf(stderr, fmt, args);
+  va_end(args);
+}
+
+/* Whole-string integer / real parsing: "12x" and "" are errors. */
+static int parse_int(const char *flag, const char *text, int64_t min, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < min) {
+    complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_real(const char *flag, const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v >= 0)) {
+    complain("%s needs a non-negative number, got '%s'\n", flag, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
+  if (!strcmp(text, "adam")) *kind = ADJ_OPTIMIZER_ADAM;
+  else if (!strcmp(text, "sgd")) *kind = ADJ_OPTIMIZER_SGD;
+  else {
+    complain("--optimizer is adam or sgd, got '%s'\n", text);
+    return -1;
+  }
+  return 0;
+}
+
+enum { OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT };
+
+static const struct option long_options[] = {
+    {"data", required_argument, NULL, 'd'},       {"epochs", required_argument, NULL, 'e'},
+    {"batch", required_argument, NULL, 'b'},      {"lr", required_argument, NULL, 'l'},
+    {"optimizer", required_argument, NULL, 'o'},  {"seed", required_argument, NULL, 's'},
+    {"dtype", required_argument, NULL, 't'},      {"layout", required_argument, NULL, 'L'},
+    {"checkpoint", required_argument, NULL, 'c'}, {"resume", no_argument, NULL, 'r'},
+    {"metrics", required_argument, NULL, 'm'},    {"momentum", required_argument, NULL, OPT_MOMENTUM},
+    {"weight-decay", required_argument, NULL, OPT_DECAY},
+    {"checkpoint-every", required_argument, NULL, OPT_EVERY},
+    {"stop-after-batches", required_argument, NULL, OPT_STOP},
+    {"train-limit", required_argument, NULL, OPT_TRAIN_LIMIT},
+    {"test-limit", required_argument, NULL, OPT_TEST_LIMIT},
+    {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+
+/* One flag; -1 on a bad value. */
+static int apply_option(train_options *o, int c, const char *arg) {
+  int64_t v = 0;
+  switch (c) {
+  case 'd': o->data = arg; return 0;
+  case 'e': return parse_int("--epochs", arg, 1, &o->epochs);
+  case 'b': return parse_int("--batch", arg, 1, &o->batch);
+  case 'l': return parse_real("--lr", arg, &o->lr);
+  case 'o': return parse_optimizer(arg, &o->optimizer);
+  case 's': return parse_int("--seed", arg, 0, &v) ? -1 : (o->seed = (uint64_t)v, 0);
+  case 't':
+    if (!adj_dtype_parse(arg, &o->dtype)) return 0;
+    complain("--dtype is f32 or f64, got '%s'\n", arg);
+    return -1;
+  case 'L': o->layout = arg; return 0;
+  case 'c': o->checkpoint = arg; return 0;
+  case 'r': o->resume = true; return 0;
+  case 'm': o->metrics = arg; return 0;
+  case OPT_MOMENTUM: return parse_real("--momentum", arg, &o->momentum);
+  case OPT_DECAY: return parse_real("--weight-decay", arg, &o->weight_decay);
+  case OPT_EVERY: return parse_int("--checkpoint-every", arg, 1, &o->checkpoint_every);
+  case OPT_STOP: return parse_int("--stop-after-batches", arg, 0, &o->stop_after);
+  case OPT_TRAIN_LIMIT: return parse_int("--train-limit", arg, 1, &o->train_limit);
+  case OPT_TEST_LIMIT: return parse_int("--test-limit", arg, 1, &o->test_limit);
+  default: return -1; /* getopt has printed what was wrong */
+  }
+}
+
+/* Flags that only make sense together, and the layout against the ranks. */
+static int check_options(train_options *o, int ranks) {
+  static char default_layout[16];
+  if (!o->layout) {
+    snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : "dist%d", ranks);
+    o->layout = default_layout;
+  }
+  int need = adj_lenet_layout_ranks(o->layout);
+  if (!need) {
+    complain("no layout '%s' (layouts: %s)\n", o->layout, adj_lenet_layout_names());
+    return -1;
+  }
+  if (need > ranks) {
+    complain("layout %s needs %d ranks; run it with mpiexec.mpich -n %d\n", o->layout, need, need);
+    return -1;
+  }
+  if ((o->resume || o->checkpoint_every) && !o->checkpoint) {
+    complain("--resume and --checkpoint-every need --checkpoint PATH\n");
+    return -1;
+  }
+  if (!(o->lr > 0) || o->momentum >= 1) {
+    complain("--lr must be positive and --momentum below 1\n");
+    return -1;
+  }
+  return 0;
+}
+
+/* Parses argv identically on every rank, so every rank agrees on the
+ * outcome; only rank 0 speaks.  Returns 0, 1 for --help, -1 on a bad flag. */
+static int parse_options(int argc, char **argv, int rank, int ranks, train_options *o) {
+  *o = (train_options){.data = "data/mnist", .epochs = 10, .batch = 256, .lr = 1e-3,
+                       .optimizer = ADJ_OPTIMIZER_ADAM, .seed = 1, .dtype = ADJ_FLOAT32, .stop_after = -1};
+  speaker = rank == 0;
+  opterr = speaker;
+  int c, status = 0;
+  while (!status && (c = getopt_long(argc, argv, "", long_options, NULL)) != -1)
+    status = c == 'h' ? 1 : apply_option(o, c, optarg);
+  if (!status && optind < argc) {
+    complain("unexpected argument '%s'\n", argv[optind]);
+    status = -1;
+  }
+  if (!status) status = check_options(o, ranks);
+  if (status && rank == 0) fputs(usage, status > 0 ? stdout : stderr);
+  return status;
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+typedef struct train_run {
+  train_options options;
+  int rank, ranks;
+  adj_dataset *train, *test;
+  adj_layer *net;
+  adj_optimizer *optimizer;
+  adj_trainer *trainer;
+  report_row rows[REPORT_MAX_EPOCHS];
+  int n_rows;
+  int64_t batches_left; /* before --stop-after-batches stops the run; -1: no limit */
+} train_run;
+
+/* Prints adj_last_error() once (rank 0) with a hint, and returns 1. */
+static int fail(const train_run *r, const char *what, const char *hint) {
+  if (r->rank == 0) complain("%s: %s\n%s%s", what, adj_last_error(), hint ? hint : "", hint ? "\n" : "");
+  return 1;
+}
+
+static void limit(adj_dataset *ds, int64_t n) {
+  if (n > 0 && n < ds->count) ds->count = n;
+}
+
+static int load_data(train_run *r) {
+  const train_options *o = &r->options;
+  static const char hint[] = "hint: provision MNIST with `sh tools/provision-data.sh`, or pass --data DIR holding "
+                             "the four standard MNIST files";
+  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
+  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
+  limit(r->train, o->train_limit);
+  limit(r->test, o->test_limit);
+  return 0;
+}
+
+/* The shuffle draws from another stream than the initial parameters. */
+static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u; }
+
+static int build(train_run *r) {
+  const train_options *o = &r->options;
+  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = o->dtype, .layout = o->layout, .batch = o->batch};
+  if (adj_lenet_create(&lc, &r->net)) return fail(r, "building LeNet-5", NULL);
+  if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
+  adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
+                             .weight_decay = o->weight_decay};
+  if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
+  adj_trainer_config tc = {.network = r->net, .optimizer = r->optimizer, .train = r->train,
+                           .seed = shuffle_seed(o->seed)};
+  if (adj_trainer_create(&tc, &r->trainer)) return fail(r, "creating the trainer", NULL);
+  return 0;
+}
+
+/* --resume: continue from the checkpoint when there is one.  Every rank
+ * asks rank 0 whether the file exists, so all take the same branch. */
+static int resume(train_run *r) {
+  const train_options *o = &r->options;
+  int exists = r->rank == 0 && access(o->checkpoint, F_OK) == 0;
+  MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!exists) {
+    if (r->rank == 0) printf("no checkpoint at %s yet: starting a new run\n", o->checkpoint);
+    return 0;
+  }
+  if (adj_trainer_load(r->trainer, o->checkpoint)) return fail(r, "resuming", "the checkpoint file was left as it is");
+  int64_t epoch = adj_trainer_epoch(r->trainer);
+  if (r->rank == 0) {
+    printf("resumed from %s at epoch %lld, batch %lld\n", o->checkpoint, (long long)epoch + 1,
+           (long long)adj_trainer_batch(r->trainer));
+    if (o->metrics) r->n_rows = report_read_csv(o->metrics, epoch, r->rows, REPORT_MAX_EPOCHS);
+  }
+  return 0;
+}
+
+static void print_header(const train_run *r) {
+  const train_options *o = &r->options;
+  if (r->rank != 0) return;
+  printf("adjoin-train: LeNet-5, layout %s on %d ranks, %s, %s lr %g, batch %lld, %lld epochs, seed %llu\n",
+         o->layout, r->ranks, adj_dtype_name(o->dtype), o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr,
+         (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
+  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
+         (long long)r->test->count);
+  fflush(stdout);
+}
+
+static void progress(void *ctx, int64_t batch, int64_t batches, double loss) {
+  report_progress *p = ctx;
+  if (p) report_progress_update(p, batch, batches, loss);
+}
+
+/* Adds a run of batches to the epoch's totals (loss weighted by samples). */
+static void accumulate(adj_train_stats *total, const adj_train_stats *part) {
+  total->loss += part->loss * (double)part->samples;
+  total->correct += part->correct;
+  total->samples += part->samples;
+  total->seconds += part->seconds;
+  total->batches += part->batches;
+}
+
+/* The rest of the current epoch, in runs between mid-epoch checkpoints.
+ * Returns 0, 1 on error, 3 when --stop-after-batches is reached. */
+static int train_epoch(train_run *r, adj_train_stats *total) {
+  const train_options *o = &r->options;
+  report_progress bar;
+  report_progress_begin(&bar, adj_trainer_epoch(r->trainer) + 1, o->epochs);
+  *total = (adj_train_stats){0};
+  int64_t epoch = adj_trainer_epoch(r->trainer);
+  while (adj_trainer_epoch(r->trainer) == epoch) {
+    int64_t chunk = o->checkpoint_every ? o->checkpoint_every : -1;
+    if (r->batches_left >= 0 && (chunk < 0 || r->batches_left < chunk)) chunk = r->batches_left;
+    if (chunk == 0) return 3;
+    adj_train_stats part;
+    if (adj_trainer_run(r->trainer, chunk, progress, r->rank == 0 ? &bar : NULL, &part)) return fail(r, "training", NULL);
+    accumulate(total, &part);
+    if (r->batches_left >= 0) r->batches_left -= part.batches;
+    bool boundary = adj_trainer_epoch(r->trainer) != epoch;
+    if (o->checkpoint && (boundary || o->checkpoint_every) && adj_trainer_save(r->trainer, o->checkpoint))
+      return fail(r, "saving the checkpoint", "the previous checkpoint was kept");
+  }
+  if (r->rank == 0) report_progress_end(&bar);
+  total->loss = total->samples ? total->loss / (double)total->samples : 0;
+  return 0;
+}
+
+/* One epoch: train, evaluate, report.  Returns as train_epoch. */
+static int run_epoch(train_run *r) {
+  adj_train_stats train, test;
+  int status = train_epoch(r, &train);
+  if (status) return status;
+  if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
+  if (r->rank != 0) return 0;
+  report_row row = {.epoch = adj_trainer_epoch(r->trainer), .loss = train.loss,
+                    .train_acc = train.samples ? (double)train.correct / (double)train.samples : 0,
+                    .test_acc = (double)test.correct / (double)test.samples, .seconds = train.seconds,
+                    .images_per_s = train.seconds > 0 ? (double)train.samples / train.seconds : 0};
+  report_summary(&row, r->options.epochs);
+  if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
+  char title[160];
+  snprintf(title, sizeof title, "LeNet-5 %s, %d ranks, %s", r->options.layout, r->ranks, adj_dtype_name(r->options.dtype));
+  if (r->options.metrics) report_write(r->options.metrics, r->rows, r->n_rows, title);
+  return 0;
+}
+
+static int run(train_run *r) {
+  r->batches_left = r->options.stop_after;
+  if (load_data(r) || build(r)) return 1;
+  if (r->options.resume && resume(r)) return 1;
+  print_header(r);
+  while (adj_trainer_epoch(r->trainer) < r->options.epochs) {
+    int status = run_epoch(r);
+    if (status == 3 && r->rank == 0)
+      printf("stopped after %lld batches (--stop-after-batches), without saving\n", (long long)r->options.stop_after);
+    if (status) return status;
+  }
+  adj_train_stats test;
+  if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
+  if (r->rank == 0) printf("test_accuracy=%.4f\n", (double)test.correct / (double)test.samples);
+  return 0;
+}
+
+static void teardown(train_run *r) {
+  adj_trainer_destroy(&r->trainer);
+  adj_optimizer_destroy(&r->optimizer);
+  adj_layer_destroy(&r->net);
+  adj_dataset_destroy(&r->train);
+  adj_dataset_destroy(&r->test);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  static train_run r; /* the metrics history is large for the stack */
+  MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &r.ranks);
+  int status = parse_options(argc, argv, r.rank, r.ranks, &r.options);
+  if (status) {
+    MPI_Finalize();
+    return status > 0 ? 0 : 2;
+  }
+  adj_train_share_cores(MPI_COMM_WORLD);
+  status = run(&r);
+  teardown(&r);
+  MPI_Finalize();
+  return status;
+}

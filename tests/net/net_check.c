@@ -1,0 +1,77 @@
+/* Shared helpers of the network and training tests (see net_check.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net_check.h"
+
+adj_dataset *nc_synthetic(int64_t count, uint64_t seed) {
+  adj_dataset *ds = calloc(1, sizeof *ds);
+  adj_rng *rng = NULL;
+  if (!ds || adj_rng_create(seed, &rng)) return free(ds), NULL;
+  *ds = (adj_dataset){.count = count, .rows = 28, .cols = 28, .n_classes = 10};
+  ds->labels = malloc((size_t)count);
+  if (!ds->labels || adj_tensor_create(&ds->images, ADJ_FLOAT32, 4, (const int64_t[4]){count, 1, 28, 28})) {
+    adj_rng_destroy(&rng);
+    adj_dataset_destroy(&ds);
+    return NULL;
+  }
+  adj_rng_fill_uniform(rng, &ds->images, 0, 1);
+  for (int64_t i = 0; i < count; i++) ds->labels[i] = (uint8_t)adj_rng_below(rng, 10);
+  adj_rng_destroy(&rng);
+  return ds;
+}
+
+int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, uint64_t seed,
+                  nc_run *run) {
+  *run = (nc_run){0};
+  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
+  int status = adj_lenet_create(&lc, &run->net);
+  if (!status) status = adj_network_init_uniform(run->net, seed);
+  adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
+  if (!status) status = adj_optimizer_create(run->net, &oc, &run->opt);
+  adj_trainer_config tc = {.network = run->net, .optimizer = run->opt, .train = data, .seed = seed};
+  if (!status) status = adj_trainer_create(&tc, &run->trainer);
+  return status;
+}
+
+void nc_run_destroy(nc_run *run) {
+  adj_trainer_destroy(&run->trainer);
+  adj_optimizer_destroy(&run->opt);
+  adj_layer_destroy(&run->net);
+}
+
+/* Gathers parameter i of net whole onto rank 0 (a zero-volume tensor elsewhere). */
+static int nc_gather(adj_layer *net, int i, adj_tensor *whole) {
+  const adj_parameter *p = adj_layer_parameter(net, i);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int64_t zeros[ADJ_MAX_RANK] = {0};
+  const int64_t *shape = rank == 0 ? adj_decomposition_global_shape(p->layout) : zeros;
+  int status = adj_tensor_create(whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout), shape);
+  return status ? status : adj_layer_get_parameter(net, i, 0, whole);
+}
+
+double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
+  double worst = 0;
+  *bitwise = true;
+  for (int i = 0; i < adj_layer_parameter_count(a); i++) {
+    adj_tensor ta = {0}, tb = {0};
+    if (nc_gather(a, i, &ta) || nc_gather(b, i, &tb)) worst = INFINITY, *bitwise = false;
+    else {
+      worst = fmax(worst, adj_test_max_rel_diff(&ta, &tb));
+      *bitwise = *bitwise && !memcmp(ta.data, tb.data, adj_tensor_bytes(&ta));
+    }
+    adj_tensor_destroy(&ta), adj_tensor_destroy(&tb);
+  }
+  return worst;
+}
+
+int nc_layouts_fitting(int size, const char **layouts) {
+  static const char *const all[] = {"sequential", "dist2", "dist4", "dist8"};
+  int n = 0;
+  for (int i = 0; i < 4; i++)
+    if (adj_lenet_layout_ranks(all[i]) <= size) layouts[n++] = all[i];
+  layouts[n] = NULL;
+  return n;
+}

@@ -96,8 +96,9 @@ static int adj_add_bcast_case(adj_battery *b, int row, int reduce, adj_dtype dty
   adj_grid_format(to, sizeof to, &s->destination);
   snprintf(c.op, sizeof c.op, "%s", reduce ? "sum-reduce" : "broadcast");
   /* Read as a sum-reduce, the pair runs from the destination to the source. */
-  snprintf(c.partitions, sizeof c.partitions, "%s->%s%s", reduce ? to : from, reduce ? from : to,
-           s->first_empty ? ":e" : "");
+  int written = snprintf(c.partitions, sizeof c.partitions, "%s->%s%s", reduce ? to : from, reduce ? from : to,
+                         s->first_empty ? ":e" : "");
+  if (written >= (int)sizeof c.partitions) return adj_error_set(ADJ_ERR_ARG, "battery: partition text too long");
   adj_battery_format_int64s(c.shape, sizeof c.shape, s->source.ndim, s->global);
   int length = snprintf(c.name, sizeof c.name, "%s/%s/%s/%s", c.op, c.partitions, c.shape, adj_dtype_name(dtype));
   ADJ_CHECK(length < (int)sizeof c.name, ADJ_ERR_ARG, "battery: case name \"%s...\" is too long", c.name);

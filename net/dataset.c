@@ -159,6 +159,30 @@ int adj_dataset_load_dir(MPI_Comm comm, const char *dir, const char *split, int 
   return adj_dataset_load(comm, images, labels, n_classes, out);
 }
 
+int adj_dataset_random(int64_t count, int64_t rows, int64_t cols, int n_classes, uint64_t seed, adj_dataset **out) {
+  *out = NULL;
+  ADJ_CHECK(count >= 1 && rows >= 1 && cols >= 1 && n_classes >= 1 && n_classes <= 256, ADJ_ERR_ARG,
+            "random data set: count %lld, rows %lld, cols %lld, classes %d must be positive (classes <= 256)",
+            (long long)count, (long long)rows, (long long)cols, n_classes);
+  adj_dataset *ds = calloc(1, sizeof *ds);
+  adj_rng *rng = NULL;
+  int status = ds ? adj_rng_create(seed, &rng) : adj_error_set(ADJ_ERR_MEM, "random data set: out of memory");
+  if (!status) {
+    *ds = (adj_dataset){.count = count, .rows = rows, .cols = cols, .n_classes = n_classes, .labels = malloc((size_t)count)};
+    status = ds->labels ? adj_tensor_create(&ds->images, ADJ_FLOAT32, 4, (const int64_t[4]){count, 1, rows, cols})
+                        : adj_error_set(ADJ_ERR_MEM, "random data set: out of memory for %lld labels", (long long)count);
+  }
+  if (!status) {
+    adj_rng_fill_uniform(rng, &ds->images, 0, 1);
+    for (int64_t i = 0; i < count; i++) ds->labels[i] = (uint8_t)adj_rng_below(rng, (uint64_t)n_classes);
+    *out = ds;
+  } else {
+    adj_dataset_destroy(&ds);
+  }
+  adj_rng_destroy(&rng);
+  return status;
+}
+
 void adj_dataset_destroy(adj_dataset **ds) {
   if (!ds || !*ds) return;
   adj_tensor_destroy(&(*ds)->images);

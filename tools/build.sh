@@ -1,10 +1,13 @@
 #!/bin/sh
-# Configures (once) and builds adjoin in BUILD_DIR (default: build).
-# Extra arguments go to `meson setup`, e.g. -Db_sanitize=address,undefined.
+# Configures (once) and builds adjoin in BUILD_DIR (default: build), warnings as
+# errors.  Extra arguments go to `meson setup`, e.g. -Db_sanitize=address,undefined.
+# Quiet on success; on failure the end of the log says why.
 set -eu
 cd "$(dirname "$0")/.."
 dir=${BUILD_DIR:-build}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 if [ ! -f "$dir/build.ninja" ]; then
-  meson setup "$dir" --werror "$@" >/dev/null
+  meson setup "$dir" --werror "$@" >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
 fi
-ninja -C "$dir" >/dev/null
+ninja -C "$dir" >"$log" 2>&1 || { grep -E "error|FAILED" "$log" | head -40; exit 1; }

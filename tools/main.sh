@@ -7,10 +7,17 @@
 # metrics go to build/lenet5-dist4.csv with a plot in build/lenet5-dist4.svg.
 # Extra arguments go to adjoin-train (e.g. --epochs 2, --data DIR with the four
 # standard MNIST files, --checkpoint build/lenet5.ckpt --resume).
+#
+# `sh tools/main.sh --battery [adjoin-dottest flags]` runs the full adjoint-test
+# battery on 4 ranks instead, one row per case.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
 sh tools/build.sh
+if [ "${1:-}" = "--battery" ]; then
+  shift
+  exec mpiexec.mpich -n 4 build/adjoint_tests/adjoin-dottest "$@"
+fi
 sh tools/provision-data.sh mnist
 exec mpiexec.mpich -n 4 build/examples/adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 \
   --optimizer adam --metrics build/lenet5-dist4.csv "$@"

@@ -6,6 +6,8 @@ set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
 sh tools/build.sh
+# The real-data test (t501) reads the provisioned MNIST digits.
+sh tools/provision-data.sh mnist
 meson test -C build --print-errorlogs --num-processes 2 "$@"
 
 # Sanitizers.  MPICH unloads its UCX plugins at exit, which turns their live

@@ -269,9 +269,10 @@ static int resume(train_run *r) {
 static void print_header(const train_run *r) {
   const train_options *o = &r->options;
   if (r->rank != 0) return;
-  printf("adjoin-train: LeNet-5, layout %s on %d ranks, %s, %s lr %g, batch %lld, %lld epochs, seed %llu\n",
-         o->layout, r->ranks, adj_dtype_name(o->dtype), o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr,
-         (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
+  printf("adjoin-train: LeNet-5, layout %s on %d rank%s, %s, %s lr %g, batch %lld, %lld epochs, seed %llu\n",
+         o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
+         o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, (long long)o->batch, (long long)o->epochs,
+         (unsigned long long)o->seed);
   printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
          (long long)r->test->count);
   fflush(stdout);
@@ -302,7 +303,10 @@ static int train_epoch(train_run *r, adj_train_stats *total) {
   while (adj_trainer_epoch(r->trainer) == epoch) {
     int64_t chunk = o->checkpoint_every ? o->checkpoint_every : -1;
     if (r->batches_left >= 0 && (chunk < 0 || r->batches_left < chunk)) chunk = r->batches_left;
-    if (chunk == 0) return 3;
+    if (chunk == 0) {
+      if (r->rank == 0) report_progress_end(&bar);
+      return 3;
+    }
     adj_train_stats part;
     if (adj_trainer_run(r->trainer, chunk, progress, r->rank == 0 ? &bar : NULL, &part)) return fail(r, "training", NULL);
     accumulate(total, &part);
@@ -330,7 +334,8 @@ static int run_epoch(train_run *r) {
   report_summary(&row, r->options.epochs);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
   char title[160];
-  snprintf(title, sizeof title, "LeNet-5 %s, %d ranks, %s", r->options.layout, r->ranks, adj_dtype_name(r->options.dtype));
+  snprintf(title, sizeof title, "LeNet-5 %s, %d rank%s, %s", r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
+           adj_dtype_name(r->options.dtype));
   if (r->options.metrics) report_write(r->options.metrics, r->rows, r->n_rows, title);
   return 0;
 }
@@ -343,7 +348,8 @@ static int run(train_run *r) {
   while (adj_trainer_epoch(r->trainer) < r->options.epochs) {
     int status = run_epoch(r);
     if (status == 3 && r->rank == 0)
-      printf("stopped after %lld batches (--stop-after-batches), without saving\n", (long long)r->options.stop_after);
+      printf("stopped after %lld batches (--stop-after-batches); nothing saved since the last checkpoint\n",
+             (long long)r->options.stop_after);
     if (status) return status;
   }
   adj_train_stats test;

@@ -82,7 +82,22 @@ static int report_write_csv(const char *path, const report_row *rows, int n) {
 typedef struct svg_axes {
   double left, top, width, height; /* the plot area in pixels */
   double xlo, xhi, ylo, yhi;       /* the data range it shows */
+  double ystep;                    /* between y grid lines */
+  bool legend_below;               /* legend in the bottom right corner (curves that rise) */
 } svg_axes;
+
+/* A y range [lo', hi'] holding [lo, hi], cut into at most 6 intervals of a
+ * round step (1, 2 or 5 times a power of ten), so tick labels read well. */
+static void svg_nice_range(svg_axes *a, double lo, double hi) {
+  static const double multiples[] = {1, 2, 5, 10};
+  double span = hi > lo ? hi - lo : 1, base = pow(10, floor(log10(span / 6))), step = 10 * base;
+  for (int i = 0; i < 4 && step == 10 * base; i++)
+    if (span / (base * multiples[i]) <= 6) step = base * multiples[i];
+  a->ystep = step;
+  a->ylo = floor(lo / step) * step;
+  a->yhi = ceil(hi / step) * step;
+  if (a->yhi <= a->ylo) a->yhi = a->ylo + step;
+}
 
 static double svg_x(const svg_axes *a, double v) { return a->left + (v - a->xlo) / (a->xhi - a->xlo) * a->width; }
 static double svg_y(const svg_axes *a, double v) {
@@ -91,13 +106,14 @@ static double svg_y(const svg_axes *a, double v) {
 
 static double row_field(const report_row *r, size_t offset) { return *(const double *)((const char *)r + offset); }
 
-/* Box, grid lines with tick labels (5 intervals on y, whole epochs on x) and
+/* Box, grid lines with tick labels (every ystep on y, whole epochs on x) and
  * axis titles. */
 static void svg_frame(FILE *f, const svg_axes *a, const char *title, const char *ylabel, const char *yformat) {
   fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='white' stroke='#444'/>\n", a->left, a->top,
           a->width, a->height);
-  for (int i = 0; i <= 5; i++) {
-    double v = a->ylo + (a->yhi - a->ylo) * i / 5, y = svg_y(a, v);
+  int intervals = (int)lround((a->yhi - a->ylo) / a->ystep);
+  for (int i = 0; i <= intervals; i++) {
+    double v = a->ylo + a->ystep * i, y = svg_y(a, v);
     fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#ddd'/>\n", a->left, y, a->left + a->width, y);
     fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='end' font-size='12'>", a->left - 6, y + 4);
     fprintf(f, yformat, v);
@@ -126,7 +142,7 @@ static void svg_series(FILE *f, const svg_axes *a, const report_row *rows, int n
   for (int i = 0; i < n; i++)
     fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3' fill='%s'/>\n", svg_x(a, (double)rows[i].epoch),
             svg_y(a, row_field(&rows[i], offset)), color);
-  double lx = a->left + a->width - 110, ly = a->top + 18 + 18 * slot;
+  double lx = a->left + a->width - 110, ly = (a->legend_below ? a->top + a->height - 40 : a->top + 18) + 18 * slot;
   fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='2'/>\n", lx, ly - 4, lx + 20,
           ly - 4, color);
   fprintf(f, "<text x='%.1f' y='%.1f' font-size='12'>%s</text>\n", lx + 26, ly, name);
@@ -148,16 +164,17 @@ static int report_write_svg(const char *path, const report_row *rows, int n, con
   double xlo = last > first ? first : first - 0.5, xhi = last > first ? last : last + 0.5;
   double lo, hi;
   row_range(rows, n, offsetof(report_row, loss), offsetof(report_row, loss), &lo, &hi);
-  svg_axes loss = {80, 60, 380, 260, xlo, xhi, 0, n && hi > 0 ? hi * 1.1 : 1};
+  svg_axes loss = {.left = 80, .top = 60, .width = 380, .height = 260, .xlo = xlo, .xhi = xhi};
+  svg_nice_range(&loss, 0, n && hi > 0 ? hi : 1);
   row_range(rows, n, offsetof(report_row, train_acc), offsetof(report_row, test_acc), &lo, &hi);
-  double acc_lo = n ? fmin(floor(lo * 10) / 10, 0.9) : 0;
-  svg_axes acc = {570, 60, 380, 260, xlo, xhi, acc_lo < 0 ? 0 : acc_lo, 1};
+  svg_axes acc = {.left = 570, .top = 60, .width = 380, .height = 260, .xlo = xlo, .xhi = xhi, .legend_below = true};
+  svg_nice_range(&acc, n ? fmin(lo, 0.9) : 0, 1);
   fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='1000' height='380' font-family='sans-serif'>\n");
   fprintf(f, "<rect width='1000' height='380' fill='#fafafa'/>\n");
   fprintf(f, "<text x='500' y='22' text-anchor='middle' font-size='16'>%s</text>\n", title);
   svg_frame(f, &loss, "training loss", "loss", "%.3g");
   svg_series(f, &loss, rows, n, offsetof(report_row, loss), "#c0392b", "train loss", 0);
-  svg_frame(f, &acc, "accuracy", "accuracy", "%.2f");
+  svg_frame(f, &acc, "accuracy", "accuracy", "%.3g");
   svg_series(f, &acc, rows, n, offsetof(report_row, train_acc), "#2471a3", "train", 0);
   svg_series(f, &acc, rows, n, offsetof(report_row, test_acc), "#1e8449", "test", 1);
   fprintf(f, "</svg>\n");

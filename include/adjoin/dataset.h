@@ -45,6 +45,12 @@ int adj_dataset_load(MPI_Comm comm, const char *images_path, const char *labels_
  * (the raw file wins when both exist).  Collective on comm. */
 int adj_dataset_load_dir(MPI_Comm comm, const char *dir, const char *split, int n_classes, adj_dataset **out);
 
+/* A data set of `count` random images, pixels uniform on [0, 1), with labels
+ * uniform in [0, n_classes), drawn from `seed`: the same on every rank that
+ * passes the same arguments.  For benchmarks and tests, whose work does not
+ * depend on the pixel values.  Not collective. */
+int adj_dataset_random(int64_t count, int64_t rows, int64_t cols, int n_classes, uint64_t seed, adj_dataset **out);
+
 /* Frees the data set and sets *ds to NULL.  NULL-safe.  Not collective. */
 void adj_dataset_destroy(adj_dataset **ds);
 

@@ -6,19 +6,8 @@
 #include "net_check.h"
 
 adj_dataset *nc_synthetic(int64_t count, uint64_t seed) {
-  adj_dataset *ds = calloc(1, sizeof *ds);
-  adj_rng *rng = NULL;
-  if (!ds || adj_rng_create(seed, &rng)) return free(ds), NULL;
-  *ds = (adj_dataset){.count = count, .rows = 28, .cols = 28, .n_classes = 10};
-  ds->labels = malloc((size_t)count);
-  if (!ds->labels || adj_tensor_create(&ds->images, ADJ_FLOAT32, 4, (const int64_t[4]){count, 1, 28, 28})) {
-    adj_rng_destroy(&rng);
-    adj_dataset_destroy(&ds);
-    return NULL;
-  }
-  adj_rng_fill_uniform(rng, &ds->images, 0, 1);
-  for (int64_t i = 0; i < count; i++) ds->labels[i] = (uint8_t)adj_rng_below(rng, 10);
-  adj_rng_destroy(&rng);
+  adj_dataset *ds = NULL;
+  adj_dataset_random(count, 28, 28, 10, seed, &ds);
   return ds;
 }
 

@@ -2,26 +2,45 @@
  * the input and every parameter at once) passes the dot-product test, jvp
  * against backward, in every layout that fits the ranks: below 1e-12 in
  * float64 and 1e-5 in float32.  The batch is padded (its last sample does not
- * count), so the padding path of the loss is inside the test. */
+ * count), so the padding path of the loss is inside the test.  So does the
+ * logits-only network (all 10 B outputs gathered on rank 0) of the widest
+ * layout, and unknown layouts or too few ranks fail on every rank. */
+#include <string.h>
+
 #include "net_check.h"
 
 enum { BATCH = 3 };
 
-static void check_layout(adj_test *t, const char *layout, adj_dtype dtype) {
+static void check_layout(adj_test *t, const char *layout, adj_dtype dtype, bool logits_only) {
   adj_layer *net = NULL;
-  adj_lenet_config lc = {.comm = t->comm, .dtype = dtype, .layout = layout, .batch = BATCH};
+  adj_lenet_config lc = {.comm = t->comm, .dtype = dtype, .layout = layout, .batch = BATCH, .logits_only = logits_only};
   ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
   if (!net) return;
   const int64_t labels[BATCH] = {7, 2, 9};
-  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH - 1));
+  if (!logits_only) ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH - 1));
+  ADJ_TEST_CHECK(t, !logits_only || !adj_lenet_loss(net), "%s: the logits-only network has a loss stage", layout);
   adj_dottest_result r = {0};
   ADJ_TEST_OK(t, adj_dottest_layer(net, 400, &r));
   double tolerance = adj_dottest_tolerance(dtype, 1);
-  adj_test_report(t, "lenet5 %-10s %s ranks %d batch %d: <J v, u> = %.17g, <v, J^T u> = %.17g, relative error %.3e",
-                  layout, adj_dtype_name(dtype), t->size, BATCH, r.range_inner, r.domain_inner, r.relative_error);
+  adj_test_report(t, "lenet5 %-10s %s %s ranks %d batch %d: <J v, u> = %.17g, <v, J^T u> = %.17g, relative error %.3e",
+                  layout, logits_only ? "logits" : "loss  ", adj_dtype_name(dtype), t->size, BATCH, r.range_inner,
+                  r.domain_inner, r.relative_error);
   ADJ_TEST_CHECK(t, r.relative_error < tolerance && r.norm_Fx > 0 && r.norm_Fty > 0,
                  "%s %s: relative error %.3e (tolerance %.0e), |Jv| %.3e, |J^T u| %.3e", layout, adj_dtype_name(dtype),
                  r.relative_error, tolerance, r.norm_Fx, r.norm_Fty);
+  adj_layer_destroy(&net);
+}
+
+/* Creation fails on every rank with a message containing `phrase` (NULL: it
+ * must succeed). */
+static void expect_failure(adj_test *t, const char *layout, const char *phrase) {
+  adj_layer *net = NULL;
+  adj_lenet_config lc = {.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout, .batch = BATCH};
+  int status = adj_lenet_create(&lc, &net);
+  if (phrase)
+    ADJ_TEST_CHECK(t, status && !net && strstr(adj_last_error(), phrase), "layout %s: status %d, message '%s'", layout,
+                   status, adj_last_error());
+  else ADJ_TEST_CHECK(t, !status && net, "layout %s: %s", layout, adj_last_error());
   adj_layer_destroy(&net);
 }
 
@@ -29,10 +48,13 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t400-lenet-jacobian");
   const char *layouts[5];
-  nc_layouts_fitting(t.size, layouts);
+  int n = nc_layouts_fitting(t.size, layouts);
   for (int i = 0; layouts[i]; i++) {
-    check_layout(&t, layouts[i], ADJ_FLOAT64);
-    check_layout(&t, layouts[i], ADJ_FLOAT32);
+    check_layout(&t, layouts[i], ADJ_FLOAT64, false);
+    check_layout(&t, layouts[i], ADJ_FLOAT32, false);
   }
+  check_layout(&t, layouts[n - 1], ADJ_FLOAT64, true);
+  expect_failure(&t, "dist3", "unknown layout 'dist3'");
+  expect_failure(&t, "dist8", t.size < 8 ? "needs 8 ranks" : NULL);
   return adj_test_finish(&t);
 }

@@ -49,7 +49,9 @@ static void add(config_list *l, bcast_grid source, bcast_grid destination, int64
     strcpy(cuts, ", cuts0 ");
     adj_shape_format(cuts + strlen(cuts), sizeof cuts - strlen(cuts), source.shape[0] + 1, cuts0);
   }
-  snprintf(c->label, sizeof c->label, "%s -> %s, global %s%s", a, b, shape, cuts);
+  /* A label cut short would still name the case; the length is only checked. */
+  if (snprintf(c->label, sizeof c->label, "%s -> %s, global %s%s", a, b, shape, cuts) >= (int)sizeof c->label)
+    c->label[sizeof c->label - 2] = '~';
   /* Size-derived configurations coincide on small worlds; keep one. */
   for (int i = 0; i + 1 < l->count; i++)
     if (!strcmp(l->configs[i].label, c->label)) {

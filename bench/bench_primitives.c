@@ -4,11 +4,11 @@
  * buffers in the same run.  Prints time per call and the ratio adjoin / raw for
  * message sizes from 8 KB to 64 MB.
  *
- *   mpiexec -n 2 build/bench/bench-primitives [--max-mb 64] [--seconds 0.2]
+ *   mpiexec -n 2 build/bench/bench-primitives [--max-mb 64] [--seconds 0.2] [--trials 7]
  *
  * Timing: after a warm-up call, each measurement repeats the call for about
- * --seconds (at least 3 times) and reports the best of 3 such runs, so one-off
- * noise on a shared machine does not decide a ratio. */
+ * --seconds (at least 3 times) and reports the best of --trials such runs, so
+ * one-off stalls on a shared machine do not decide a ratio. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 typedef struct bench_ctx {
   int rank, size;
   double seconds;
+  int trials;
 } bench_ctx;
 
 typedef int (*bench_fn)(void *arg);
@@ -30,7 +31,7 @@ static void quiet_barrier(void) {
   adj_wait_all(1, &r, ADJ_WAIT_YIELD);
 }
 
-/* Seconds per call: best of 3 runs of `reps` calls each.  reps is chosen from
+/* Seconds per call: best of ctx->trials runs of `reps` calls each.  reps is chosen from
  * one timed call so a run lasts about ctx->seconds; it is agreed (max over
  * ranks) so every rank makes the same calls.  No collective runs inside the
  * timed loop besides the calls themselves. */
@@ -45,7 +46,7 @@ static double bench_time(const bench_ctx *ctx, bench_fn fn, void *arg) {
   if (reps < 3) reps = 3;
   if (reps > 10000) reps = 10000;
   double best = 1e30;
-  for (int trial = 0; trial < 3; trial++) {
+  for (int trial = 0; trial < ctx->trials; trial++) {
     quiet_barrier();
     t0 = MPI_Wtime();
     for (int k = 0; k < reps; k++) fn(arg);
@@ -91,7 +92,8 @@ static int run_raw(void *p) {
   switch (a->kind) {
   case 0: return MPI_Bcast(a->send, (int)a->n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   case 1: return MPI_Reduce(a->send, a->recv, (int)a->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  case 2: return MPI_Allreduce(MPI_IN_PLACE, a->recv, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  /* Out of place, like the operator: the input survives. */
+  case 2: return MPI_Allreduce(a->send, a->recv, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   default:
     raw_pack(a);
     /* The piece from worker q is rows q*rows.. of my column block, which is
@@ -141,7 +143,7 @@ static void bench_collectives(const bench_ctx *ctx, int64_t n) {
   size_t bytes = (size_t)n * sizeof(double);
   op_arg ob = {bcast, ADJ_FORWARD, &bx, &by}, orr = {reduce, ADJ_FORWARD, &rx, &ry}, oa = {allreduce, ADJ_FORWARD, &ax, &ay};
   raw_arg rb = {.kind = 0, .send = send, .n = n}, rr = {.kind = 1, .send = send, .recv = recv, .n = n},
-          ra = {.kind = 2, .recv = recv, .n = n};
+          ra = {.kind = 2, .send = send, .recv = recv, .n = n};
   bench_row(ctx, "broadcast", bytes, &ob, &rb);
   bench_row(ctx, "sum-reduce", bytes, &orr, &rr);
   bench_row(ctx, "all-sum-reduce", bytes, &oa, &ra);
@@ -188,13 +190,14 @@ static void bench_repartition(const bench_ctx *ctx, int64_t n) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  bench_ctx ctx = {.seconds = 0.2};
+  bench_ctx ctx = {.seconds = 0.2, .trials = 7};
   double max_mb = 64;
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--max-mb")) max_mb = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--seconds")) ctx.seconds = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--trials")) ctx.trials = atoi(argv[i + 1]);
   }
   adj_wait_policy policy;
   adj_wait_policy_resolve(MPI_COMM_WORLD, ADJ_WAIT_AUTO, &policy);

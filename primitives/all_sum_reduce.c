@@ -1,7 +1,7 @@
 /* All-sum-reduce over chosen partition dimensions (DistDL paper, section 3).
  *
- * A = B R is self-adjoint, so forward and adjoint are the same routine: copy
- * the input into the output, then one in-place MPI_Iallreduce over the group
+ * A = B R is self-adjoint, so forward and adjoint are the same routine: one
+ * MPI_Iallreduce (in place when input and output coincide) over the group
  * of workers that share coordinates on every dimension not reduced.  Groups
  * are disjoint, so MPI_Comm_split builds them all in one call. */
 #include <stdio.h>
@@ -27,9 +27,14 @@ static int adj_asr_begin(adj_op *op, adj_direction direction, const adj_tensor *
   adj_asr *a = op->impl;
   a->nrequests = 0;
   size_t bytes = (size_t)a->count * adj_dtype_size(op->dtype);
-  if (out->data != in->data) memcpy(out->data, in->data, bytes);
-  if (a->group_size < 2 || a->count == 0) return ADJ_SUCCESS;
-  ADJ_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, out->data, a->count, a->type, MPI_SUM, a->group, &a->request));
+  if (a->group_size < 2 || a->count == 0) {
+    if (out->data != in->data) memcpy(out->data, in->data, bytes);
+    return ADJ_SUCCESS;
+  }
+  /* Out of place when the tensors differ: MPI reads the input directly
+   * instead of after a separate copy. */
+  const void *send = out->data != in->data ? in->data : MPI_IN_PLACE;
+  ADJ_CALL_MPI(MPI_Iallreduce(send, out->data, a->count, a->type, MPI_SUM, a->group, &a->request));
   a->nrequests = 1;
   adj_op_count_send(op, bytes);
   adj_op_count_recv(op, bytes);

@@ -129,7 +129,6 @@ static int adj_bcast_count(const char *name, int rank, const int64_t *shape, int
 static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tensor *destination) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
-  if (b->self_destination) memcpy(destination->data, source->data, (size_t)b->source_count * esize);
   if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
     /* The root only reads its buffer; MPI's signature is not const. */
     ADJ_CALL_MPI(MPI_Ibcast((void *)source->data, b->source_count, b->type, 0, b->root_comm,
@@ -141,6 +140,9 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
                             &b->requests[b->nrequests++]));
     adj_op_count_recv(op, (size_t)b->destination_count * esize);
   }
+  /* The root's own copy is made after posting, so it overlaps the transfer to
+   * the other destinations (both only read the source). */
+  if (b->self_destination) memcpy(destination->data, source->data, (size_t)b->source_count * esize);
   return ADJ_SUCCESS;
 }
 

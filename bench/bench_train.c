@@ -13,25 +13,79 @@
  * machine lowers no figure.  OpenBLAS gets cores / ranks threads per rank
  * (adj_train_share_cores) unless OPENBLAS_NUM_THREADS says otherwise.  The
  * PyTorch twin is tools/bench_pytorch_lenet.py (same network, batch and
- * optimizer); the README compares the two. */
+ * optimizer); the README compares the two.  For float32 it also prints each
+ * stage's forward and backward time per batch, to show where the time goes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
 
-/* Best images/s over `repetitions` epochs after a warm-up; 0 on failure. */
+/* ---- per-stage breakdown -------------------------------------------------------------- */
+
+/* Milliseconds per batch of each stage's forward and backward (slowest rank,
+ * best of `repetitions`), running the stages one by one on their own buffers,
+ * so a person sees where an epoch's time goes. */
+typedef struct stage_run {
+  adj_layer *layer;
+  adj_tensor x, y, dx, dy; /* input, output and their gradients */
+} stage_run;
+
+static double time_call(int (*call)(adj_layer *, const adj_tensor *, adj_tensor *), stage_run *s, bool backward,
+                        int repetitions) {
+  double best = 1e30;
+  for (int r = 0; r < repetitions; r++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    int status = backward ? call(s->layer, &s->dy, &s->dx) : call(s->layer, &s->x, &s->y);
+    double seconds = MPI_Wtime() - start;
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (status) return -1;
+    if (seconds < best) best = seconds;
+  }
+  return 1e3 * best;
+}
+
+static void breakdown(adj_layer *net, int rank, int repetitions) {
+  int n = adj_network_depth(net);
+  double total[2] = {0, 0};
+  adj_rng *rng = NULL;
+  adj_rng_create((uint64_t)rank + 1, &rng);
+  for (int i = 0; i < n && rng; i++) {
+    stage_run s = {.layer = adj_network_layer(net, i)};
+    adj_layer_create_input(s.layer, &s.x), adj_layer_create_input(s.layer, &s.dx);
+    adj_layer_create_output(s.layer, &s.y), adj_layer_create_output(s.layer, &s.dy);
+    adj_rng_fill_uniform(rng, &s.x, -1, 1), adj_rng_fill_uniform(rng, &s.dy, -1, 1);
+    double forward = time_call(adj_layer_forward, &s, false, repetitions);
+    double backward = time_call(adj_layer_backward, &s, true, repetitions);
+    total[0] += forward, total[1] += backward;
+    if (rank == 0) printf("    %2d %-18s forward %7.3f ms  backward %7.3f ms\n", i, adj_layer_name(s.layer), forward, backward);
+    adj_tensor_destroy(&s.x), adj_tensor_destroy(&s.dx), adj_tensor_destroy(&s.y), adj_tensor_destroy(&s.dy);
+  }
+  if (rank == 0) printf("    total              forward %7.3f ms  backward %7.3f ms per batch\n", total[0], total[1]);
+  adj_rng_destroy(&rng);
+}
+
+/* LeNet-5 in `layout` with Adam and a trainer over `data`. */
+static int setup(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, adj_layer **net,
+                 adj_optimizer **opt, adj_trainer **trainer) {
+  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
+  adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
+  int status = adj_lenet_create(&lc, net);
+  if (!status) status = adj_network_init_uniform(*net, 1);
+  if (!status) status = adj_optimizer_create(*net, &oc, opt);
+  adj_trainer_config tc = {.network = *net, .optimizer = *opt, .train = data, .seed = 1};
+  if (!status) status = adj_trainer_create(&tc, trainer);
+  return status;
+}
+
+/* Best images/s over `repetitions` epochs after a warm-up (0 on failure),
+ * then, for float32, the per-stage breakdown. */
 static double measure(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, int repetitions) {
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
   adj_trainer *trainer = NULL;
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
-  adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
-  int status = adj_lenet_create(&lc, &net);
-  if (!status) status = adj_network_init_uniform(net, 1);
-  if (!status) status = adj_optimizer_create(net, &oc, &opt);
-  adj_trainer_config tc = {.network = net, .optimizer = opt, .train = data, .seed = 1};
-  if (!status) status = adj_trainer_create(&tc, &trainer);
+  int status = setup(layout, dtype, batch, data, &net, &opt, &trainer);
   double best = 0;
   for (int r = 0; r <= repetitions && !status; r++) {
     adj_train_stats stats;
@@ -42,6 +96,9 @@ static double measure(const char *layout, adj_dtype dtype, int64_t batch, const 
     if (r > 0 && !status && (double)data->count / seconds > best) best = (double)data->count / seconds;
   }
   if (status) fprintf(stderr, "bench-train: %s %s: %s\n", layout, adj_dtype_name(dtype), adj_last_error());
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!status && dtype == ADJ_FLOAT32) breakdown(net, rank, repetitions);
   adj_trainer_destroy(&trainer);
   adj_optimizer_destroy(&opt);
   adj_layer_destroy(&net);

@@ -144,15 +144,22 @@ static void ck_write_descriptors(ck_writer *w, adj_layer *net) {
   }
 }
 
+/* The whole of parameter i, in the network's dtype, on rank 0 (an empty
+ * tensor elsewhere).  Collective: every rank learns whether it succeeded. */
+static int ck_whole(adj_layer *net, int index, bool root, adj_tensor *whole) {
+  const adj_parameter *p = adj_layer_parameter(net, index);
+  *whole = (adj_tensor){0};
+  int status = root ? adj_tensor_create(whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout),
+                                        adj_decomposition_global_shape(p->layout))
+                    : ADJ_SUCCESS;
+  return adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD);
+}
+
 /* Gathers every part of parameter i onto rank 0, which appends them as float64. */
 static int ck_write_parameter(ck_writer *w, adj_layer *net, adj_optimizer *opt, int index, bool root) {
-  adj_parameter *p = adj_layer_parameter(net, index);
-  adj_tensor parts[3], whole = {0};
+  adj_tensor parts[3], whole;
   int n = ck_parts(net, opt, index, parts), status = ADJ_SUCCESS;
-  if (root)
-    status = adj_tensor_create(&whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout),
-                               adj_decomposition_global_shape(p->layout));
-  ADJ_CALL(adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD));
+  ADJ_CALL(ck_whole(net, index, root, &whole));
   for (int k = 0; k < n && !status; k++) {
     status = adj_layer_move_parameter_data(net, index, 0, false, &parts[k], root ? &whole : NULL);
     for (int64_t e = 0; root && !status && e < adj_tensor_volume(&whole); e++) ck_put_f64(w, adj_tensor_get(&whole, e));
@@ -322,13 +329,9 @@ static int ck_share_header(MPI_Comm comm, const ck_reader *r, ck_header *h, uint
  * buffers) and scatters it; parts the caller does not restore are skipped. */
 static int ck_read_parameter(ck_reader *r, const ck_header *h, adj_layer *net, adj_optimizer *opt, int index,
                              bool root) {
-  adj_parameter *p = adj_layer_parameter(net, index);
-  adj_tensor parts[3], whole = {0};
+  adj_tensor parts[3], whole;
   int n = ck_parts(net, opt, index, parts), status = ADJ_SUCCESS;
-  if (root)
-    status = adj_tensor_create(&whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout),
-                               adj_decomposition_global_shape(p->layout));
-  ADJ_CALL(adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD));
+  ADJ_CALL(ck_whole(net, index, root, &whole));
   for (int k = 0; k < 1 + (int)h->n_state && !status; k++) {
     for (int64_t e = 0; root && e < adj_tensor_volume(&whole); e++) adj_tensor_set(&whole, e, ck_get_f64(r));
     if (k < n) status = adj_layer_move_parameter_data(net, index, 0, true, &parts[k], root ? &whole : NULL);

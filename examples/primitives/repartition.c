@@ -17,15 +17,7 @@
 #include "show.h"
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 4) {
-    if (rank == 0) fprintf(stderr, "example-repartition needs at least 4 ranks (extra ranks only watch)\n");
-    MPI_Finalize();
-    return 1;
-  }
+  example_begin(&argc, &argv, "example-repartition");
 
   /* Every rank creates both partitions, including the ranks left out. */
   adj_partition *p_x, *p_y;

@@ -16,15 +16,7 @@
 #include "show.h"
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 4) {
-    if (rank == 0) fprintf(stderr, "example-scatter-gather needs at least 4 ranks (extra ranks only watch)\n");
-    MPI_Finalize();
-    return 1;
-  }
+  example_begin(&argc, &argv, "example-scatter-gather");
 
   adj_partition *line;
   EXAMPLE_CHECK(adj_partition_create(MPI_COMM_WORLD, 1, (const int[]){4}, 4, NULL, &line));

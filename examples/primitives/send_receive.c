@@ -40,15 +40,7 @@ static void demonstrate(adj_transfer transfer, int dst, const char *title) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 4) {
-    if (rank == 0) fprintf(stderr, "example-send-receive needs at least 4 ranks (extra ranks only watch)\n");
-    MPI_Finalize();
-    return 1;
-  }
+  example_begin(&argc, &argv, "example-send-receive");
   demonstrate(ADJ_TRANSFER_COPY, 2, "copy 0 -> 2: the adjoint adds rank 2's part to rank 0's (1 + 3 = 4)");
   demonstrate(ADJ_TRANSFER_MOVE, 3, "move 0 -> 3: the adjoint moves rank 3's part back (4)");
   MPI_Finalize();

@@ -101,6 +101,19 @@ const char *adj_shape_format(char *buf, size_t size, int rank, const int64_t *sh
   return buf;
 }
 
+int adj_tensor_check(const adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape, const char *who,
+                     const char *role, const char *owner) {
+  ADJ_CHECK(t, ADJ_ERR_ARG, "%s: %s tensor is NULL", who, role);
+  ADJ_CHECK(t->dtype == dtype, ADJ_ERR_DTYPE, "%s: %s tensor has dtype %s but the %s works in %s", who, role,
+            adj_dtype_name(t->dtype), owner, adj_dtype_name(dtype));
+  int same = t->rank == rank;
+  for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+  char a[160], b[160];
+  ADJ_CHECK(same, ADJ_ERR_SIZE, "%s: %s tensor has local shape %s but the %s expects %s", who, role,
+            adj_shape_format(a, sizeof a, t->rank, t->shape), owner, adj_shape_format(b, sizeof b, rank, shape));
+  return ADJ_SUCCESS;
+}
+
 static int adj_check_pair(const adj_tensor *dst, const adj_tensor *src, const char *what) {
   ADJ_CHECK(dst->dtype == src->dtype, ADJ_ERR_DTYPE, "%s: dtype %s does not match %s", what,
             adj_dtype_name(dst->dtype), adj_dtype_name(src->dtype));

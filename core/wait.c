@@ -137,3 +137,10 @@ int adj_comm_dup(MPI_Comm comm, MPI_Comm *dup) {
   MPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
   return ADJ_SUCCESS;
 }
+
+int adj_comm_dup_with_policy(MPI_Comm comm, MPI_Comm *dup, adj_wait_policy *policy) {
+  ADJ_CALL(adj_comm_dup(comm, dup));
+  int status = adj_wait_policy_resolve(*dup, ADJ_WAIT_AUTO, policy);
+  if (status) MPI_Comm_free(dup);
+  return status;
+}

@@ -28,14 +28,8 @@ int adj_layer_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int input_
   }
   l->methods = *methods;
   l->impl = impl;
-  status = adj_comm_dup(base, &l->comm);
+  status = adj_comm_dup_with_policy(base, &l->comm, &l->wait);
   if (status) {
-    free(l);
-    return status;
-  }
-  status = adj_wait_policy_resolve(l->comm, ADJ_WAIT_AUTO, &l->wait);
-  if (status) {
-    MPI_Comm_free(&l->comm);
     free(l);
     return status;
   }
@@ -110,15 +104,7 @@ void adj_layer_destroy(adj_layer **layer) {
 }
 
 static int adj_layer_check(const adj_layer *l, const adj_tensor *t, const char *role, int rank, const int64_t *shape) {
-  ADJ_CHECK(t, ADJ_ERR_ARG, "%s: %s tensor is NULL", l->name, role);
-  ADJ_CHECK(t->dtype == l->dtype, ADJ_ERR_DTYPE, "%s: %s tensor has dtype %s but the layer works in %s", l->name, role,
-            adj_dtype_name(t->dtype), adj_dtype_name(l->dtype));
-  int same = t->rank == rank;
-  for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-  char a[160], b[160];
-  ADJ_CHECK(same, ADJ_ERR_SIZE, "%s: %s tensor has local shape %s but the layer expects %s", l->name, role,
-            adj_shape_format(a, sizeof a, t->rank, t->shape), adj_shape_format(b, sizeof b, rank, shape));
-  return ADJ_SUCCESS;
+  return adj_tensor_check(t, l->dtype, rank, shape, l->name, role, "layer");
 }
 
 /* Checks an (input-shaped, output-shaped) pair, either of which may be

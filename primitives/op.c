@@ -27,14 +27,8 @@ int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_ra
   op->methods = *methods;
   op->impl = impl;
   op->checks = true;
-  int status = adj_comm_dup(base, &op->comm);
+  int status = adj_comm_dup_with_policy(base, &op->comm, &op->wait);
   if (status) {
-    free(op);
-    return status;
-  }
-  status = adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
-  if (status) {
-    MPI_Comm_free(&op->comm);
     free(op);
     return status;
   }
@@ -59,15 +53,7 @@ void adj_op_destroy(adj_op **op) {
 
 static int adj_op_check_tensor(const adj_op *op, const adj_tensor *t, const char *role, int rank,
                                const int64_t *shape) {
-  ADJ_CHECK(t, ADJ_ERR_ARG, "%s: %s tensor is NULL", op->name, role);
-  ADJ_CHECK(t->dtype == op->dtype, ADJ_ERR_DTYPE, "%s: %s tensor has dtype %s but the operator works in %s",
-            op->name, role, adj_dtype_name(t->dtype), adj_dtype_name(op->dtype));
-  int same = t->rank == rank;
-  for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-  char a[160], b[160];
-  ADJ_CHECK(same, ADJ_ERR_SIZE, "%s: %s tensor has local shape %s but the operator expects %s", op->name, role,
-            adj_shape_format(a, sizeof a, t->rank, t->shape), adj_shape_format(b, sizeof b, rank, shape));
-  return ADJ_SUCCESS;
+  return adj_tensor_check(t, op->dtype, rank, shape, op->name, role, "operator");
 }
 
 static int adj_op_check_args(const adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {

@@ -60,6 +60,12 @@ int adj_tensor_copy(adj_tensor *dst, const adj_tensor *src);
 int adj_tensor_add(adj_tensor *dst, const adj_tensor *src);
 /* Nonzero when both have the same rank and extents. */
 int adj_tensor_same_shape(const adj_tensor *a, const adj_tensor *b);
+/* Checks that t is non-NULL and has the given dtype, rank and extents; on a
+ * mismatch records "<who>: <role> tensor has local shape [..] but the <owner>
+ * expects [..]" (or the dtype equivalent) and returns ADJ_ERR_ARG, _DTYPE or
+ * _SIZE.  Operators and layers use it at their boundary.  Not collective. */
+int adj_tensor_check(const adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape, const char *who,
+                     const char *role, const char *owner);
 /* Writes "[3, 4, 5]" into buf (always NUL-terminated). */
 const char *adj_shape_format(char *buf, size_t size, int rank, const int64_t *shape);
 

@@ -34,6 +34,9 @@ int adj_wait_all(int count, MPI_Request *requests, adj_wait_policy policy);
  * every operator and layer duplicates its base communicator.  The duplicate
  * returns MPI errors instead of aborting.  Collective on comm. */
 int adj_comm_dup(MPI_Comm comm, MPI_Comm *dup);
+/* adj_comm_dup, then the duplicate's resolved AUTO wait policy; on failure
+ * nothing is left allocated.  Every operator and layer starts this way. */
+int adj_comm_dup_with_policy(MPI_Comm comm, MPI_Comm *dup, adj_wait_policy *policy);
 
 /* "auto" / "spin" / "yield" */
 const char *adj_wait_policy_name(adj_wait_policy policy);

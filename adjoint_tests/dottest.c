@@ -45,6 +45,8 @@ static void adj_destroy_tensors(int n, adj_tensor *t) {
 }
 
 static int adj_make_like(int n, const adj_tensor *templates, adj_tensor **out) {
+  *out = NULL;
+  ADJ_CHECK(n >= 0, ADJ_ERR_ARG, "dot-product test: negative tensor count %d", n);
   adj_tensor *t = calloc((size_t)(n ? n : 1), sizeof *t);
   *out = t;
   ADJ_CHECK(t, ADJ_ERR_MEM, "dot-product test: out of memory");

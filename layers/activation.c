@@ -17,23 +17,40 @@ static int adj_activation_check(const char *who, const adj_activation *a, const 
   return adj_check_tensor(who, name, t, x->dtype, x->rank, x->shape);
 }
 
+/* The elementwise loops over a team: each member takes a contiguous share. */
+static void adj_activation_run(const adj_activation *a, bool derivative, const adj_tensor *x, const void *v,
+                               void *out) {
+  int64_t n = adj_tensor_volume(x);
+  int team = adj_team_size(n, n);
+#pragma omp parallel for num_threads(team) schedule(static, 1)
+  for (int member = 0; member < team; member++) {
+    int64_t first, count;
+    adj_team_range(n, team, member, &first, &count);
+    const void *xs = adj_at_const(x->data, x->dtype, first);
+    if (derivative)
+      ADJ_DISPATCH(x->dtype, activation_derivative, a, xs, adj_at_const(v, x->dtype, first),
+                   adj_at(out, x->dtype, first), count);
+    else ADJ_DISPATCH(x->dtype, activation_apply, a, xs, adj_at(out, x->dtype, first), count);
+  }
+}
+
 int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_tensor *y) {
   ADJ_CALL(adj_activation_check("activation forward", a, x, "output y", y));
-  ADJ_DISPATCH(x->dtype, activation_apply, a, x->data, y->data, adj_tensor_volume(x));
+  adj_activation_run(a, false, x, NULL, y->data);
   return ADJ_SUCCESS;
 }
 
 int adj_activation_jvp(const adj_activation *a, const adj_tensor *x, const adj_tensor *dx, adj_tensor *dy) {
   ADJ_CALL(adj_activation_check("activation jvp", a, x, "input perturbation dx", dx));
   ADJ_CALL(adj_activation_check("activation jvp", a, x, "output dy", dy));
-  ADJ_DISPATCH(x->dtype, activation_derivative, a, x->data, dx->data, dy->data, adj_tensor_volume(x));
+  adj_activation_run(a, true, x, dx->data, dy->data);
   return ADJ_SUCCESS;
 }
 
 int adj_activation_backward(const adj_activation *a, const adj_tensor *x, const adj_tensor *dy, adj_tensor *dx) {
   ADJ_CALL(adj_activation_check("activation backward", a, x, "output gradient dy", dy));
   ADJ_CALL(adj_activation_check("activation backward", a, x, "input gradient dx", dx));
-  ADJ_DISPATCH(x->dtype, activation_derivative, a, x->data, dy->data, dx->data, adj_tensor_volume(x));
+  adj_activation_run(a, true, x, dy->data, dx->data);
   return ADJ_SUCCESS;
 }
 

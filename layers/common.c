@@ -153,6 +153,11 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
                 (int)ldc);
 }
 
+void adj_vector_add(adj_dtype dtype, void *y, const void *x, int64_t n) {
+  if (dtype == ADJ_FLOAT32) cblas_saxpy((int)n, 1.0f, x, 1, y, 1);
+  else cblas_daxpy((int)n, 1.0, x, 1, y, 1);
+}
+
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b) {
   ADJ_DISPATCH(dtype, rows_fill, y, rows, cols, ld, b);
 }
@@ -163,4 +168,22 @@ void adj_rows_sum_add(adj_dtype dtype, const void *y, int64_t rows, int64_t cols
 
 void adj_cols_sum_add(adj_dtype dtype, const void *y, int64_t rows, int64_t cols, void *b) {
   ADJ_DISPATCH(dtype, cols_sum_add, y, rows, cols, b);
+}
+
+/* ---- thread teams ----------------------------------------------------------------------- */
+
+int adj_team_size(int64_t items, int64_t work) {
+  if (work < ADJ_TEAM_MIN_WORK || items < 2) return 1;
+  int threads = adj_threads_get();
+  return items < threads ? (int)items : threads;
+}
+
+void adj_team_range(int64_t items, int team, int member, int64_t *first, int64_t *count) {
+  int64_t base = items / team, extra = items % team;
+  *first = member * base + (member < extra ? member : extra);
+  *count = base + (member < extra ? 1 : 0);
+}
+
+void adj_blas_leave_threads_to_teams(int team) {
+  if (team > 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }

@@ -333,17 +333,61 @@ static bool adj_shift_usable(const adj_conv_plan *cp, const adj_workspace *ws, a
   return adj_shift_plan_make(cp, s) && ws && ws->data && ws->bytes >= (size_t)s->bytes;
 }
 
-/* The larger of the two paths' preferred workspaces. */
+/* ---- batch-parallel driver ----------------------------------------------------------
+ *
+ * Images are independent, so a team of threads (adjoin/threads.h) splits the
+ * batch into contiguous shares and each member runs the serial paths above on
+ * its share, with its own slice of the workspace and BLAS single-threaded.
+ * LeNet's GEMMs (6 x 25 and 16 x 150 weights) are too small for OpenBLAS to
+ * split, and the im2col copies, which were single-threaded, now run on every
+ * core.  Weight and bias gradients are sums over the batch: member 0 adds into
+ * dw and db, the others into zeroed scratch at the end of their slice, which
+ * is added in member order afterwards, so for a fixed team the sum order, and
+ * the result, is the same run to run. */
+
+/* Bytes of one member's gradient scratch (dw then db), kept 64-byte aligned. */
+static size_t adj_conv_scratch_bytes(const adj_conv_plan *cp) {
+  size_t bytes = (size_t)(cp->c_out * cp->rows + cp->c_out) * adj_dtype_size(cp->dtype);
+  return (bytes + 63) / 64 * 64;
+}
+
+/* What one member working on `images` images would like: the larger of the two
+ * paths' workspaces. */
+static size_t adj_conv_member_bytes(const adj_conv_plan *cp, int64_t images) {
+  adj_conv_plan share = *cp;
+  share.win.batch = images;
+  int64_t tile_images, lines;
+  adj_conv_tiling(&share, SIZE_MAX, &tile_images, &lines);
+  size_t bytes = (size_t)(tile_images * lines * cp->line_bytes);
+  adj_shift_plan s;
+  if (adj_shift_plan_make(&share, &s) && (size_t)s.bytes > bytes) bytes = (size_t)s.bytes;
+  return (bytes + 63) / 64 * 64;
+}
+
+/* The team for this call: adj_team_size over the images, shrunk until each
+ * member's slice of ws holds one output line and its scratch. */
+static int adj_conv_team(const adj_conv_plan *cp, const adj_workspace *ws) {
+  const adj_window_plan *p = &cp->win;
+  int team = adj_team_size(p->batch, p->batch * p->out_volume * cp->rows * cp->c_out);
+  size_t have = ws && ws->data ? ws->bytes : 0;
+  while (team > 1 && have / (size_t)team < (size_t)cp->line_bytes + adj_conv_scratch_bytes(cp) + 64) team--;
+  return team;
+}
+
 int adj_conv_workspace_size(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w,
                             size_t *bytes) {
   adj_conv_plan cp;
   ADJ_CALL(adj_conv_plan_make("conv workspace", g, x, w, &cp));
   ADJ_CHECK(bytes, ADJ_ERR_ARG, "conv workspace: bytes is NULL");
-  int64_t images, lines;
-  adj_conv_tiling(&cp, SIZE_MAX, &images, &lines);
-  *bytes = (size_t)(images * lines * cp.line_bytes);
-  adj_shift_plan s;
-  if (adj_shift_plan_make(&cp, &s) && (size_t)s.bytes > *bytes) *bytes = (size_t)s.bytes;
+  const adj_window_plan *p = &cp.win;
+  int team = adj_team_size(p->batch, p->batch * p->out_volume * cp.rows * cp.c_out);
+  if (team == 1) {
+    *bytes = adj_conv_member_bytes(&cp, p->batch);
+    return ADJ_SUCCESS;
+  }
+  int64_t first, largest;
+  adj_team_range(p->batch, team, 0, &first, &largest); /* member 0 has the largest share */
+  *bytes = (size_t)team * (adj_conv_member_bytes(&cp, largest) + adj_conv_scratch_bytes(&cp));
   return ADJ_SUCCESS;
 }
 
@@ -353,38 +397,6 @@ static void adj_conv_apply(const adj_conv_plan *cp, int64_t images, int64_t line
                            const adj_conv_term *terms, const adj_tensor *b, adj_tensor *y, adj_workspace *ws) {
   for (adj_conv_tile t = {0}; adj_conv_next_tile(cp, images, lines, &t);)
     adj_conv_tile_forward(cp, &t, n_terms, terms, b, y, ws->data);
-}
-
-int adj_conv_forward(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w, const adj_tensor *b,
-                     adj_tensor *y, adj_workspace *ws) {
-  static const char who[] = "conv forward";
-  adj_conv_plan cp;
-  int64_t images, lines;
-  ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
-  ADJ_CALL(adj_check_optional(who, "bias b", b, cp.dtype, 1, &cp.c_out));
-  ADJ_CALL(adj_check_tensor(who, "output y", y, cp.dtype, cp.rank, cp.y_shape));
-  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
-  adj_shift_plan s;
-  if (adj_shift_usable(&cp, ws, &s)) adj_shift_forward(&cp, &s, x, w, b, y, ws->data);
-  else adj_conv_apply(&cp, images, lines, 1, &(adj_conv_term){x, w}, b, y, ws);
-  return ADJ_SUCCESS;
-}
-
-int adj_conv_jvp(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w, const adj_tensor *dx,
-                 const adj_tensor *dw, const adj_tensor *db, adj_tensor *dy, adj_workspace *ws) {
-  static const char who[] = "conv jvp";
-  adj_conv_plan cp;
-  int64_t images, lines;
-  ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
-  ADJ_CALL(adj_check_optional(who, "input perturbation dx", dx, cp.dtype, x->rank, x->shape));
-  ADJ_CALL(adj_check_optional(who, "weight perturbation dw", dw, cp.dtype, w->rank, w->shape));
-  ADJ_CALL(adj_check_optional(who, "bias perturbation db", db, cp.dtype, 1, &cp.c_out));
-  ADJ_CALL(adj_check_tensor(who, "output dy", dy, cp.dtype, cp.rank, cp.y_shape));
-  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
-  /* Product rule of the bilinear map (x, w) -> conv(x; w). */
-  adj_conv_term terms[2] = {{dx, w}, {x, dw}};
-  adj_conv_apply(&cp, images, lines, 2, terms, db, dy, ws);
-  return ADJ_SUCCESS;
 }
 
 /* Gradient contributions of one tile; dx is cleared when its first tile of an image arrives. */
@@ -415,6 +427,125 @@ static void adj_conv_tile_backward(const adj_conv_plan *cp, const adj_conv_tile 
   }
 }
 
+typedef enum adj_conv_pass { ADJ_CONV_FORWARD, ADJ_CONV_JVP, ADJ_CONV_BACKWARD } adj_conv_pass;
+
+/* Every tensor one call touches.  x, dx, y, dy and gx carry the batch and are
+ * cut per team member; the others are shared (gw, gb get scratch). */
+typedef struct adj_conv_call {
+  adj_conv_pass pass;
+  const adj_tensor *x, *w, *b;    /* input, weights, bias (optional) */
+  const adj_tensor *dx, *dw, *db; /* jvp: perturbations (each optional) */
+  const adj_tensor *dy;           /* backward: output gradient */
+  adj_tensor *y;                  /* forward: output; jvp: its perturbation */
+  adj_tensor *gx, *gw, *gb;       /* backward: gradients (each optional) */
+} adj_conv_call;
+
+/* The call on the calling thread: the shifted-GEMM path when it applies and
+ * the workspace holds it, else tiles of im2col + GEMM. */
+static void adj_conv_run_serial(const adj_conv_plan *cp, const adj_conv_call *c, adj_workspace *ws) {
+  int64_t images, lines;
+  adj_conv_tiling(cp, ws->bytes, &images, &lines);
+  adj_shift_plan s;
+  bool shift = c->pass != ADJ_CONV_JVP && adj_shift_usable(cp, ws, &s);
+  if (c->pass == ADJ_CONV_FORWARD && shift) adj_shift_forward(cp, &s, c->x, c->w, c->b, c->y, ws->data);
+  else if (c->pass == ADJ_CONV_FORWARD) adj_conv_apply(cp, images, lines, 1, &(adj_conv_term){c->x, c->w}, c->b, c->y, ws);
+  else if (c->pass == ADJ_CONV_JVP) {
+    /* Product rule of the bilinear map (x, w) -> conv(x; w). */
+    adj_conv_term terms[2] = {{c->dx, c->w}, {c->x, c->dw}};
+    adj_conv_apply(cp, images, lines, 2, terms, c->db, c->y, ws);
+  } else if (shift) adj_shift_backward(cp, &s, c->x, c->w, c->dy, c->gx, c->gw, c->gb, ws->data);
+  else
+    for (adj_conv_tile t = {0}; adj_conv_next_tile(cp, images, lines, &t);)
+      adj_conv_tile_backward(cp, &t, c->x, c->w, c->dy, c->gx, c->gw, c->gb, ws->data);
+}
+
+/* Images [first, first + count) of a batch tensor (NULL stays NULL). */
+static adj_tensor *adj_batch_share(const adj_tensor *t, int64_t first, int64_t count, adj_tensor *view) {
+  if (!t) return NULL;
+  int64_t shape[ADJ_MAX_RANK], per_image = t->shape[0] ? adj_tensor_volume(t) / t->shape[0] : 0;
+  memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  shape[0] = count;
+  adj_tensor_view(view, t->dtype, t->rank, shape, adj_at(t->data, t->dtype, first * per_image));
+  return view;
+}
+
+/* Member `member`'s share of the call, its gradients in `scratch` unless it is member 0. */
+static void adj_conv_member(const adj_conv_plan *cp, const adj_conv_call *c, int team, int member, void *slice,
+                            size_t slice_bytes) {
+  int64_t first, count;
+  adj_team_range(cp->win.batch, team, member, &first, &count);
+  adj_conv_plan share = *cp;
+  share.win.batch = count;
+  adj_tensor views[7];
+  adj_conv_call mine = *c;
+  mine.x = adj_batch_share(c->x, first, count, &views[0]);
+  mine.dx = adj_batch_share(c->dx, first, count, &views[1]);
+  mine.dy = adj_batch_share(c->dy, first, count, &views[2]);
+  mine.y = adj_batch_share(c->y, first, count, &views[3]);
+  mine.gx = adj_batch_share(c->gx, first, count, &views[4]);
+  size_t scratch = adj_conv_scratch_bytes(cp);
+  if (member > 0 && c->pass == ADJ_CONV_BACKWARD) {
+    void *gw = (char *)slice + slice_bytes - scratch;
+    memset(gw, 0, scratch);
+    if (c->gw) adj_tensor_view(&views[5], c->gw->dtype, c->gw->rank, c->gw->shape, gw), mine.gw = &views[5];
+    if (c->gb)
+      adj_tensor_view(&views[6], c->gb->dtype, 1, &cp->c_out, adj_at(gw, cp->dtype, cp->c_out * cp->rows)),
+          mine.gb = &views[6];
+  }
+  adj_workspace own = {.data = slice, .bytes = slice_bytes - scratch};
+  adj_conv_run_serial(&share, &mine, &own);
+}
+
+/* The call over a team (see "batch-parallel driver"). */
+static void adj_conv_run(const adj_conv_plan *cp, const adj_conv_call *c, adj_workspace *ws) {
+  int team = adj_conv_team(cp, ws);
+  if (team == 1) {
+    adj_conv_run_serial(cp, c, ws);
+    return;
+  }
+  size_t slice = ws->bytes / (size_t)team / 64 * 64;
+  adj_blas_leave_threads_to_teams(team);
+#pragma omp parallel for num_threads(team) schedule(static, 1)
+  for (int member = 0; member < team; member++)
+    adj_conv_member(cp, c, team, member, (char *)ws->data + (size_t)member * slice, slice);
+  if (c->pass != ADJ_CONV_BACKWARD) return;
+  size_t scratch = adj_conv_scratch_bytes(cp);
+  for (int member = 1; member < team; member++) { /* in member order: a fixed sum order */
+    void *gw = (char *)ws->data + (size_t)member * slice + slice - scratch;
+    if (c->gw) adj_vector_add(cp->dtype, c->gw->data, gw, cp->c_out * cp->rows);
+    if (c->gb) adj_vector_add(cp->dtype, c->gb->data, adj_at(gw, cp->dtype, cp->c_out * cp->rows), cp->c_out);
+  }
+}
+
+int adj_conv_forward(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w, const adj_tensor *b,
+                     adj_tensor *y, adj_workspace *ws) {
+  static const char who[] = "conv forward";
+  adj_conv_plan cp;
+  int64_t images, lines;
+  ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
+  ADJ_CALL(adj_check_optional(who, "bias b", b, cp.dtype, 1, &cp.c_out));
+  ADJ_CALL(adj_check_tensor(who, "output y", y, cp.dtype, cp.rank, cp.y_shape));
+  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
+  adj_conv_run(&cp, &(adj_conv_call){.pass = ADJ_CONV_FORWARD, .x = x, .w = w, .b = b, .y = y}, ws);
+  return ADJ_SUCCESS;
+}
+
+int adj_conv_jvp(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w, const adj_tensor *dx,
+                 const adj_tensor *dw, const adj_tensor *db, adj_tensor *dy, adj_workspace *ws) {
+  static const char who[] = "conv jvp";
+  adj_conv_plan cp;
+  int64_t images, lines;
+  ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
+  ADJ_CALL(adj_check_optional(who, "input perturbation dx", dx, cp.dtype, x->rank, x->shape));
+  ADJ_CALL(adj_check_optional(who, "weight perturbation dw", dw, cp.dtype, w->rank, w->shape));
+  ADJ_CALL(adj_check_optional(who, "bias perturbation db", db, cp.dtype, 1, &cp.c_out));
+  ADJ_CALL(adj_check_tensor(who, "output dy", dy, cp.dtype, cp.rank, cp.y_shape));
+  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
+  adj_conv_call c = {.pass = ADJ_CONV_JVP, .x = x, .w = w, .dx = dx, .dw = dw, .db = db, .y = dy};
+  adj_conv_run(&cp, &c, ws);
+  return ADJ_SUCCESS;
+}
+
 int adj_conv_backward(const adj_window_geometry *g, const adj_tensor *x, const adj_tensor *w, const adj_tensor *dy,
                       adj_tensor *dx, adj_tensor *dw, adj_tensor *db, adj_workspace *ws) {
   static const char who[] = "conv backward";
@@ -426,12 +557,7 @@ int adj_conv_backward(const adj_window_geometry *g, const adj_tensor *x, const a
   ADJ_CALL(adj_check_optional(who, "weight gradient dw", dw, cp.dtype, w->rank, w->shape));
   ADJ_CALL(adj_check_optional(who, "bias gradient db", db, cp.dtype, 1, &cp.c_out));
   ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
-  adj_shift_plan s;
-  if (adj_shift_usable(&cp, ws, &s)) {
-    adj_shift_backward(&cp, &s, x, w, dy, dx, dw, db, ws->data);
-    return ADJ_SUCCESS;
-  }
-  for (adj_conv_tile t = {0}; adj_conv_next_tile(&cp, images, lines, &t);)
-    adj_conv_tile_backward(&cp, &t, x, w, dy, dx, dw, db, ws->data);
+  adj_conv_call c = {.pass = ADJ_CONV_BACKWARD, .x = x, .w = w, .dy = dy, .gx = dx, .gw = dw, .gb = db};
+  adj_conv_run(&cp, &c, ws);
   return ADJ_SUCCESS;
 }

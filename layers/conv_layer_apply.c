@@ -158,7 +158,7 @@ int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
 
 int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_conv_layer *c = l->impl;
-  bool any_dx;
+  bool any_dx = false;
   ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
   ADJ_CALL(adj_conv_parameters_begin(l, true));
   const adj_tensor *dx_kernel = NULL;
@@ -173,7 +173,7 @@ int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
 
 int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_conv_layer *c = l->impl;
-  bool any_dx;
+  bool any_dx = false;
   ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
   const adj_tensor *dy_hat;
   int status = adj_conv_output_adjoint(c, dy, &dy_hat);

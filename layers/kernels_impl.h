@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "adjoin/kernels.h"
+#include "adjoin/threads.h"
 #include "error_impl.h"
 
 /* ---- argument checks -------------------------------------------------------------- */
@@ -85,6 +86,34 @@ static inline bool adj_taps_next(adj_taps *it, int64_t *offset) {
   return true;
 }
 
+/* Before a loop whose iterations are independent although its pointers may be
+ * equal (in-place elementwise maps): lets GCC vectorize without a runtime
+ * aliasing test, which its -O2 cost model refuses. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define ADJ_IVDEP _Pragma("GCC ivdep")
+#else
+#define ADJ_IVDEP
+#endif
+
+/* ---- thread teams (adjoin/threads.h) ------------------------------------------------ */
+
+/* Below this many elements (or multiply-adds) a call runs on the calling
+ * thread: waking a team costs microseconds. */
+enum { ADJ_TEAM_MIN_WORK = 1 << 16 };
+
+/* Threads for `items` independent pieces of `work` elements in all: 1 when
+ * the work is small, else adj_threads_get() capped at items. */
+int adj_team_size(int64_t items, int64_t work);
+/* Member `member`'s contiguous share [*first, *first + *count) of items split
+ * over team threads as evenly as possible. */
+void adj_team_range(int64_t items, int team, int member, int64_t *first, int64_t *count);
+/* Makes OpenBLAS single-threaded from the first team of more than one thread
+ * on (each member calls BLAS on its own share), and leaves it so: switching
+ * OpenBLAS between 1 and 2 threads around every team, with its idle threads
+ * spinning in sched_yield against the team's, made LeNet-5 training 13x
+ * slower (bench-train: 1,016 against 13,895 images/s). */
+void adj_blas_leave_threads_to_teams(int team);
+
 /* ---- BLAS and typed helpers -------------------------------------------------------- */
 
 /* C = alpha op(A) op(B) + beta C, row-major, through cblas_sgemm / cblas_dgemm. */
@@ -93,6 +122,8 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
 /* Fails when a GEMM dimension exceeds the (32-bit) BLAS index range. */
 int adj_check_blas_dim(const char *who, const char *what, int64_t value);
 
+/* y += x for n elements (BLAS axpy; n within the 32-bit BLAS range). */
+void adj_vector_add(adj_dtype dtype, void *y, const void *x, int64_t n);
 /* y[r, c] = b[r] for a (rows, cols) matrix with leading dimension ld (bias
  * broadcast over positions). */
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b);

@@ -26,6 +26,7 @@ typedef struct adj_pool_layer {
   adj_tensor padded;          /* bulk + halos: holds x, then dx */
   adj_tensor point, tangent;  /* kernel-input box of x, and of dx or the gradient */
   bool computes;              /* the worker's output block is not empty */
+  bool direct;                /* one worker pooling all of x: no halo, no trim, no copies */
 } adj_pool_layer;
 
 /* ---- application ------------------------------------------------------------------------ */
@@ -41,6 +42,7 @@ static int adj_pool_layer_exchange(adj_pool_layer *p, const adj_tensor *x, adj_t
 
 static int adj_pool_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_pool_layer *p = l->impl;
+  if (p->direct) return adj_pool_forward(p->kind, &p->window, x, y);
   ADJ_CALL(adj_pool_layer_exchange(p, x, &p->point));
   return p->computes ? adj_pool_forward(p->kind, &p->window, &p->point, y) : ADJ_SUCCESS;
 }
@@ -51,6 +53,7 @@ static int adj_pool_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy
     adj_tensor_zero(dy);
     return ADJ_SUCCESS;
   }
+  if (p->direct) return adj_pool_jvp(p->kind, &p->window, l->input, dx, dy);
   ADJ_CALL(adj_pool_layer_exchange(p, dx, &p->tangent));
   return p->computes ? adj_pool_jvp(p->kind, &p->window, &p->point, &p->tangent, dy) : ADJ_SUCCESS;
 }
@@ -58,6 +61,7 @@ static int adj_pool_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy
 static int adj_pool_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_pool_layer *p = l->impl;
   if (!dx) return ADJ_SUCCESS;
+  if (p->direct) return adj_pool_backward(p->kind, &p->window, l->input, dy, dx);
   if (p->computes) ADJ_CALL(adj_pool_backward(p->kind, &p->window, &p->point, dy, &p->tangent));
   else adj_tensor_zero(&p->tangent);
   adj_tensor_zero(&p->padded);
@@ -173,16 +177,31 @@ static void adj_pool_local_window(const adj_window_geometry *w, const adj_halo_l
   }
 }
 
+/* A single worker whose kernel input is all of its local tensor pools x as it
+ * is: the exchange and the trim would only copy x twice (and the backward
+ * clear and copy three times), which cost as much as the pooling itself. */
+static bool adj_pool_layer_is_direct(const adj_pool_layer *p, int partition_size) {
+  const adj_halo_local *local = &p->local;
+  bool whole = partition_size == 1;
+  for (int d = 0; d < local->rank && whole; d++)
+    whole = local->kernel_input.start[d] == 0 && local->kernel_input.extent[d] == local->shape[d] &&
+            local->bulk.start[d] == 0 && local->bulk.extent[d] == local->shape[d];
+  return whole;
+}
+
 /* The buffers, and a check that the local window on the kernel-input box
  * yields exactly this worker's output block (the geometry's promise; a
  * mismatch found only here would otherwise fail one rank mid-application).
  * Fails on this rank only: the caller agrees. */
-static int adj_pool_layer_buffers(adj_pool_layer *p, adj_dtype dtype) {
+static int adj_pool_layer_buffers(adj_pool_layer *p, adj_dtype dtype, int partition_size) {
   adj_halo_local *local = &p->local;
-  ADJ_CALL(adj_tensor_create(&p->padded, dtype, local->rank, local->shape));
-  ADJ_CALL(adj_tensor_create(&p->point, dtype, local->rank, local->kernel_input.extent));
-  ADJ_CALL(adj_tensor_create(&p->tangent, dtype, local->rank, local->kernel_input.extent));
   p->computes = adj_box_volume(&local->output) > 0;
+  p->direct = p->computes && adj_pool_layer_is_direct(p, partition_size);
+  if (!p->direct) {
+    ADJ_CALL(adj_tensor_create(&p->padded, dtype, local->rank, local->shape));
+    ADJ_CALL(adj_tensor_create(&p->point, dtype, local->rank, local->kernel_input.extent));
+    ADJ_CALL(adj_tensor_create(&p->tangent, dtype, local->rank, local->kernel_input.extent));
+  }
   if (!p->computes) return ADJ_SUCCESS;
   int64_t out[ADJ_MAX_SPATIAL_DIMS];
   ADJ_CALL(adj_window_output_shape(&p->window, local->kernel_input.extent + 2, out));
@@ -203,7 +222,7 @@ static int adj_pool_layer_plan(const adj_pool_layer_config *c, const adj_halo_ge
     p->kind = c->kind;
     adj_halo_geometry_local(g, adj_partition_active(partition) ? adj_partition_coords(partition) : NULL, &p->local);
     adj_pool_local_window(&c->window, &p->local, &p->window);
-    status = adj_pool_layer_buffers(p, c->dtype);
+    status = adj_pool_layer_buffers(p, c->dtype, adj_partition_size(partition));
   }
   status = adj_layer_agree(c->input, status);
   if (!status) status = adj_halo_create(c->dtype, partition, g, &p->halo);

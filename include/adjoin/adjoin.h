@@ -8,6 +8,7 @@
 #include "adjoin/tensor.h"
 #include "adjoin/rng.h"
 #include "adjoin/wait.h"
+#include "adjoin/threads.h"
 #include "adjoin/partition.h"
 #include "adjoin/decomposition.h"
 #include "adjoin/op.h"

@@ -38,6 +38,10 @@ static const conv_case cases[] = {
     {"shifted 2d C_in 16 k3 pad(1,2|1,0)", 3, 16, 3, {12, 20},
      {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 2}, .padding_right = {1, 0}}, true},
     {"shifted 3d C_in 16 k(2,2,3) no bias", 2, 16, 2, {4, 10, 20}, {.spatial_dims = 3, .kernel = {2, 2, 3}}, false},
+    /* Large enough (>= 2^16 multiply-adds) for a thread team to split the batch. */
+    {"LeNet conv2 N=7 (team)", 7, 6, 16, {14, 14}, {.spatial_dims = 2, .kernel = {5, 5}}, true},
+    {"shifted 2d C_in 16 k3 pad 1 N=5 (team)", 5, 16, 8, {12, 12},
+     {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 1}, .padding_right = {1, 1}}, true},
 };
 
 /* ---- naive reference -------------------------------------------------------------- */
@@ -301,12 +305,16 @@ static void check_errors(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_rng *rng = layer_begin(&t, &argc, &argv, "t300-conv", 300);
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    for (int d = 0; d < 2; d++) {
-      adj_test_report(&t, "case %s (N=%lld C_in=%lld C_out=%lld) %s", cases[i].name, (long long)cases[i].n,
-                      (long long)cases[i].c_in, (long long)cases[i].c_out, adj_dtype_name(layer_dtypes[d]));
-      run_case(&t, &cases[i], layer_dtypes[d], rng);
-    }
+  for (int threads = 1; threads <= 3; threads += 2) { /* 3 threads: uneven shares of the batch */
+    ADJ_TEST_OK(&t, adj_threads_set(threads));
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+      for (int d = 0; d < 2; d++) {
+        adj_test_report(&t, "case %s (N=%lld C_in=%lld C_out=%lld) %s, %d kernel threads", cases[i].name,
+                        (long long)cases[i].n, (long long)cases[i].c_in, (long long)cases[i].c_out,
+                        adj_dtype_name(layer_dtypes[d]), threads);
+        run_case(&t, &cases[i], layer_dtypes[d], rng);
+      }
+  }
   check_errors(&t);
   return layer_finish(&t, rng);
 }

@@ -32,6 +32,16 @@ static const pool_case cases[] = {
     {"avg 3d k3 s2 pad 1", ADJ_POOL_AVG, 2, 2, {5, 6, 5},
      {.spatial_dims = 3, .kernel = {3, 3, 3}, .stride = {2, 2, 2}, .padding_left = {1, 1, 1},
       .padding_right = {1, 1, 1}}},
+    /* No padding: the interior loops, with dilation, 3-D and unused trailing inputs. */
+    {"max 2d k3 s2 d2", ADJ_POOL_MAX, 2, 3, {11, 10}, {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 2},
+                                                       .dilation = {2, 2}}},
+    {"avg 3d k2 s(2,1,2) d(1,2,1)", ADJ_POOL_AVG, 2, 2, {5, 7, 6},
+     {.spatial_dims = 3, .kernel = {2, 2, 2}, .stride = {2, 1, 2}, .dilation = {1, 2, 1}}},
+    /* Large enough (>= 2^16 elements) for a thread team to split the planes. */
+    {"max 2d k2 s2 N=16 C=6 28x28 (team)", ADJ_POOL_MAX, 16, 6, {28, 28},
+     {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    {"avg 2d k3 s3 N=9 C=5 30x31 (team)", ADJ_POOL_AVG, 9, 5, {30, 31},
+     {.spatial_dims = 2, .kernel = {3, 3}, .stride = {3, 3}}},
 };
 
 /* Direct loops in float64.  Per output: the window's first maximum (max) or
@@ -177,12 +187,15 @@ static void check_errors(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_rng *rng = layer_begin(&t, &argc, &argv, "t301-pool", 301);
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    for (int d = 0; d < 2; d++) {
-      adj_test_report(&t, "case %s (N=%lld C=%lld) %s", cases[i].name, (long long)cases[i].n, (long long)cases[i].c,
-                      adj_dtype_name(layer_dtypes[d]));
-      run_case(&t, &cases[i], layer_dtypes[d], rng);
-    }
+  for (int threads = 1; threads <= 3; threads += 2) { /* 3 threads: uneven shares of the planes */
+    ADJ_TEST_OK(&t, adj_threads_set(threads));
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+      for (int d = 0; d < 2; d++) {
+        adj_test_report(&t, "case %s (N=%lld C=%lld) %s, %d kernel threads", cases[i].name, (long long)cases[i].n,
+                        (long long)cases[i].c, adj_dtype_name(layer_dtypes[d]), threads);
+        run_case(&t, &cases[i], layer_dtypes[d], rng);
+      }
+  }
   check_errors(&t);
   return layer_finish(&t, rng);
 }

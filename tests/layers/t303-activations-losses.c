@@ -215,13 +215,17 @@ static void run_activations(adj_test *t, adj_dtype dtype, adj_rng *rng) {
               {"leaky relu 0.1", {ADJ_LEAKY_RELU, 0.1}},
               {"tanh", {ADJ_TANH, 0}},
               {"sigmoid", {ADJ_SIGMOID, 0}}};
-  for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
-    map_point p = {.kind = MAP_ACTIVATION, .act = acts[i].act};
-    map_point_make(&p, dtype, 4, (const int64_t[]){3, 4, 5, 6}, rng);
+  /* The second shape is large enough (>= 2^16 elements) for a thread team. */
+  static const int64_t shapes[2][4] = {{3, 4, 5, 6}, {4, 8, 48, 48}};
+  for (size_t i = 0; i < 2 * sizeof acts / sizeof *acts; i++) {
+    map_point p = {.kind = MAP_ACTIVATION, .act = acts[i / 2].act};
+    map_point_make(&p, dtype, 4, shapes[i % 2], rng);
     /* Spread x over [-4, 4) so tanh and sigmoid are exercised off their linear centre. */
     for (int64_t k = 0; k < adj_tensor_volume(&p.x); k++) adj_tensor_set(&p.x, k, 4 * adj_tensor_get(&p.x, k));
-    check_activation_values(t, acts[i].name, &p, rng);
-    check_jacobian(t, acts[i].name, &p);
+    char name[64];
+    snprintf(name, sizeof name, "%s on %lld elements", acts[i / 2].name, (long long)adj_tensor_volume(&p.x));
+    check_activation_values(t, name, &p, rng);
+    check_jacobian(t, name, &p);
     map_point_free(&p);
   }
 }
@@ -288,9 +292,15 @@ static void check_errors(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_rng *rng = layer_begin(&t, &argc, &argv, "t303-activations-losses", 303);
+  for (int threads = 1; threads <= 3; threads += 2) {
+    ADJ_TEST_OK(&t, adj_threads_set(threads));
+    for (int d = 0; d < 2; d++) {
+      adj_test_report(&t, "activations, x (3, 4, 5, 6) and (4, 8, 48, 48) %s, %d kernel threads",
+                      adj_dtype_name(layer_dtypes[d]), threads);
+      run_activations(&t, layer_dtypes[d], rng);
+    }
+  }
   for (int d = 0; d < 2; d++) {
-    adj_test_report(&t, "activations, x (3, 4, 5, 6) %s", adj_dtype_name(layer_dtypes[d]));
-    run_activations(&t, layer_dtypes[d], rng);
     adj_test_report(&t, "losses: cross-entropy logits (6, 10), mse (4, 5), %s", adj_dtype_name(layer_dtypes[d]));
     run_losses(&t, layer_dtypes[d], rng);
   }

@@ -1,0 +1,28 @@
+/* Threads of the local kernels.
+ *
+ * Convolution, pooling and the activations split their batch (or their
+ * elements) over a team of OpenMP threads and run BLAS single-threaded inside
+ * it.  LeNet-sized GEMMs (6 x 25 x 784 per image) are too small for OpenBLAS
+ * to split well, and its idle threads spin in sched_yield while the kernels'
+ * own copies run on one core; whole images, by contrast, are independent
+ * work of equal size.  Kernels too small to pay for a team run on the calling
+ * thread.
+ *
+ * The count defaults to the node's online cores divided by the MPI ranks on
+ * the node (MPICH's launcher exports MPI_LOCALNRANKS), so ranks sharing a node
+ * do not oversubscribe it; the environment variable ADJ_NUM_THREADS overrides
+ * the default and adj_threads_set overrides both.  For a fixed count results
+ * are bit-identical run to run; a different count changes the order in which
+ * weight gradients are summed (thread 0's images first, then thread 1's...),
+ * so results then agree to rounding only. */
+#ifndef ADJOIN_THREADS_H
+#define ADJOIN_THREADS_H
+
+/* The kernels' thread count (at least 1). */
+int adj_threads_get(void);
+
+/* Sets the kernels' thread count; ADJ_ERR_ARG names a count below 1.  Not
+ * thread-safe: call it between kernel calls. */
+int adj_threads_set(int threads);
+
+#endif

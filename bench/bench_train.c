@@ -10,8 +10,8 @@
  * The images are synthetic (their values do not change the work), so the
  * benchmark needs no data set.  Each figure is the best of `repetitions`
  * epochs after one warm-up epoch, so a neighbour's burst on the shared
- * machine lowers no figure.  OpenBLAS gets cores / ranks threads per rank
- * (adj_train_share_cores) unless OPENBLAS_NUM_THREADS says otherwise.  The
+ * machine lowers no figure.  Each rank gets cores / ranks kernel threads
+ * (adj_train_share_cores) unless ADJ_NUM_THREADS says otherwise.  The
  * PyTorch twin is tools/bench_pytorch_lenet.py (same network, batch and
  * optimizer); the README compares the two.  For float32 it also prints each
  * stage's forward and backward time per batch, to show where the time goes. */
@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
   char host[64] = "?";
   gethostname(host, sizeof host);
   if (rank == 0)
-    printf("bench-train: host %s, %ld online cores, %d ranks x %d OpenBLAS threads, LeNet-5 %s, batch %lld, "
+    printf("bench-train: host %s, %ld online cores, %d ranks x %d kernel threads, LeNet-5 %s, batch %lld, "
            "%lld images per epoch, Adam, best of %d epochs\n", host, sysconf(_SC_NPROCESSORS_ONLN), size, threads,
            layout, (long long)batch, (long long)images, repetitions);
   int failed = !data;

@@ -6,6 +6,7 @@
 
 #include "adjoin/checkpoint.h"
 #include "adjoin/loss_layer.h"
+#include "adjoin/threads.h"
 #include "adjoin/train.h"
 #include "error_impl.h"
 
@@ -213,10 +214,11 @@ int adj_train_share_cores(MPI_Comm comm) {
     MPI_Comm_size(node, &on_node);
     MPI_Comm_free(&node);
   }
-  const char *asked = getenv("OPENBLAS_NUM_THREADS");
-  if (asked && atoi(asked) > 0) return atoi(asked);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = cores > on_node ? (int)(cores / on_node) : 1;
-  openblas_set_num_threads(threads);
-  return threads;
+  const char *blas = getenv("OPENBLAS_NUM_THREADS");
+  if (!(blas && atoi(blas) > 0)) openblas_set_num_threads(threads);
+  const char *kernels = getenv("ADJ_NUM_THREADS");
+  if (!(kernels && atoi(kernels) > 0)) adj_threads_set(threads);
+  return adj_threads_get();
 }

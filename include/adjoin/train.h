@@ -80,10 +80,11 @@ int adj_trainer_evaluate(adj_trainer *trainer, const adj_dataset *data, adj_trai
 int adj_trainer_save(adj_trainer *trainer, const char *path);
 int adj_trainer_load(adj_trainer *trainer, const char *path);
 
-/* OpenBLAS starts one thread per core in every rank; ranks sharing a node
- * would then fight over its cores.  Unless OPENBLAS_NUM_THREADS is set, gives
- * each rank max(1, cores / ranks on its node) threads and returns that
- * number (else the number the variable asked for).  Collective on comm. */
+/* OpenBLAS and the kernels' thread teams (threads.h) would each start one
+ * thread per core in every rank; ranks sharing a node would then fight over
+ * its cores.  Gives each rank max(1, cores / ranks on its node) kernel threads
+ * and OpenBLAS threads, unless ADJ_NUM_THREADS or OPENBLAS_NUM_THREADS say
+ * otherwise, and returns the kernel thread count.  Collective on comm. */
 int adj_train_share_cores(MPI_Comm comm);
 
 #endif

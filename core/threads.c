@@ -1,4 +1,5 @@
 /* The local kernels' thread count (see adjoin/threads.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -7,13 +8,19 @@
 
 static int adj_threads_chosen; /* 0 until first asked for or set */
 
-/* A positive integer from the environment, else 0. */
+enum { ADJ_THREADS_MAX = 4096 };
+
+/* A count from 1 to ADJ_THREADS_MAX in the environment, else 0; a value that
+ * is set but not such a count is reported on stderr (the kernels that ask
+ * have no error path) and then ignored. */
 static int adj_env_count(const char *name) {
   const char *text = getenv(name);
   if (!text || !*text) return 0;
   char *end;
   long value = strtol(text, &end, 10);
-  return *end == '\0' && value > 0 && value <= 4096 ? (int)value : 0;
+  if (*end == '\0' && value >= 1 && value <= ADJ_THREADS_MAX) return (int)value;
+  fprintf(stderr, "adjoin: ignoring %s='%s': not a count from 1 to %d\n", name, text, ADJ_THREADS_MAX);
+  return 0;
 }
 
 int adj_threads_get(void) {
@@ -28,7 +35,8 @@ int adj_threads_get(void) {
 }
 
 int adj_threads_set(int threads) {
-  ADJ_CHECK(threads >= 1, ADJ_ERR_ARG, "adj_threads_set: thread count %d is below 1", threads);
+  ADJ_CHECK(threads >= 1 && threads <= ADJ_THREADS_MAX, ADJ_ERR_ARG,
+            "adj_threads_set: thread count %d is not from 1 to %d", threads, ADJ_THREADS_MAX);
   adj_threads_chosen = threads;
   return ADJ_SUCCESS;
 }

@@ -11,7 +11,8 @@
  * The count defaults to the node's online cores divided by the MPI ranks on
  * the node (MPICH's launcher exports MPI_LOCALNRANKS), so ranks sharing a node
  * do not oversubscribe it; the environment variable ADJ_NUM_THREADS overrides
- * the default and adj_threads_set overrides both.  For a fixed count results
+ * the default (a value that is not a count from 1 to 4096 is reported on
+ * stderr and ignored) and adj_threads_set overrides both.  For a fixed count results
  * are bit-identical run to run; a different count changes the order in which
  * weight gradients are summed (thread 0's images first, then thread 1's...),
  * so results then agree to rounding only. */
@@ -21,8 +22,8 @@
 /* The kernels' thread count (at least 1). */
 int adj_threads_get(void);
 
-/* Sets the kernels' thread count; ADJ_ERR_ARG names a count below 1.  Not
- * thread-safe: call it between kernel calls. */
+/* Sets the kernels' thread count; ADJ_ERR_ARG names a count outside 1..4096.
+ * Not thread-safe: call it between kernel calls. */
 int adj_threads_set(int threads);
 
 #endif

@@ -141,19 +141,25 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
     adj_op_count_recv(op, (size_t)b->destination_count * esize);
   }
   /* The root's own copy is made after posting, so it overlaps the transfer to
-   * the other destinations (both only read the source). */
-  if (b->self_destination) memcpy(destination->data, source->data, (size_t)b->source_count * esize);
+   * the other destinations (both only read the source).  A root that gives
+   * one buffer as both, as MPI_Bcast's root does, needs no copy at all. */
+  if (b->self_destination && destination->data != source->data)
+    memcpy(destination->data, source->data, (size_t)b->source_count * esize);
   return ADJ_SUCCESS;
 }
 
 /* Sum-reduce direction: every destination's copy summed into the source block.
  * The root reduces in place, starting from its own copy when it is a
- * destination of its block and from zero when it is not. */
+ * destination of its block (already there when the two share a buffer) and
+ * from zero when it is not. */
 static int adj_bcast_post_sums(adj_op *op, const adj_tensor *destination, adj_tensor *source) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
-  if (b->self_destination) memcpy(source->data, destination->data, (size_t)b->source_count * esize);
-  else if (b->is_source) adj_tensor_zero(source);
+  if (!b->self_destination) {
+    if (b->is_source) adj_tensor_zero(source);
+  } else if (destination->data != source->data) {
+    memcpy(source->data, destination->data, (size_t)b->source_count * esize);
+  }
   if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
     ADJ_CALL_MPI(MPI_Ireduce(MPI_IN_PLACE, source->data, b->source_count, b->type, MPI_SUM, 0, b->root_comm,
                              &b->requests[b->nrequests++]));

@@ -22,15 +22,13 @@
 #include <string.h>
 
 #include "adjoin/halo.h"
+#include "box_type_impl.h"
 #include "op_impl.h"
 
 typedef struct adj_halo_message {
   int peer;             /* rank in the operator's communicator */
   adj_box box;          /* region of the local tensor */
-  MPI_Datatype type;    /* the box in place: the element type or a subarray */
-  bool derived;         /* type is a subarray this plan owns */
-  int type_count;       /* how many `type` make the box */
-  int64_t displacement; /* elements from the tensor's start to where `type` starts */
+  adj_box_type place;   /* the box in place in the local tensor */
   int64_t offset;       /* bulk pieces: elements into the adjoint's receive buffer */
   int count;            /* elements in the box */
 } adj_halo_message;
@@ -53,8 +51,7 @@ typedef struct adj_halo {
 } adj_halo;
 
 static void adj_halo_free_messages(adj_halo_message *list, int n) {
-  for (int m = 0; list && m < n; m++)
-    if (list[m].derived) MPI_Type_free(&list[m].type);
+  for (int m = 0; list && m < n; m++) adj_box_type_free(&list[m].place);
   free(list);
 }
 
@@ -107,40 +104,6 @@ static adj_box adj_halo_phase_box(const adj_halo_local *local, int dim, int64_t 
   return box;
 }
 
-/* Row-major boxes are contiguous when they are one entry thick up to some
- * dimension and span the tensor after it. */
-static bool adj_halo_contiguous(const adj_box *box, const int64_t *shape) {
-  int d = 0;
-  while (d < box->rank && box->extent[d] == 1) d++;
-  for (int j = d + 1; j < box->rank; j++)
-    if (box->extent[j] != shape[j]) return false;
-  return true;
-}
-
-/* The MPI description of `box` in place in the local tensor. */
-static int adj_halo_box_type(const adj_halo *h, adj_halo_message *m) {
-  const adj_box *box = &m->box;
-  int rank = box->rank;
-  m->displacement = 0;
-  if (adj_halo_contiguous(box, h->local.shape)) {
-    for (int d = 0; d < rank; d++) m->displacement = m->displacement * h->local.shape[d] + box->start[d];
-    m->type = h->type;
-    m->type_count = m->count;
-    return ADJ_SUCCESS;
-  }
-  int sizes[ADJ_MAX_RANK], subsizes[ADJ_MAX_RANK], starts[ADJ_MAX_RANK];
-  for (int d = 0; d < rank; d++) {
-    ADJ_CHECK(h->local.shape[d] <= INT_MAX, ADJ_ERR_SIZE, "halo: local extent %lld exceeds MPI's int",
-              (long long)h->local.shape[d]);
-    sizes[d] = (int)h->local.shape[d], subsizes[d] = (int)box->extent[d], starts[d] = (int)box->start[d];
-  }
-  ADJ_CALL_MPI(MPI_Type_create_subarray(rank, sizes, subsizes, starts, MPI_ORDER_C, h->type, &m->type));
-  m->derived = true;
-  m->type_count = 1;
-  ADJ_CALL_MPI(MPI_Type_commit(&m->type));
-  return ADJ_SUCCESS;
-}
-
 static int adj_halo_add_message(adj_halo *h, adj_halo_message *list, int *n, int peer, adj_box box, int64_t *offset) {
   int64_t volume = adj_box_volume(&box);
   if (volume == 0) return ADJ_SUCCESS;
@@ -148,7 +111,7 @@ static int adj_halo_add_message(adj_halo *h, adj_halo_message *list, int *n, int
             (long long)volume);
   adj_halo_message *m = &list[*n];
   *m = (adj_halo_message){.peer = peer, .box = box, .offset = *offset, .count = (int)volume};
-  ADJ_CALL(adj_halo_box_type(h, m));
+  ADJ_CALL(adj_box_type_create("halo", &box, h->local.shape, h->type, &m->place));
   (*n)++;
   *offset += volume;
   return ADJ_SUCCESS;
@@ -209,10 +172,6 @@ static int adj_halo_plan(adj_halo *h, adj_dtype dtype, const adj_partition *part
 
 /* ---- application -------------------------------------------------------------- */
 
-static char *adj_halo_in_place(const adj_halo *h, adj_tensor *t, const adj_halo_message *m) {
-  return (char *)t->data + m->displacement * (int64_t)h->esize;
-}
-
 /* Posts phase `dim`, receives first.  The forward sends bulk pieces and
  * receives halo pieces, both in place.  The adjoint sends the halo pieces back
  * and receives the owners' share into the buffer, to be added. */
@@ -225,16 +184,16 @@ static int adj_halo_phase_post(adj_op *op, int dim, adj_direction direction, adj
   h->posted = 0;
   for (int m = 0; m < n_recv; m++) {
     if (forward)
-      ADJ_CALL_MPI(MPI_Irecv(adj_halo_in_place(h, t, &recv[m]), recv[m].type_count, recv[m].type, recv[m].peer, dim,
-                             op->comm, &h->requests[h->posted++]));
+      ADJ_CALL_MPI(MPI_Irecv(adj_box_type_address(&recv[m].place, t, h->esize), recv[m].place.count,
+                             recv[m].place.type, recv[m].peer, dim, op->comm, &h->requests[h->posted++]));
     else
       ADJ_CALL_MPI(MPI_Irecv(h->buffer + recv[m].offset * (int64_t)h->esize, recv[m].count, h->type, recv[m].peer, dim,
                              op->comm, &h->requests[h->posted++]));
     adj_op_count_recv(op, (size_t)recv[m].count * h->esize);
   }
   for (int m = 0; m < n_send; m++) {
-    ADJ_CALL_MPI(MPI_Isend(adj_halo_in_place(h, t, &send[m]), send[m].type_count, send[m].type, send[m].peer, dim,
-                           op->comm, &h->requests[h->posted++]));
+    ADJ_CALL_MPI(MPI_Isend(adj_box_type_address(&send[m].place, t, h->esize), send[m].place.count, send[m].place.type,
+                           send[m].peer, dim, op->comm, &h->requests[h->posted++]));
     adj_op_count_send(op, (size_t)send[m].count * h->esize);
   }
   return ADJ_SUCCESS;

@@ -1,6 +1,7 @@
 /* t210: broadcast between partitions: forward equals the sequential copy,
  * adjoint the sequential sum, the dot-product test, split-phase adjoint equals
- * blocking, counters, and errors reported on every rank without a hang. */
+ * blocking, counters, a root whose x and y share one buffer, and errors
+ * reported on every rank without a hang. */
 #include <string.h>
 
 #include "bcast_common.h"
@@ -48,6 +49,31 @@ static void check_counters(adj_test *t) {
                  (unsigned long long)k.messages_received, (unsigned long long)k.bytes_received,
                  (unsigned long long)sent, (unsigned long long)(56 * sent), (unsigned long long)received,
                  (unsigned long long)(56 * received));
+  root_broadcast_destroy(&r);
+}
+
+/* The root may give one buffer as its x and as its own copy in y, as
+ * MPI_Bcast's root does; the operator then skips its local copy, and both
+ * directions must still be right. */
+static void check_aliased_root(adj_test *t) {
+  root_broadcast r;
+  root_broadcast_create(t, &r);
+  adj_tensor view, *y = &r.out;
+  if (t->rank == 0) {
+    ADJ_TEST_OK(t, adj_tensor_view(&view, ADJ_FLOAT64, 1, adj_op_range_shape(r.op), r.in.data));
+    y = &view;
+    for (int64_t i = 0; i < 7; i++) adj_tensor_set(&r.in, i, (double)(i + 1));
+  }
+  ADJ_TEST_OK(t, adj_op_forward(r.op, &r.in, y));
+  for (int64_t i = 0; i < 7; i++)
+    ADJ_TEST_CHECK(t, adj_tensor_get(y, i) == (double)(i + 1), "aliased root: forward y[%lld] = %g, expected %g",
+                   (long long)i, adj_tensor_get(y, i), (double)(i + 1));
+  ADJ_TEST_OK(t, adj_op_adjoint(r.op, y, &r.in));
+  for (int64_t i = 0; t->rank == 0 && i < 7; i++)
+    ADJ_TEST_CHECK(t, adj_tensor_get(&r.in, i) == (double)(t->size * (i + 1)),
+                   "aliased root: adjoint x[%lld] = %g, expected %g", (long long)i, adj_tensor_get(&r.in, i),
+                   (double)(t->size * (i + 1)));
+  if (t->rank == 0) adj_tensor_destroy(&view);
   root_broadcast_destroy(&r);
 }
 
@@ -117,6 +143,7 @@ int main(int argc, char **argv) {
   adj_test_begin(&t, &argc, &argv, "t210-broadcast");
   bcast_check_table(&t, false);
   check_counters(&t);
+  check_aliased_root(&t);
   check_argument_errors(&t);
   check_tensor_errors(&t);
   return adj_test_finish(&t);

@@ -212,7 +212,8 @@ static void bench_repartition(const bench_ctx *ctx, int64_t n) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   bench_ctx ctx = {.seconds = 0.2, .trials = 7};
   double max_mb = 64;
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);

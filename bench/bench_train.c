@@ -106,7 +106,8 @@ static double measure(const char *layout, adj_dtype dtype, int64_t batch, const 
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

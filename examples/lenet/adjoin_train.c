@@ -367,7 +367,8 @@ static void teardown(train_run *r) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   static train_run r; /* the metrics history is large for the stack */
   MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &r.ranks);

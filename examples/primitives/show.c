@@ -26,7 +26,8 @@ void show_blocks(MPI_Comm comm, const char *title, const adj_tensor *t) {
 }
 
 int example_begin(int *argc, char ***argv, const char *name) {
-  MPI_Init(argc, argv);
+  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

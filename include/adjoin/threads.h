@@ -15,7 +15,12 @@
  * stderr and ignored) and adj_threads_set overrides both.  For a fixed count results
  * are bit-identical run to run; a different count changes the order in which
  * weight gradients are summed (thread 0's images first, then thread 1's...),
- * so results then agree to rounding only. */
+ * so results then agree to rounding only.
+ *
+ * Team members never call MPI; only the thread that called the kernel does.
+ * A program that lets the kernels use more than one thread should therefore
+ * start MPI with MPI_Init_thread(..., MPI_THREAD_FUNNELED, ...), as adjoin's
+ * own programs, tests and benchmarks do. */
 #ifndef ADJOIN_THREADS_H
 #define ADJOIN_THREADS_H
 

@@ -7,7 +7,8 @@
 enum { ADJ_TEST_MAX_PRINTED = 10 };
 
 void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name) {
-  MPI_Init(argc, argv);
+  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   *t = (adj_test){.name = name, .comm = MPI_COMM_WORLD};
   MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &t->size);

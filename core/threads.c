@@ -1,4 +1,5 @@
 /* The local kernels' thread count (see adjoin/threads.h). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -23,15 +24,28 @@ static int adj_env_count(const char *name) {
   return 0;
 }
 
+static bool adj_threads_from_env; /* ADJ_NUM_THREADS decided the count */
+
+/* The node's cores shared among `ranks` ranks, at least 1 each. */
+static int adj_threads_per_rank(int ranks) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > ranks ? (int)(cores / ranks) : 1;
+}
+
 int adj_threads_get(void) {
   if (adj_threads_chosen > 0) return adj_threads_chosen;
   int asked = adj_env_count("ADJ_NUM_THREADS");
-  if (asked > 0) return adj_threads_chosen = asked;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  adj_threads_from_env = asked > 0;
+  if (adj_threads_from_env) return adj_threads_chosen = asked;
   int ranks = adj_env_count("MPI_LOCALNRANKS");
-  if (ranks < 1) ranks = 1;
-  adj_threads_chosen = cores > ranks ? (int)(cores / ranks) : 1;
-  return adj_threads_chosen;
+  return adj_threads_chosen = adj_threads_per_rank(ranks > 0 ? ranks : 1);
+}
+
+int adj_threads_share_node(int ranks_on_node) {
+  ADJ_CHECK(ranks_on_node >= 1, ADJ_ERR_ARG, "adj_threads_share_node: %d ranks on the node", ranks_on_node);
+  adj_threads_get(); /* reads ADJ_NUM_THREADS once */
+  if (!adj_threads_from_env) adj_threads_chosen = adj_threads_per_rank(ranks_on_node);
+  return ADJ_SUCCESS;
 }
 
 int adj_threads_set(int threads) {

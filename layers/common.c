@@ -153,11 +153,6 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
                 (int)ldc);
 }
 
-void adj_vector_add(adj_dtype dtype, void *y, const void *x, int64_t n) {
-  if (dtype == ADJ_FLOAT32) cblas_saxpy((int)n, 1.0f, x, 1, y, 1);
-  else cblas_daxpy((int)n, 1.0, x, 1, y, 1);
-}
-
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b) {
   ADJ_DISPATCH(dtype, rows_fill, y, rows, cols, ld, b);
 }

@@ -88,12 +88,12 @@ static void adj_conv_tiling(const adj_conv_plan *cp, size_t budget, int64_t *ima
   else *images = 1, *lines = fit;
 }
 
-/* The tile shape the caller's workspace allows. */
-static int adj_conv_fit(const char *who, const adj_conv_plan *cp, const adj_workspace *ws, int64_t *images,
-                        int64_t *lines) {
+/* Fails unless the caller's workspace holds at least one output line. */
+static int adj_conv_fit(const char *who, const adj_conv_plan *cp, const adj_workspace *ws) {
   size_t have = ws && ws->data ? ws->bytes : 0;
-  adj_conv_tiling(cp, have, images, lines);
-  ADJ_CHECK(*images == 0 || *lines > 0, ADJ_ERR_SIZE,
+  int64_t images, lines;
+  adj_conv_tiling(cp, have, &images, &lines);
+  ADJ_CHECK(images == 0 || lines > 0, ADJ_ERR_SIZE,
             "%s: workspace holds %zu bytes but one output line needs %lld (size it with adj_conv_workspace_size)",
             who, have, (long long)cp->line_bytes);
   return ADJ_SUCCESS;
@@ -345,10 +345,12 @@ static bool adj_shift_usable(const adj_conv_plan *cp, const adj_workspace *ws, a
  * is added in member order afterwards, so for a fixed team the sum order, and
  * the result, is the same run to run. */
 
-/* Bytes of one member's gradient scratch (dw then db), kept 64-byte aligned. */
+/* Slices of the workspace start 64-byte aligned, as the workspace itself does. */
+static size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* Bytes of one member's gradient scratch (dw then db). */
 static size_t adj_conv_scratch_bytes(const adj_conv_plan *cp) {
-  size_t bytes = (size_t)(cp->c_out * cp->rows + cp->c_out) * adj_dtype_size(cp->dtype);
-  return (bytes + 63) / 64 * 64;
+  return adj_align64((size_t)(cp->c_out * cp->rows + cp->c_out) * adj_dtype_size(cp->dtype));
 }
 
 /* What one member working on `images` images would like: the larger of the two
@@ -361,7 +363,7 @@ static size_t adj_conv_member_bytes(const adj_conv_plan *cp, int64_t images) {
   size_t bytes = (size_t)(tile_images * lines * cp->line_bytes);
   adj_shift_plan s;
   if (adj_shift_plan_make(&share, &s) && (size_t)s.bytes > bytes) bytes = (size_t)s.bytes;
-  return (bytes + 63) / 64 * 64;
+  return adj_align64(bytes);
 }
 
 /* The team for this call: adj_team_size over the images, shrunk until each
@@ -469,6 +471,17 @@ static adj_tensor *adj_batch_share(const adj_tensor *t, int64_t first, int64_t c
   return view;
 }
 
+/* Views of the gradient scratch at the end of a member's slice, shaped like
+ * c->gw and c->gb (NULL where the call has none). */
+static void adj_conv_scratch_views(const adj_conv_plan *cp, const adj_conv_call *c, void *slice, size_t slice_bytes,
+                                   adj_tensor *gw, adj_tensor *gb, adj_tensor **gw_out, adj_tensor **gb_out) {
+  void *scratch = (char *)slice + slice_bytes - adj_conv_scratch_bytes(cp);
+  *gw_out = *gb_out = NULL;
+  if (c->gw) adj_tensor_view(gw, cp->dtype, c->gw->rank, c->gw->shape, scratch), *gw_out = gw;
+  if (c->gb)
+    adj_tensor_view(gb, cp->dtype, 1, &cp->c_out, adj_at(scratch, cp->dtype, cp->c_out * cp->rows)), *gb_out = gb;
+}
+
 /* Member `member`'s share of the call, its gradients in `scratch` unless it is member 0. */
 static void adj_conv_member(const adj_conv_plan *cp, const adj_conv_call *c, int team, int member, void *slice,
                             size_t slice_bytes) {
@@ -485,12 +498,8 @@ static void adj_conv_member(const adj_conv_plan *cp, const adj_conv_call *c, int
   mine.gx = adj_batch_share(c->gx, first, count, &views[4]);
   size_t scratch = adj_conv_scratch_bytes(cp);
   if (member > 0 && c->pass == ADJ_CONV_BACKWARD) {
-    void *gw = (char *)slice + slice_bytes - scratch;
-    memset(gw, 0, scratch);
-    if (c->gw) adj_tensor_view(&views[5], c->gw->dtype, c->gw->rank, c->gw->shape, gw), mine.gw = &views[5];
-    if (c->gb)
-      adj_tensor_view(&views[6], c->gb->dtype, 1, &cp->c_out, adj_at(gw, cp->dtype, cp->c_out * cp->rows)),
-          mine.gb = &views[6];
+    memset((char *)slice + slice_bytes - scratch, 0, scratch);
+    adj_conv_scratch_views(cp, c, slice, slice_bytes, &views[5], &views[6], &mine.gw, &mine.gb);
   }
   adj_workspace own = {.data = slice, .bytes = slice_bytes - scratch};
   adj_conv_run_serial(&share, &mine, &own);
@@ -503,17 +512,17 @@ static void adj_conv_run(const adj_conv_plan *cp, const adj_conv_call *c, adj_wo
     adj_conv_run_serial(cp, c, ws);
     return;
   }
-  size_t slice = ws->bytes / (size_t)team / 64 * 64;
+  size_t slice = ws->bytes / (size_t)team / 64 * 64; /* aligned; adj_conv_team left room for the rounding */
   adj_blas_leave_threads_to_teams(team);
 #pragma omp parallel for num_threads(team) schedule(static, 1)
   for (int member = 0; member < team; member++)
     adj_conv_member(cp, c, team, member, (char *)ws->data + (size_t)member * slice, slice);
   if (c->pass != ADJ_CONV_BACKWARD) return;
-  size_t scratch = adj_conv_scratch_bytes(cp);
   for (int member = 1; member < team; member++) { /* in member order: a fixed sum order */
-    void *gw = (char *)ws->data + (size_t)member * slice + slice - scratch;
-    if (c->gw) adj_vector_add(cp->dtype, c->gw->data, gw, cp->c_out * cp->rows);
-    if (c->gb) adj_vector_add(cp->dtype, c->gb->data, adj_at(gw, cp->dtype, cp->c_out * cp->rows), cp->c_out);
+    adj_tensor gw, gb, *gw_part, *gb_part;
+    adj_conv_scratch_views(cp, c, (char *)ws->data + (size_t)member * slice, slice, &gw, &gb, &gw_part, &gb_part);
+    if (gw_part) adj_tensor_add(c->gw, gw_part);
+    if (gb_part) adj_tensor_add(c->gb, gb_part);
   }
 }
 
@@ -521,11 +530,10 @@ int adj_conv_forward(const adj_window_geometry *g, const adj_tensor *x, const ad
                      adj_tensor *y, adj_workspace *ws) {
   static const char who[] = "conv forward";
   adj_conv_plan cp;
-  int64_t images, lines;
   ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
   ADJ_CALL(adj_check_optional(who, "bias b", b, cp.dtype, 1, &cp.c_out));
   ADJ_CALL(adj_check_tensor(who, "output y", y, cp.dtype, cp.rank, cp.y_shape));
-  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
+  ADJ_CALL(adj_conv_fit(who, &cp, ws));
   adj_conv_run(&cp, &(adj_conv_call){.pass = ADJ_CONV_FORWARD, .x = x, .w = w, .b = b, .y = y}, ws);
   return ADJ_SUCCESS;
 }
@@ -534,13 +542,12 @@ int adj_conv_jvp(const adj_window_geometry *g, const adj_tensor *x, const adj_te
                  const adj_tensor *dw, const adj_tensor *db, adj_tensor *dy, adj_workspace *ws) {
   static const char who[] = "conv jvp";
   adj_conv_plan cp;
-  int64_t images, lines;
   ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
   ADJ_CALL(adj_check_optional(who, "input perturbation dx", dx, cp.dtype, x->rank, x->shape));
   ADJ_CALL(adj_check_optional(who, "weight perturbation dw", dw, cp.dtype, w->rank, w->shape));
   ADJ_CALL(adj_check_optional(who, "bias perturbation db", db, cp.dtype, 1, &cp.c_out));
   ADJ_CALL(adj_check_tensor(who, "output dy", dy, cp.dtype, cp.rank, cp.y_shape));
-  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
+  ADJ_CALL(adj_conv_fit(who, &cp, ws));
   adj_conv_call c = {.pass = ADJ_CONV_JVP, .x = x, .w = w, .dx = dx, .dw = dw, .db = db, .y = dy};
   adj_conv_run(&cp, &c, ws);
   return ADJ_SUCCESS;
@@ -550,13 +557,12 @@ int adj_conv_backward(const adj_window_geometry *g, const adj_tensor *x, const a
                       adj_tensor *dx, adj_tensor *dw, adj_tensor *db, adj_workspace *ws) {
   static const char who[] = "conv backward";
   adj_conv_plan cp;
-  int64_t images, lines;
   ADJ_CALL(adj_conv_plan_make(who, g, x, w, &cp));
   ADJ_CALL(adj_check_tensor(who, "output gradient dy", dy, cp.dtype, cp.rank, cp.y_shape));
   ADJ_CALL(adj_check_optional(who, "input gradient dx", dx, cp.dtype, x->rank, x->shape));
   ADJ_CALL(adj_check_optional(who, "weight gradient dw", dw, cp.dtype, w->rank, w->shape));
   ADJ_CALL(adj_check_optional(who, "bias gradient db", db, cp.dtype, 1, &cp.c_out));
-  ADJ_CALL(adj_conv_fit(who, &cp, ws, &images, &lines));
+  ADJ_CALL(adj_conv_fit(who, &cp, ws));
   adj_conv_call c = {.pass = ADJ_CONV_BACKWARD, .x = x, .w = w, .dy = dy, .gx = dx, .gw = dw, .gb = db};
   adj_conv_run(&cp, &c, ws);
   return ADJ_SUCCESS;

@@ -87,8 +87,8 @@ static inline bool adj_taps_next(adj_taps *it, int64_t *offset) {
 }
 
 /* Before a loop whose iterations are independent although its pointers may be
- * equal (in-place elementwise maps): lets GCC vectorize without a runtime
- * aliasing test, which its -O2 cost model refuses. */
+ * equal (in-place elementwise maps): lets GCC vectorize it as it is, without
+ * a runtime aliasing test and a scalar copy of the loop to fall back on. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define ADJ_IVDEP _Pragma("GCC ivdep")
 #else
@@ -122,8 +122,6 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
 /* Fails when a GEMM dimension exceeds the (32-bit) BLAS index range. */
 int adj_check_blas_dim(const char *who, const char *what, int64_t value);
 
-/* y += x for n elements (BLAS axpy; n within the 32-bit BLAS range). */
-void adj_vector_add(adj_dtype dtype, void *y, const void *x, int64_t n);
 /* y[r, c] = b[r] for a (rows, cols) matrix with leading dimension ld (bias
  * broadcast over positions). */
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b);

@@ -218,7 +218,6 @@ int adj_train_share_cores(MPI_Comm comm) {
   int threads = cores > on_node ? (int)(cores / on_node) : 1;
   const char *blas = getenv("OPENBLAS_NUM_THREADS");
   if (!(blas && atoi(blas) > 0)) openblas_set_num_threads(threads);
-  const char *kernels = getenv("ADJ_NUM_THREADS");
-  if (!(kernels && atoi(kernels) > 0)) adj_threads_set(threads);
+  adj_threads_share_node(on_node);
   return adj_threads_get();
 }

@@ -27,6 +27,11 @@
 /* The kernels' thread count (at least 1). */
 int adj_threads_get(void);
 
+/* Makes the default count the node's cores / ranks_on_node, for launchers
+ * that do not export MPI_LOCALNRANKS (adj_train_share_cores counts the ranks
+ * itself); ADJ_NUM_THREADS still wins.  ADJ_ERR_ARG for a count below 1. */
+int adj_threads_share_node(int ranks_on_node);
+
 /* Sets the kernels' thread count; ADJ_ERR_ARG names a count outside 1..4096.
  * Not thread-safe: call it between kernel calls. */
 int adj_threads_set(int threads);

@@ -1,6 +1,7 @@
 /* Kernel thread count: the default shares the node's cores among the ranks
  * on it, a malformed ADJ_NUM_THREADS is ignored (with a message) rather than
- * obeyed, adj_threads_set takes 1..4096 and names any other count. */
+ * obeyed, adj_threads_share_node re-derives the default from a rank count,
+ * adj_threads_set takes 1..4096 and names any other count. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,11 +20,18 @@ int main(int argc, char **argv) {
   adj_test_report(&t, "default with ADJ_NUM_THREADS=two: %d threads (%ld cores, %ld ranks on the node)", threads,
                   cores, ranks);
   ADJ_TEST_CHECK(&t, threads == expected, "default thread count %d, expected %d", threads, expected);
+  /* A launcher without MPI_LOCALNRANKS: the caller counts the ranks itself. */
+  ADJ_TEST_OK(&t, adj_threads_share_node(1));
+  ADJ_TEST_CHECK(&t, adj_threads_get() == (int)cores, "one rank on the node: %d threads, expected %ld",
+                 adj_threads_get(), cores);
+  int status = adj_threads_share_node(0);
+  ADJ_TEST_CHECK(&t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "0 ranks"), "adj_threads_share_node(0): %s '%s'",
+                 adj_status_name(status), adj_last_error());
   ADJ_TEST_OK(&t, adj_threads_set(3));
   ADJ_TEST_CHECK(&t, adj_threads_get() == 3, "after adj_threads_set(3): %d", adj_threads_get());
   static const int bad[] = {0, -2, 5000};
   for (int i = 0; i < 3; i++) {
-    int status = adj_threads_set(bad[i]);
+    status = adj_threads_set(bad[i]);
     char value[16];
     snprintf(value, sizeof value, "%d", bad[i]);
     ADJ_TEST_CHECK(&t, status == ADJ_ERR_ARG && strstr(adj_last_error(), value), "adj_threads_set(%d): %s '%s'",

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels_impl.h"
+#include "conv_impl.h"
 
 #define ADJ_TYPED_FILE "conv_typed.inc"
 #include "instantiate.h"
@@ -197,33 +197,28 @@ static bool adj_conv_next_tile(const adj_conv_plan *cp, int64_t images, int64_t 
 enum { ADJ_SHIFT_MIN_CHANNELS = 16 }; /* the GEMMs' inner dimension is C_in */
 
 typedef struct adj_shift_plan {
-  int64_t padded[3]; /* padded input extents */
-  int64_t volume;    /* padded input volume */
-  int64_t span;      /* L: grid positions from the first output to the last */
-  int64_t origin;    /* grid offset of input element 0 (the left padding) */
-  int64_t bytes;     /* workspace: padded input, output span, tap-major weights, columns */
+  adj_conv_grid grid;
+  int64_t bytes; /* workspace: padded input, output span, tap-major weights, columns */
 } adj_shift_plan;
 
-/* Fills s when the fast path applies: unit strides, enough input channels and
- * at most 25% of grid positions wasted. */
-static bool adj_shift_plan_make(const adj_conv_plan *cp, adj_shift_plan *s) {
-  const adj_window_plan *p = &cp->win;
+bool adj_conv_grid_make(const adj_window_plan *p, adj_conv_grid *g) {
   for (int d = 0; d < 3; d++) {
     if (p->stride[d] != 1) return false;
-    s->padded[d] = p->out[d] + (p->kernel[d] - 1) * p->dilation[d];
+    g->padded[d] = p->out[d] + (p->kernel[d] - 1) * p->dilation[d];
   }
-  s->volume = s->padded[0] * s->padded[1] * s->padded[2];
-  s->span = ((p->out[0] - 1) * s->padded[1] + p->out[1] - 1) * s->padded[2] + p->out[2];
-  s->origin = (p->pad[0] * s->padded[1] + p->pad[1]) * s->padded[2] + p->pad[2];
-  s->bytes = (p->channels * s->volume + cp->c_out * s->span + p->kernel_volume * cp->c_out * p->channels +
-              cp->rows * s->span) * (int64_t)adj_dtype_size(cp->dtype);
-  return p->channels >= ADJ_SHIFT_MIN_CHANNELS && 4 * s->span <= 5 * p->out_volume && p->batch > 0;
+  g->volume = g->padded[0] * g->padded[1] * g->padded[2];
+  g->span = ((p->out[0] - 1) * g->padded[1] + p->out[1] - 1) * g->padded[2] + p->out[2];
+  g->origin = (p->pad[0] * g->padded[1] + p->pad[1]) * g->padded[2] + p->pad[2];
+  return true;
 }
 
-/* Copies each of `count` dense blocks (n[0], n[1], n[2]) to or from the grid
- * with rows padded[2] and planes padded[1] * padded[2], starting at origin. */
-static void adj_grid_copy(adj_dtype dtype, int64_t count, const int64_t *n, void *dense, int64_t dense_stride,
-                          const int64_t *padded, void *grid, int64_t grid_stride, int64_t origin, bool to_grid) {
+int64_t adj_conv_grid_offset(const adj_window_plan *p, const adj_conv_grid *g, int64_t k) {
+  int64_t k0 = k / (p->kernel[1] * p->kernel[2]), k1 = k / p->kernel[2] % p->kernel[1], k2 = k % p->kernel[2];
+  return (k0 * p->dilation[0] * g->padded[1] + k1 * p->dilation[1]) * g->padded[2] + k2 * p->dilation[2];
+}
+
+void adj_grid_copy(adj_dtype dtype, int64_t count, const int64_t *n, void *dense, int64_t dense_stride,
+                   const int64_t *padded, void *grid, int64_t grid_stride, int64_t origin, bool to_grid) {
   size_t run = (size_t)n[2] * adj_dtype_size(dtype);
   for (int64_t c = 0; c < count; c++)
     for (int64_t i0 = 0; i0 < n[0]; i0++)
@@ -235,10 +230,15 @@ static void adj_grid_copy(adj_dtype dtype, int64_t count, const int64_t *n, void
       }
 }
 
-/* Grid offset of kernel tap k (flat over the kernel). */
-static int64_t adj_shift_offset(const adj_window_plan *p, const adj_shift_plan *s, int64_t k) {
-  int64_t k0 = k / (p->kernel[1] * p->kernel[2]), k1 = k / p->kernel[2] % p->kernel[1], k2 = k % p->kernel[2];
-  return (k0 * p->dilation[0] * s->padded[1] + k1 * p->dilation[1]) * s->padded[2] + k2 * p->dilation[2];
+/* Fills s when the fast path applies: unit strides, enough input channels and
+ * at most 25% of grid positions wasted. */
+static bool adj_shift_plan_make(const adj_conv_plan *cp, adj_shift_plan *s) {
+  const adj_window_plan *p = &cp->win;
+  if (!adj_conv_grid_make(p, &s->grid)) return false;
+  const adj_conv_grid *g = &s->grid;
+  s->bytes = (p->channels * g->volume + cp->c_out * g->span + p->kernel_volume * cp->c_out * p->channels +
+              cp->rows * g->span) * (int64_t)adj_dtype_size(cp->dtype);
+  return p->channels >= ADJ_SHIFT_MIN_CHANNELS && 4 * g->span <= 5 * p->out_volume && p->batch > 0;
 }
 
 typedef struct adj_shift_buffers {
@@ -252,15 +252,15 @@ static adj_shift_buffers adj_shift_setup(const adj_conv_plan *cp, const adj_shif
                                          void *ws) {
   const adj_window_plan *p = &cp->win;
   adj_shift_buffers b = {.padded = ws};
-  b.span = adj_at(ws, cp->dtype, p->channels * s->volume);
-  b.weights = adj_at(b.span, cp->dtype, cp->c_out * s->span);
+  b.span = adj_at(ws, cp->dtype, p->channels * s->grid.volume);
+  b.weights = adj_at(b.span, cp->dtype, cp->c_out * s->grid.span);
   b.columns = adj_at(b.weights, cp->dtype, p->kernel_volume * cp->c_out * p->channels);
   size_t es = adj_dtype_size(cp->dtype);
   int64_t pairs = cp->c_out * p->channels;
   for (int64_t k = 0; k < p->kernel_volume; k++)
     for (int64_t i = 0; i < pairs; i++)
       memcpy(adj_at(b.weights, cp->dtype, k * pairs + i), adj_at_const(w->data, cp->dtype, i * p->kernel_volume + k), es);
-  memset(b.padded, 0, (size_t)(p->channels * s->volume) * es); /* the padding stays zero */
+  memset(b.padded, 0, (size_t)(p->channels * s->grid.volume) * es); /* the padding stays zero */
   return b;
 }
 
@@ -271,15 +271,15 @@ static void adj_shift_forward(const adj_conv_plan *cp, const adj_shift_plan *s, 
   adj_shift_buffers buf = adj_shift_setup(cp, s, w, ws);
   for (int64_t n = 0; n < p->batch; n++) {
     adj_grid_copy(cp->dtype, p->channels, p->in, adj_at(x->data, cp->dtype, n * p->channels * p->in_volume),
-                  p->in_volume, s->padded, buf.padded, s->volume, s->origin, true);
-    if (b) adj_rows_fill(cp->dtype, buf.span, cp->c_out, s->span, s->span, b->data);
+                  p->in_volume, s->grid.padded, buf.padded, s->grid.volume, s->grid.origin, true);
+    if (b) adj_rows_fill(cp->dtype, buf.span, cp->c_out, s->grid.span, s->grid.span, b->data);
     for (int64_t k = 0; k < p->kernel_volume; k++)
-      adj_gemm(cp->dtype, false, false, cp->c_out, s->span, p->channels, 1.0,
+      adj_gemm(cp->dtype, false, false, cp->c_out, s->grid.span, p->channels, 1.0,
                adj_at(buf.weights, cp->dtype, k * cp->c_out * p->channels), p->channels,
-               adj_at(buf.padded, cp->dtype, adj_shift_offset(p, s, k)), s->volume, b || k ? 1.0 : 0.0, buf.span,
-               s->span);
+               adj_at(buf.padded, cp->dtype, adj_conv_grid_offset(p, &s->grid, k)), s->grid.volume, b || k ? 1.0 : 0.0, buf.span,
+               s->grid.span);
     adj_grid_copy(cp->dtype, cp->c_out, p->out, adj_at(y->data, cp->dtype, n * cp->c_out * p->out_volume),
-                  p->out_volume, s->padded, buf.span, s->span, 0, false);
+                  p->out_volume, s->grid.padded, buf.span, s->grid.span, 0, false);
   }
 }
 
@@ -288,12 +288,12 @@ static void adj_shift_forward(const adj_conv_plan *cp, const adj_shift_plan *s, 
 static void adj_shift_weight_gradient(const adj_conv_plan *cp, const adj_shift_plan *s, const adj_shift_buffers *buf,
                                       adj_tensor *dw) {
   const adj_window_plan *p = &cp->win;
-  size_t run = (size_t)s->span * adj_dtype_size(cp->dtype);
+  size_t run = (size_t)s->grid.span * adj_dtype_size(cp->dtype);
   for (int64_t ci = 0; ci < p->channels; ci++)
     for (int64_t k = 0; k < p->kernel_volume; k++)
-      memcpy(adj_at(buf->columns, cp->dtype, (ci * p->kernel_volume + k) * s->span),
-             adj_at(buf->padded, cp->dtype, ci * s->volume + adj_shift_offset(p, s, k)), run);
-  adj_gemm(cp->dtype, false, true, cp->c_out, cp->rows, s->span, 1.0, buf->span, s->span, buf->columns, s->span, 1.0,
+      memcpy(adj_at(buf->columns, cp->dtype, (ci * p->kernel_volume + k) * s->grid.span),
+             adj_at(buf->padded, cp->dtype, ci * s->grid.volume + adj_conv_grid_offset(p, &s->grid, k)), run);
+  adj_gemm(cp->dtype, false, true, cp->c_out, cp->rows, s->grid.span, 1.0, buf->span, s->grid.span, buf->columns, s->grid.span, 1.0,
            dw->data, cp->rows);
 }
 
@@ -306,25 +306,25 @@ static void adj_shift_backward(const adj_conv_plan *cp, const adj_shift_plan *s,
   adj_shift_buffers buf = adj_shift_setup(cp, s, w, ws);
   size_t es = adj_dtype_size(cp->dtype);
   for (int64_t n = 0; n < p->batch; n++) {
-    memset(buf.span, 0, (size_t)(cp->c_out * s->span) * es); /* dropped positions carry no gradient */
+    memset(buf.span, 0, (size_t)(cp->c_out * s->grid.span) * es); /* dropped positions carry no gradient */
     adj_grid_copy(cp->dtype, cp->c_out, p->out, adj_at(dy->data, cp->dtype, n * cp->c_out * p->out_volume),
-                  p->out_volume, s->padded, buf.span, s->span, 0, true);
-    if (db) adj_rows_sum_add(cp->dtype, buf.span, cp->c_out, s->span, s->span, db->data);
+                  p->out_volume, s->grid.padded, buf.span, s->grid.span, 0, true);
+    if (db) adj_rows_sum_add(cp->dtype, buf.span, cp->c_out, s->grid.span, s->grid.span, db->data);
     if (dw) {
       /* The previous image's dx filled the padding too; the copy below writes only the interior. */
-      if (dx && n > 0) memset(buf.padded, 0, (size_t)(p->channels * s->volume) * es);
+      if (dx && n > 0) memset(buf.padded, 0, (size_t)(p->channels * s->grid.volume) * es);
       adj_grid_copy(cp->dtype, p->channels, p->in, adj_at(x->data, cp->dtype, n * p->channels * p->in_volume),
-                    p->in_volume, s->padded, buf.padded, s->volume, s->origin, true);
+                    p->in_volume, s->grid.padded, buf.padded, s->grid.volume, s->grid.origin, true);
       adj_shift_weight_gradient(cp, s, &buf, dw);
     }
     if (!dx) continue;
-    memset(buf.padded, 0, (size_t)(p->channels * s->volume) * es);
+    memset(buf.padded, 0, (size_t)(p->channels * s->grid.volume) * es);
     for (int64_t k = 0; k < p->kernel_volume; k++)
-      adj_gemm(cp->dtype, true, false, p->channels, s->span, cp->c_out, 1.0,
-               adj_at(buf.weights, cp->dtype, k * cp->c_out * p->channels), p->channels, buf.span, s->span, 1.0,
-               adj_at(buf.padded, cp->dtype, adj_shift_offset(p, s, k)), s->volume);
+      adj_gemm(cp->dtype, true, false, p->channels, s->grid.span, cp->c_out, 1.0,
+               adj_at(buf.weights, cp->dtype, k * cp->c_out * p->channels), p->channels, buf.span, s->grid.span, 1.0,
+               adj_at(buf.padded, cp->dtype, adj_conv_grid_offset(p, &s->grid, k)), s->grid.volume);
     adj_grid_copy(cp->dtype, p->channels, p->in, adj_at(dx->data, cp->dtype, n * p->channels * p->in_volume),
-                  p->in_volume, s->padded, buf.padded, s->volume, s->origin, false);
+                  p->in_volume, s->grid.padded, buf.padded, s->grid.volume, s->grid.origin, false);
   }
 }
 
@@ -363,6 +363,8 @@ static size_t adj_conv_member_bytes(const adj_conv_plan *cp, int64_t images) {
   size_t bytes = (size_t)(tile_images * lines * cp->line_bytes);
   adj_shift_plan s;
   if (adj_shift_plan_make(&share, &s) && (size_t)s.bytes > bytes) bytes = (size_t)s.bytes;
+  adj_conv_direct d;
+  if (adj_conv_direct_make(&share.win, cp->c_out, cp->dtype, &d) && d.bytes > bytes) bytes = d.bytes;
   return adj_align64(bytes);
 }
 
@@ -448,8 +450,14 @@ static void adj_conv_run_serial(const adj_conv_plan *cp, const adj_conv_call *c,
   int64_t images, lines;
   adj_conv_tiling(cp, ws->bytes, &images, &lines);
   adj_shift_plan s;
+  adj_conv_direct d;
+  bool direct = c->pass != ADJ_CONV_JVP && adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, &d) &&
+                ws->bytes >= d.bytes;
   bool shift = c->pass != ADJ_CONV_JVP && adj_shift_usable(cp, ws, &s);
-  if (c->pass == ADJ_CONV_FORWARD && shift) adj_shift_forward(cp, &s, c->x, c->w, c->b, c->y, ws->data);
+  if (c->pass == ADJ_CONV_FORWARD && direct) adj_conv_direct_forward(&cp->win, &d, c->x, c->w, c->b, c->y, ws->data);
+  else if (c->pass == ADJ_CONV_BACKWARD && direct)
+    adj_conv_direct_backward(&cp->win, &d, c->x, c->w, c->dy, c->gx, c->gw, c->gb, ws->data);
+  else if (c->pass == ADJ_CONV_FORWARD && shift) adj_shift_forward(cp, &s, c->x, c->w, c->b, c->y, ws->data);
   else if (c->pass == ADJ_CONV_FORWARD) adj_conv_apply(cp, images, lines, 1, &(adj_conv_term){c->x, c->w}, c->b, c->y, ws);
   else if (c->pass == ADJ_CONV_JVP) {
     /* Product rule of the bilinear map (x, w) -> conv(x; w). */

@@ -1,0 +1,185 @@
+/* Direct convolution on the padded grid (conv_impl.h), for few input channels.
+ *
+ * LeNet's convolutions have 1 and 6 input channels: through im2col their GEMMs
+ * are (6 x 25) and (16 x 150) times a column matrix that im2col spends as long
+ * writing as the GEMM spends reading (29 and 57 GFLOP/s on the 2-core AVX-512
+ * machine, against OpenBLAS's 299 on large GEMMs).  Here each pass is one
+ * "shifted correlation" on the grid, every tap a fixed offset:
+ *
+ *   forward  y[o][j]  = b[o] + sum_i sum_t w[o][i][t] xg[i][j + off_t]     j < span
+ *   dx       dxg[i][q] = sum_o sum_t w[o][i][t] dyg[o][margin + q - off_t]  q < volume
+ *   dw       dw[o][i][t] += sum_images sum_j dyg[o][margin + j] xg[i][j + off_t]
+ *
+ * where dyg holds dy on the grid (zero at the dropped positions and in a front
+ * margin of the largest tap offset), so dx is the forward's correlation again
+ * with the taps mirrored.  The kernels (conv_direct_typed.inc) take whole
+ * vectors of positions and keep their sums in registers; they are compiled
+ * for AVX-512, AVX2 and the baseline, chosen at load time (target_clones), and
+ * with contracted multiply-adds (layers/meson.build).  The price is the
+ * dropped grid positions: LeNet's conv2 computes 144 positions per channel for
+ * 100 outputs; the thin GEMMs lost more. */
+#include <string.h>
+
+#include "conv_impl.h"
+
+enum {
+  ADJ_VECTOR_BYTES = 64,      /* one AVX-512 register */
+  ADJ_DIRECT_CHANNELS = 6,    /* correlation block: 6 channels x 2 vectors = 12 sums */
+  ADJ_GRADIENT_CHANNELS = 4,  /* weight-gradient block: 4 channels x 5 taps = 20 sums */
+  ADJ_GRADIENT_TAPS = 5,
+  ADJ_DIRECT_MAX_CHANNELS = 16, /* from 16 input channels the shifted GEMMs are faster */
+  ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
+};
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ADJ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef ADJ_KERNEL_CLONES
+#define ADJ_KERNEL_CLONES
+#endif
+
+/* out[o * out_stride + j] = bias[o] (0 without) + sum_i sum_t w[o * w_out + i * w_in + t]
+ *                           * in[i * in_stride + j + offset[t]]   for j < length. */
+typedef struct adj_correlation {
+  int64_t n_out, n_in, taps, length; /* length: whole vectors */
+  const int64_t *offset;
+  const void *w, *bias, *in;
+  int64_t w_out, w_in, in_stride, out_stride;
+  void *out;
+} adj_correlation;
+
+/* dw[o * w_out + i * w_in + t] += sum_g sum_j dy[g * dy_image + o * dy_stride + j]
+ *                                 * in[g * in_image + i * in_stride + j + offset[t]]. */
+typedef struct adj_correlation_gradient {
+  int64_t n_out, n_in, taps, length, images;
+  const int64_t *offset;
+  const void *dy, *in;
+  int64_t dy_stride, dy_image, in_stride, in_image, w_out, w_in;
+  void *dw;
+} adj_correlation_gradient;
+
+#define ADJ_TYPED_FILE "conv_direct_typed.inc"
+#include "instantiate.h"
+
+static int64_t adj_round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+static size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* Workspace, in order: forward tap offsets, mirrored ones, then the grids. */
+typedef struct adj_direct_buffers {
+  int64_t *offset, *mirrored;
+  void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
+  void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
+  void *dx_grid; /* (C_in, volume_rounded) */
+} adj_direct_buffers;
+
+static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
+  size_t es = adj_dtype_size(d->dtype), at = adj_align64(2 * (size_t)d->taps * sizeof(int64_t));
+  size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
+  size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
+  if (b) {
+    b->offset = ws;
+    b->mirrored = b->offset + d->taps;
+    b->x_grid = (char *)ws + at;
+    b->dy_grid = (char *)ws + at + x_bytes;
+    b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
+  }
+  return at + x_bytes + dy_bytes + adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
+}
+
+bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, adj_conv_direct *d) {
+  if (!adj_conv_grid_make(p, &d->grid) || p->channels >= ADJ_DIRECT_MAX_CHANNELS || p->batch == 0) return false;
+  int64_t vl = ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(dtype);
+  d->dtype = dtype;
+  d->c_in = p->channels;
+  d->c_out = c_out;
+  d->taps = p->kernel_volume;
+  d->span_rounded = adj_round_up(d->grid.span, vl);
+  d->volume_rounded = adj_round_up(d->grid.volume, vl);
+  d->margin = d->grid.volume - d->grid.span; /* the largest tap offset */
+  d->dy_row = d->margin + (d->span_rounded > d->volume_rounded ? d->span_rounded : d->volume_rounded);
+  int64_t per_image = (d->c_in * d->grid.volume + d->c_out * d->dy_row) * (int64_t)adj_dtype_size(dtype);
+  d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
+  d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
+  d->bytes = adj_direct_layout(d, NULL, NULL);
+  return 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+}
+
+/* Lays out ws, fills the tap offsets and zeroes the grids (their padding and
+ * dropped positions stay zero: later copies write only inputs and outputs). */
+static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_conv_direct *d, void *ws) {
+  adj_direct_buffers b;
+  size_t bytes = adj_direct_layout(d, ws, &b);
+  size_t at = (size_t)((char *)b.x_grid - (char *)ws);
+  memset(b.x_grid, 0, bytes - at);
+  for (int64_t t = 0; t < d->taps; t++) {
+    b.offset[t] = adj_conv_grid_offset(p, &d->grid, t);
+    b.mirrored[t] = d->margin - b.offset[t];
+  }
+  return b;
+}
+
+static void adj_correlate(adj_dtype dtype, const adj_correlation *a) { ADJ_DISPATCH(dtype, correlate, a); }
+
+void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
+                             const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
+  adj_direct_buffers buf = adj_direct_setup(p, d, ws);
+  adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .length = d->span_rounded,
+                       .offset = buf.offset, .w = w->data, .bias = b ? b->data : NULL, .in = buf.x_grid,
+                       .w_out = d->c_in * d->taps, .w_in = d->taps, .in_stride = d->grid.volume,
+                       .out_stride = d->span_rounded, .out = buf.dy_grid};
+  for (int64_t n = 0; n < p->batch; n++) {
+    adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(x->data, d->dtype, n * d->c_in * p->in_volume), p->in_volume,
+                  d->grid.padded, buf.x_grid, d->grid.volume, d->grid.origin, true);
+    adj_correlate(d->dtype, &a);
+    adj_grid_copy(d->dtype, d->c_out, p->out, adj_at(y->data, d->dtype, n * d->c_out * p->out_volume),
+                  p->out_volume, d->grid.padded, buf.dy_grid, d->span_rounded, 0, false);
+  }
+}
+
+/* Images [n0, n0 + count): x and dy onto their grids, db, then dw over the
+ * whole chunk and dx image by image. */
+static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_direct *d,
+                                      const adj_direct_buffers *buf, int64_t n0, int64_t count, const adj_tensor *x,
+                                      const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
+                                      adj_tensor *db) {
+  int64_t x_image = d->c_in * d->grid.volume, dy_image = d->c_out * d->dy_row;
+  for (int64_t g = 0; g < count; g++) {
+    const void *dy_n = adj_at_const(dy->data, d->dtype, (n0 + g) * d->c_out * p->out_volume);
+    adj_grid_copy(d->dtype, d->c_out, p->out, (void *)dy_n, p->out_volume, d->grid.padded,
+                  adj_at(buf->dy_grid, d->dtype, g * dy_image), d->dy_row, d->margin, true);
+    if (db) adj_rows_sum_add(d->dtype, dy_n, d->c_out, p->out_volume, p->out_volume, db->data);
+    if (dw)
+      adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(x->data, d->dtype, (n0 + g) * d->c_in * p->in_volume),
+                    p->in_volume, d->grid.padded, adj_at(buf->x_grid, d->dtype, g * x_image), d->grid.volume,
+                    d->grid.origin, true);
+  }
+  if (dw) {
+    adj_correlation_gradient a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .length = d->span_rounded,
+                                  .images = count, .offset = buf->offset,
+                                  .dy = adj_at(buf->dy_grid, d->dtype, d->margin), .in = buf->x_grid,
+                                  .dy_stride = d->dy_row, .dy_image = dy_image, .in_stride = d->grid.volume,
+                                  .in_image = x_image, .w_out = d->c_in * d->taps, .w_in = d->taps, .dw = dw->data};
+    ADJ_DISPATCH(d->dtype, correlation_gradient, &a);
+  }
+  for (int64_t g = 0; dx && g < count; g++) {
+    adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps, .length = d->volume_rounded,
+                         .offset = buf->mirrored, .w = w->data, .in = adj_at(buf->dy_grid, d->dtype, g * dy_image),
+                         .w_out = d->taps, .w_in = d->c_in * d->taps, .in_stride = d->dy_row,
+                         .out_stride = d->volume_rounded, .out = buf->dx_grid};
+    adj_correlate(d->dtype, &a);
+    adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(dx->data, d->dtype, (n0 + g) * d->c_in * p->in_volume),
+                  p->in_volume, d->grid.padded, buf->dx_grid, d->volume_rounded, d->grid.origin, false);
+  }
+}
+
+void adj_conv_direct_backward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
+                              const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
+                              adj_tensor *db, void *ws) {
+  adj_direct_buffers buf = adj_direct_setup(p, d, ws);
+  for (int64_t n0 = 0; n0 < p->batch; n0 += d->chunk) {
+    int64_t count = p->batch - n0 < d->chunk ? p->batch - n0 : d->chunk;
+    adj_direct_backward_chunk(p, d, &buf, n0, count, x, w, dy, dx, dw, db);
+  }
+}

@@ -29,6 +29,7 @@
 typedef struct stage_run {
   adj_layer *layer;
   adj_tensor x, y, dx, dy; /* input, output and their gradients */
+  bool first;              /* the first stage computes no input gradient, as in training */
 } stage_run;
 
 static double time_call(int (*call)(adj_layer *, const adj_tensor *, adj_tensor *), stage_run *s, bool backward,
@@ -37,7 +38,7 @@ static double time_call(int (*call)(adj_layer *, const adj_tensor *, adj_tensor 
   for (int r = 0; r < repetitions; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
-    int status = backward ? call(s->layer, &s->dy, &s->dx) : call(s->layer, &s->x, &s->y);
+    int status = backward ? call(s->layer, &s->dy, s->first ? NULL : &s->dx) : call(s->layer, &s->x, &s->y);
     double seconds = MPI_Wtime() - start;
     MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (status) return -1;
@@ -52,7 +53,7 @@ static void breakdown(adj_layer *net, int rank, int repetitions) {
   adj_rng *rng = NULL;
   adj_rng_create((uint64_t)rank + 1, &rng);
   for (int i = 0; i < n && rng; i++) {
-    stage_run s = {.layer = adj_network_layer(net, i)};
+    stage_run s = {.layer = adj_network_layer(net, i), .first = i == 0};
     adj_layer_create_input(s.layer, &s.x), adj_layer_create_input(s.layer, &s.dx);
     adj_layer_create_output(s.layer, &s.y), adj_layer_create_output(s.layer, &s.dy);
     adj_rng_fill_uniform(rng, &s.x, -1, 1), adj_rng_fill_uniform(rng, &s.dy, -1, 1);

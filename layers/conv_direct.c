@@ -31,15 +31,6 @@ enum {
   ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
 };
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define ADJ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef ADJ_KERNEL_CLONES
-#define ADJ_KERNEL_CLONES
-#endif
-
 /* out[o * out_stride + j] = bias[o] (0 without) + sum_i sum_t w[o * w_out + i * w_in + t]
  *                           * in[i * in_stride + j + offset[t]]   for j < length. */
 typedef struct adj_correlation {

@@ -95,6 +95,18 @@ static inline bool adj_taps_next(adj_taps *it, int64_t *offset) {
 #define ADJ_IVDEP
 #endif
 
+/* Before a hot kernel: compiled for AVX-512, AVX2 and the baseline, the best
+ * the CPU runs chosen when the library loads (GCC's target_clones), so one
+ * build uses wide vectors where they exist and still runs everywhere. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ADJ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef ADJ_KERNEL_CLONES
+#define ADJ_KERNEL_CLONES
+#endif
+
 /* ---- thread teams (adjoin/threads.h) ------------------------------------------------ */
 
 /* Below this many elements (or multiply-adds) a call runs on the calling

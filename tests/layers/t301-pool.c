@@ -18,6 +18,9 @@ static const pool_case cases[] = {
     {"avg 1d k3 s1 d2 pad(1,1)", ADJ_POOL_AVG, 2, 2, {9},
      {.spatial_dims = 1, .kernel = {3}, .dilation = {2}, .padding_left = {1}, .padding_right = {1}}},
     {"max 2d k2 s2 (LeNet)", ADJ_POOL_MAX, 3, 4, {12, 12}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    /* Odd extents: the windows leave a last row and column out, so the 2x2
+     * forward path does not apply (the plain interior loops do). */
+    {"max 2d k2 s2 13x11", ADJ_POOL_MAX, 2, 3, {13, 11}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
     {"avg 2d k2 s2 (LeNet)", ADJ_POOL_AVG, 3, 4, {12, 12}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
     {"max 2d k3 s2 pad(1,0|1,1)", ADJ_POOL_MAX, 2, 3, {9, 8},
      {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 2}, .padding_left = {1, 0}, .padding_right = {1, 1}}},

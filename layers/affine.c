@@ -1,5 +1,6 @@
 /* Affine layer y = x W^T + b over a batch: forward, jvp and backward, each a few
- * GEMMs (no typed loops beyond the shared bias helpers). */
+ * GEMMs (no typed loops beyond the shared bias helpers), their output rows
+ * split over a thread team (adj_gemm_team). */
 #include <string.h>
 
 #include "kernels_impl.h"
@@ -35,8 +36,8 @@ static void adj_affine_apply(const adj_affine_shape *s, int n_terms, const adj_t
   for (int t = 0; t < n_terms; t++) {
     const adj_tensor *x = terms[t][0], *w = terms[t][1];
     if (!x || !w) continue;
-    adj_gemm(s->dtype, false, true, s->batch, s->f_out, s->f_in, 1.0, x->data, s->f_in, w->data, s->f_in, beta,
-             y->data, s->f_out);
+    adj_gemm_team(s->dtype, false, true, s->batch, s->f_out, s->f_in, 1.0, x->data, s->f_in, w->data, s->f_in, beta,
+                  y->data, s->f_out);
     beta = 1.0;
   }
   if (beta == 0.0) adj_tensor_zero(y);
@@ -77,10 +78,10 @@ int adj_affine_backward(const adj_tensor *x, const adj_tensor *w, const adj_tens
   ADJ_CALL(adj_check_optional(who, "bias gradient db", db, s.dtype, 1, &s.f_out));
   if (db) adj_cols_sum_add(s.dtype, dy->data, s.batch, s.f_out, db->data);
   if (dw)
-    adj_gemm(s.dtype, true, false, s.f_out, s.f_in, s.batch, 1.0, dy->data, s.f_out, x->data, s.f_in, 1.0, dw->data,
-             s.f_in);
+    adj_gemm_team(s.dtype, true, false, s.f_out, s.f_in, s.batch, 1.0, dy->data, s.f_out, x->data, s.f_in, 1.0,
+                  dw->data, s.f_in);
   if (dx)
-    adj_gemm(s.dtype, false, false, s.batch, s.f_in, s.f_out, 1.0, dy->data, s.f_out, w->data, s.f_in, 0.0, dx->data,
-             s.f_in);
+    adj_gemm_team(s.dtype, false, false, s.batch, s.f_in, s.f_out, 1.0, dy->data, s.f_out, w->data, s.f_in, 0.0,
+                  dx->data, s.f_in);
   return ADJ_SUCCESS;
 }

@@ -153,6 +153,25 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
                 (int)ldc);
 }
 
+void adj_gemm_team(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                   const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+  int team = adj_team_size(m, m * n * k);
+  if (team == 1) {
+    adj_gemm(dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  adj_blas_leave_threads_to_teams(team);
+#pragma omp parallel for num_threads(team) schedule(static, 1)
+  for (int member = 0; member < team; member++) {
+    int64_t first, count;
+    adj_team_range(m, team, member, &first, &count);
+    /* Row r of op(A) is row r of A, or column r when A is transposed. */
+    const void *a_rows = adj_at_const(a, dtype, trans_a ? first : first * lda);
+    adj_gemm(dtype, trans_a, trans_b, count, n, k, alpha, a_rows, lda, b, ldb, beta, adj_at(c, dtype, first * ldc),
+             ldc);
+  }
+}
+
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b) {
   ADJ_DISPATCH(dtype, rows_fill, y, rows, cols, ld, b);
 }

@@ -219,15 +219,7 @@ int64_t adj_conv_grid_offset(const adj_window_plan *p, const adj_conv_grid *g, i
 
 void adj_grid_copy(adj_dtype dtype, int64_t count, const int64_t *n, void *dense, int64_t dense_stride,
                    const int64_t *padded, void *grid, int64_t grid_stride, int64_t origin, bool to_grid) {
-  size_t run = (size_t)n[2] * adj_dtype_size(dtype);
-  for (int64_t c = 0; c < count; c++)
-    for (int64_t i0 = 0; i0 < n[0]; i0++)
-      for (int64_t i1 = 0; i1 < n[1]; i1++) {
-        void *d = adj_at(dense, dtype, c * dense_stride + (i0 * n[1] + i1) * n[2]);
-        void *g = adj_at(grid, dtype, c * grid_stride + origin + (i0 * padded[1] + i1) * padded[2]);
-        if (to_grid) memcpy(g, d, run);
-        else memcpy(d, g, run);
-      }
+  ADJ_DISPATCH(dtype, grid_copy, count, n, dense, dense_stride, padded, grid, grid_stride, origin, to_grid);
 }
 
 /* Fills s when the fast path applies: unit strides, enough input channels and

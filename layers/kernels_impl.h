@@ -131,6 +131,12 @@ void adj_blas_leave_threads_to_teams(int team);
 /* C = alpha op(A) op(B) + beta C, row-major, through cblas_sgemm / cblas_dgemm. */
 void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
               const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* The same GEMM with the rows of C split over a thread team (adj_team_size):
+ * each member computes its own rows, single-threaded BLAS, so no sums cross
+ * members.  For layers whose GEMMs OpenBLAS would run on all cores if it
+ * were not left single-threaded for the teams (adj_blas_leave_threads_to_teams). */
+void adj_gemm_team(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                   const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Fails when a GEMM dimension exceeds the (32-bit) BLAS index range. */
 int adj_check_blas_dim(const char *who, const char *what, int64_t value);
 

@@ -9,9 +9,10 @@
  * out_volume), is then shuffled into (N, C_out, out...).  A tile of one image
  * writes straight into y.
  *
- * Unit-stride path (forward and backward, see "shifted GEMMs" below): one GEMM
- * per kernel tap on a padded copy of the input, no im2col.  The jvp always
- * takes the general path. */
+ * Unit-stride paths (forward and backward): with 16 or more input channels,
+ * one GEMM per kernel tap on a padded copy of the input, no im2col ("shifted
+ * GEMMs" below); with fewer, whose GEMMs are too thin for BLAS, the direct
+ * vectorized loops of conv_direct.c.  The jvp always takes the general path. */
 #include <stdint.h>
 #include <string.h>
 

@@ -38,6 +38,10 @@ static const conv_case cases[] = {
     {"shifted 2d C_in 16 k3 pad(1,2|1,0)", 3, 16, 3, {12, 20},
      {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 2}, .padding_right = {1, 0}}, true},
     {"shifted 3d C_in 16 k(2,2,3) no bias", 2, 16, 2, {4, 10, 20}, {.spatial_dims = 3, .kernel = {2, 2, 3}}, false},
+    /* Unit strides and C_in < 16 take the direct path: 7 output channels and
+     * 12 taps leave partial register blocks (6+1 channels, 5+5+2 taps). */
+    {"direct 2d C_out 7 k(3,4) d(2,1) pad(1,0|0,3)", 3, 3, 7, {9, 11},
+     {.spatial_dims = 2, .kernel = {3, 4}, .dilation = {2, 1}, .padding_left = {1, 0}, .padding_right = {0, 3}}, true},
     /* Large enough (>= 2^16 multiply-adds) for a thread team to split the batch. */
     {"LeNet conv2 N=7 (team)", 7, 6, 16, {14, 14}, {.spatial_dims = 2, .kernel = {5, 5}}, true},
     {"shifted 2d C_in 16 k3 pad 1 N=5 (team)", 5, 16, 8, {12, 12},

@@ -14,6 +14,9 @@ static const affine_case cases[] = {
     {"N=5 F_in=7 F_out=3", 5, 7, 3, true},
     {"N=1 F_in=4 F_out=6 no bias", 1, 4, 6, false},
     {"N=16 F_in=120 F_out=84 (LeNet fc)", 16, 120, 84, true},
+    /* >= 2^16 multiply-adds: a thread team splits each GEMM's output rows
+     * (batch rows; dw's F_out rows), unevenly at 3 threads. */
+    {"N=7 F_in=150 F_out=100 (team)", 7, 150, 100, true},
 };
 
 typedef struct affine_point {
@@ -143,11 +146,14 @@ static void check_errors(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_rng *rng = layer_begin(&t, &argc, &argv, "t302-affine", 302);
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    for (int d = 0; d < 2; d++) {
-      adj_test_report(&t, "case %s %s", cases[i].name, adj_dtype_name(layer_dtypes[d]));
-      run_case(&t, &cases[i], layer_dtypes[d], rng);
-    }
+  for (int threads = 1; threads <= 3; threads += 2) {
+    ADJ_TEST_OK(&t, adj_threads_set(threads));
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+      for (int d = 0; d < 2; d++) {
+        adj_test_report(&t, "case %s %s, %d kernel threads", cases[i].name, adj_dtype_name(layer_dtypes[d]), threads);
+        run_case(&t, &cases[i], layer_dtypes[d], rng);
+      }
+  }
   check_errors(&t);
   return layer_finish(&t, rng);
 }

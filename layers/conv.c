@@ -269,8 +269,8 @@ static void adj_shift_forward(const adj_conv_plan *cp, const adj_shift_plan *s, 
     for (int64_t k = 0; k < p->kernel_volume; k++)
       adj_gemm(cp->dtype, false, false, cp->c_out, s->grid.span, p->channels, 1.0,
                adj_at(buf.weights, cp->dtype, k * cp->c_out * p->channels), p->channels,
-               adj_at(buf.padded, cp->dtype, adj_conv_grid_offset(p, &s->grid, k)), s->grid.volume, b || k ? 1.0 : 0.0, buf.span,
-               s->grid.span);
+               adj_at(buf.padded, cp->dtype, adj_conv_grid_offset(p, &s->grid, k)), s->grid.volume,
+               b || k ? 1.0 : 0.0, buf.span, s->grid.span);
     adj_grid_copy(cp->dtype, cp->c_out, p->out, adj_at(y->data, cp->dtype, n * cp->c_out * p->out_volume),
                   p->out_volume, s->grid.padded, buf.span, s->grid.span, 0, false);
   }
@@ -286,8 +286,8 @@ static void adj_shift_weight_gradient(const adj_conv_plan *cp, const adj_shift_p
     for (int64_t k = 0; k < p->kernel_volume; k++)
       memcpy(adj_at(buf->columns, cp->dtype, (ci * p->kernel_volume + k) * s->grid.span),
              adj_at(buf->padded, cp->dtype, ci * s->grid.volume + adj_conv_grid_offset(p, &s->grid, k)), run);
-  adj_gemm(cp->dtype, false, true, cp->c_out, cp->rows, s->grid.span, 1.0, buf->span, s->grid.span, buf->columns, s->grid.span, 1.0,
-           dw->data, cp->rows);
+  adj_gemm(cp->dtype, false, true, cp->c_out, cp->rows, s->grid.span, 1.0, buf->span, s->grid.span, buf->columns,
+           s->grid.span, 1.0, dw->data, cp->rows);
 }
 
 /* dx = J_x^T dy (the forward's GEMMs transposed, adding into a padded dx whose
@@ -338,8 +338,6 @@ static bool adj_shift_usable(const adj_conv_plan *cp, const adj_workspace *ws, a
  * is added in member order afterwards, so for a fixed team the sum order, and
  * the result, is the same run to run. */
 
-/* Slices of the workspace start 64-byte aligned, as the workspace itself does. */
-static size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* Bytes of one member's gradient scratch (dw then db). */
 static size_t adj_conv_scratch_bytes(const adj_conv_plan *cp) {

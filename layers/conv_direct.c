@@ -55,7 +55,6 @@ typedef struct adj_correlation_gradient {
 #include "instantiate.h"
 
 static int64_t adj_round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-static size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* Workspace, in order: forward tap offsets, mirrored ones, then the grids. */
 typedef struct adj_direct_buffers {

@@ -6,6 +6,10 @@
 
 #include "kernels_impl.h"
 
+/* Bytes rounded up to 64: slices of a workspace start 64-byte aligned, as the
+ * workspace itself does. */
+static inline size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 /* With unit strides, output position o reads input o - pad + k * dilation, so
  * on the input padded to out + (kernel - 1) * dilation per dimension, tap k is
  * the same shift for every output.  Output positions sit on the grid with the

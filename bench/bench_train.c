@@ -4,8 +4,9 @@
  *
  *   mpiexec.mpich -n 1 bench-train                 the sequential network
  *   mpiexec.mpich -n 4 bench-train dist4           Table 1's 4-worker layout
- *   bench-train [layout [images [repetitions [batch]]]]   defaults: sequential
- *       on 1 rank, distN on N ranks; 8192 images; 3; 256
+ *   bench-train [layout [images [repetitions [batch [f32|f64|both]]]]]
+ *       defaults: sequential on 1 rank, distN on N ranks; 8192 images; 3;
+ *       256; both (one dtype alone is for profiling)
  *
  * The images are synthetic (their values do not change the work), so the
  * benchmark needs no data set.  Each figure is the best of `repetitions`
@@ -17,6 +18,7 @@
  * stage's forward and backward time per batch, to show where the time goes. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
@@ -126,9 +128,11 @@ int main(int argc, char **argv) {
     printf("bench-train: host %s, %ld online cores, %d ranks x %d kernel threads, LeNet-5 %s, batch %lld, "
            "%lld images per epoch, Adam, best of %d epochs\n", host, sysconf(_SC_NPROCESSORS_ONLN), size, threads,
            layout, (long long)batch, (long long)images, repetitions);
+  const char *dtypes = argc > 5 ? argv[5] : "both";
   int failed = !data;
   for (int d = 0; d < 2 && data; d++) {
     adj_dtype dtype = d == 0 ? ADJ_FLOAT32 : ADJ_FLOAT64;
+    if (strcmp(dtypes, "both") && strcmp(dtypes, d == 0 ? "f32" : "f64")) continue;
     double rate = measure(layout, dtype, batch, data, repetitions);
     failed |= rate == 0;
     if (rank == 0) printf("  %-10s %s  %8.0f images/s  (%.2f s per 8000-image epoch)\n", layout, adj_dtype_name(dtype),

@@ -1,10 +1,12 @@
 /* SGD (with momentum and weight decay) and Adam over a network's flat
- * parameter buffer: one loop over this worker's shards, no communication. */
+ * parameter buffer: elementwise over this worker's shards (split over the
+ * kernels' thread team), no communication. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "adjoin/net.h"
 #include "error_impl.h"
+#include "kernels_impl.h"
 
 struct adj_optimizer {
   adj_optimizer_config config;
@@ -54,45 +56,68 @@ void adj_optimizer_destroy(adj_optimizer **optimizer) {
 }
 
 /* The update loops, one per dtype; arithmetic is in double so float32 and
- * float64 runs differ only by the rounding of the stored values. */
+ * float64 runs differ only by the rounding of the stored values.  The
+ * settings are copied into locals (a double config field could alias a double
+ * parameter, which would keep the loops scalar) and net/ builds without
+ * math errno (net/meson.build), so sqrt and the divisions vectorize. */
 #define ADJ_OPTIMIZER_LOOPS(T)                                                                      \
-  static void adj_sgd_##T(const adj_optimizer_config *c, int64_t n, T *w, const T *g, T *v) {       \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      double grad = (double)g[i] + c->weight_decay * (double)w[i];                                 \
-      if (v) {                                                                                     \
-        v[i] = (T)(c->momentum * (double)v[i] + grad);                                             \
-        grad = (double)v[i];                                                                       \
+  static void adj_sgd_##T(const adj_optimizer_config *c, int64_t n, T *restrict w, const T *restrict g, \
+                          T *restrict v) {                                                         \
+    const double lr = c->learning_rate, decay = c->weight_decay, momentum = c->momentum;           \
+    if (v)                                                                                         \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        double vi = momentum * (double)v[i] + ((double)g[i] + decay * (double)w[i]);               \
+        v[i] = (T)vi;                                                                              \
+        w[i] = (T)((double)w[i] - lr * (double)v[i]);                                              \
       }                                                                                            \
-      w[i] = (T)((double)w[i] - c->learning_rate * grad);                                          \
-    }                                                                                              \
+    else                                                                                           \
+      for (int64_t i = 0; i < n; i++) w[i] = (T)((double)w[i] - lr * ((double)g[i] + decay * (double)w[i])); \
   }                                                                                                \
-  static void adj_adam_##T(const adj_optimizer_config *c, int64_t step, int64_t n, T *w, const T *g, \
-                           T *m, T *v) {                                                           \
-    double b1 = c->beta1, b2 = c->beta2;                                                           \
-    double correction1 = 1 - pow(b1, (double)step), correction2 = 1 - pow(b2, (double)step);       \
+  static void adj_adam_##T(const adj_optimizer_config *c, int64_t step, int64_t n, T *restrict w,  \
+                           const T *restrict g, T *restrict m, T *restrict v) {                    \
+    const double b1 = c->beta1, b2 = c->beta2, lr = c->learning_rate, decay = c->weight_decay;     \
+    const double eps = c->epsilon;                                                                 \
+    const double correction1 = 1 - pow(b1, (double)step), correction2 = 1 - pow(b2, (double)step); \
     for (int64_t i = 0; i < n; i++) {                                                              \
-      double grad = (double)g[i] + c->weight_decay * (double)w[i];                                 \
+      double grad = (double)g[i] + decay * (double)w[i];                                           \
       double mi = b1 * (double)m[i] + (1 - b1) * grad, vi = b2 * (double)v[i] + (1 - b2) * grad * grad; \
       m[i] = (T)mi, v[i] = (T)vi;                                                                  \
-      double update = (mi / correction1) / (sqrt(vi / correction2) + c->epsilon);                  \
-      w[i] = (T)((double)w[i] - c->learning_rate * update);                                        \
+      double update = (mi / correction1) / (sqrt(vi / correction2) + eps);                         \
+      w[i] = (T)((double)w[i] - lr * update);                                                      \
     }                                                                                              \
   }
 
 ADJ_OPTIMIZER_LOOPS(float)
 ADJ_OPTIMIZER_LOOPS(double)
 
+/* Elements [first, first + n) of the update. */
+static void adj_optimizer_update(const adj_optimizer *o, int64_t first, int64_t n) {
+  bool f32 = o->values.dtype == ADJ_FLOAT32;
+  size_t es = adj_dtype_size(o->values.dtype), at = (size_t)first * es;
+  char *w = (char *)o->values.data + at, *g = (char *)o->grads.data + at;
+  char *s0 = o->n_state > 0 ? (char *)o->state[0].data + at : NULL;
+  char *s1 = o->n_state > 1 ? (char *)o->state[1].data + at : NULL;
+  if (o->config.kind == ADJ_OPTIMIZER_SGD) {
+    if (f32) adj_sgd_float(&o->config, n, (float *)w, (float *)g, (float *)s0);
+    else adj_sgd_double(&o->config, n, (double *)w, (double *)g, (double *)s0);
+  } else {
+    if (f32) adj_adam_float(&o->config, o->steps, n, (float *)w, (float *)g, (float *)s0, (float *)s1);
+    else adj_adam_double(&o->config, o->steps, n, (double *)w, (double *)g, (double *)s0, (double *)s1);
+  }
+}
+
+/* Each element's update is independent, so splitting them over the kernels'
+ * thread team (adjoin/threads.h) changes no result; the divisions and square
+ * roots make even LeNet-5's 61,706 parameters worth two threads. */
 int adj_optimizer_step(adj_optimizer *o) {
   int64_t n = adj_tensor_volume(&o->values);
   o->steps++;
-  bool f32 = o->values.dtype == ADJ_FLOAT32;
-  void *s0 = o->n_state > 0 ? o->state[0].data : NULL, *s1 = o->n_state > 1 ? o->state[1].data : NULL;
-  if (o->config.kind == ADJ_OPTIMIZER_SGD) {
-    if (f32) adj_sgd_float(&o->config, n, o->values.data, o->grads.data, s0);
-    else adj_sgd_double(&o->config, n, o->values.data, o->grads.data, s0);
-  } else {
-    if (f32) adj_adam_float(&o->config, o->steps, n, o->values.data, o->grads.data, s0, s1);
-    else adj_adam_double(&o->config, o->steps, n, o->values.data, o->grads.data, s0, s1);
+  int team = adj_team_size(n, 16 * n);
+#pragma omp parallel for num_threads(team) schedule(static, 1)
+  for (int member = 0; member < team; member++) {
+    int64_t first, count;
+    adj_team_range(n, team, member, &first, &count);
+    adj_optimizer_update(o, first, count);
   }
   return ADJ_SUCCESS;
 }

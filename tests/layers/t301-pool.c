@@ -1,5 +1,6 @@
 /* t301: max and average pooling 1-D/2-D/3-D against a direct loop, the
- * Jacobian dot-product test, the Taylor test and bad-configuration errors. */
+ * Jacobian dot-product test, the Taylor test, ties (and the max pool's
+ * commuting with ReLU) and bad-configuration errors. */
 #include <stdio.h>
 #include <string.h>
 
@@ -163,6 +164,84 @@ static void run_case(adj_test *t, const pool_case *c, adj_dtype dtype, adj_rng *
   adj_tensor_destroy(&p.xh);
 }
 
+/* ---- ties, and the pool before the ReLU ---------------------------------------------
+ *
+ * Values from {-1, -1/2, 0, 0, 1/2, 1/2}: most windows hold ties and many hold
+ * only numbers <= 0.  The max pool must still pick the first largest tap,
+ * exactly as the naive loops do (fast 2x2 path, interior loops, padded
+ * path).  And LeNet-5 runs pool then ReLU in place of ReLU then pool
+ * (net/lenet.c): both orders must give the same output and the same input
+ * gradient bit for bit, on exactly these tie-heavy inputs. */
+
+/* Entries drawn from six values.  Small multiples of 1/2 also keep the sums
+ * of overlapping windows' gradients exact in float32, so every comparison
+ * below can ask for equal bits. */
+static adj_tensor ties_tensor(adj_rng *rng, adj_dtype dtype, int rank, const int64_t *shape, const double *values) {
+  adj_tensor t = layer_random(rng, dtype, rank, shape);
+  for (int64_t i = 0; i < adj_tensor_volume(&t); i++) {
+    int pick = (int)((adj_tensor_get(&t, i) + 1.0) * 3.0);
+    adj_tensor_set(&t, i, values[pick < 0 ? 0 : pick > 5 ? 5 : pick]);
+  }
+  return t;
+}
+
+/* Elements whose bits differ (0: identical tensors). */
+static int64_t bits_differing(const adj_tensor *a, const adj_tensor *b) {
+  size_t es = adj_dtype_size(a->dtype);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < adj_tensor_volume(a); i++)
+    differ += memcmp((const char *)a->data + (size_t)i * es, (const char *)b->data + (size_t)i * es, es) != 0;
+  return differ;
+}
+
+static void check_ties(adj_test *t, const pool_case *c, adj_dtype dtype, adj_rng *rng) {
+  int64_t xs[5] = {c->n, c->c}, ys[5] = {c->n, c->c}, out[3];
+  int rank = 2 + c->g.spatial_dims;
+  adj_window_output_shape(&c->g, c->in, out);
+  for (int d = 0; d < c->g.spatial_dims; d++) xs[2 + d] = c->in[d], ys[2 + d] = out[d];
+  static const double tied[] = {-1.0, -0.5, 0.0, 0.0, 0.5, 0.5}, grads[] = {-2.0, -1.0, -0.5, 0.5, 1.0, 1.5};
+  adj_tensor x = ties_tensor(rng, dtype, rank, xs, tied), dy = ties_tensor(rng, dtype, rank, ys, grads);
+  adj_tensor y, dx, ry, rdx;
+  adj_tensor x64 = layer_to_f64(&x), dy64 = layer_to_f64(&dy);
+  adj_tensor_create(&y, dtype, rank, ys), adj_tensor_create(&dx, dtype, rank, xs);
+  adj_tensor_create(&ry, ADJ_FLOAT64, rank, ys), adj_tensor_create(&rdx, ADJ_FLOAT64, rank, xs);
+  ADJ_TEST_OK(t, adj_pool_forward(c->kind, &c->g, &x, &y));
+  ADJ_TEST_OK(t, adj_pool_backward(c->kind, &c->g, &x, &dy, &dx));
+  naive_pool(c, &x64, &x64, &ry, NULL, NULL);
+  naive_pool(c, &x64, NULL, NULL, &dy64, &rdx);
+  adj_tensor y64 = layer_to_f64(&y), dx64 = layer_to_f64(&dx);
+  int64_t wrong_y = bits_differing(&y64, &ry), wrong_dx = bits_differing(&dx64, &rdx);
+  ADJ_TEST_CHECK(t, wrong_y == 0 && wrong_dx == 0, "%s %s ties: %lld outputs and %lld gradients differ from the "
+                 "first-maximum reference", c->name, adj_dtype_name(dtype), (long long)wrong_y, (long long)wrong_dx);
+  adj_test_report(t, "  %-44s %s  ties: outputs differing %lld of %lld, gradients %lld of %lld", c->name,
+                  adj_dtype_name(dtype), (long long)wrong_y, (long long)adj_tensor_volume(&y), (long long)wrong_dx,
+                  (long long)adj_tensor_volume(&dx));
+  layer_destroy(6, (adj_tensor *const[]){&x64, &dy64, &ry, &rdx, &y64, &dx64});
+
+  /* pool then ReLU against ReLU then pool, forward and backward. */
+  adj_activation relu = {ADJ_RELU, 0};
+  adj_tensor xr, yr, ypr, rely, g_in, g_out, dx2;
+  adj_tensor_create(&xr, dtype, rank, xs), adj_tensor_create(&yr, dtype, rank, ys);
+  adj_tensor_create(&ypr, dtype, rank, ys), adj_tensor_create(&rely, dtype, rank, ys);
+  adj_tensor_create(&g_in, dtype, rank, xs), adj_tensor_create(&g_out, dtype, rank, ys);
+  adj_tensor_create(&dx2, dtype, rank, xs);
+  ADJ_TEST_OK(t, adj_activation_forward(&relu, &x, &xr));             /* ReLU, then pool */
+  ADJ_TEST_OK(t, adj_pool_forward(c->kind, &c->g, &xr, &yr));
+  ADJ_TEST_OK(t, adj_pool_backward(c->kind, &c->g, &xr, &dy, &g_in));
+  ADJ_TEST_OK(t, adj_activation_backward(&relu, &x, &g_in, &dx));
+  ADJ_TEST_OK(t, adj_pool_forward(c->kind, &c->g, &x, &ypr));           /* pool, then ReLU */
+  ADJ_TEST_OK(t, adj_activation_forward(&relu, &ypr, &rely));
+  ADJ_TEST_OK(t, adj_activation_backward(&relu, &ypr, &dy, &g_out));
+  ADJ_TEST_OK(t, adj_pool_backward(c->kind, &c->g, &x, &g_out, &dx2));
+  int64_t differ_y = bits_differing(&yr, &rely), differ_dx = bits_differing(&dx, &dx2);
+  ADJ_TEST_CHECK(t, differ_y == 0 && differ_dx == 0, "%s %s: pool-then-ReLU differs from ReLU-then-pool in %lld "
+                 "outputs and %lld gradients", c->name, adj_dtype_name(dtype), (long long)differ_y,
+                 (long long)differ_dx);
+  adj_test_report(t, "  %-44s %s  ReLU after pool vs before: outputs differing %lld, gradients %lld", c->name,
+                  adj_dtype_name(dtype), (long long)differ_y, (long long)differ_dx);
+  layer_destroy(11, (adj_tensor *const[]){&x, &dy, &y, &dx, &xr, &yr, &ypr, &rely, &g_in, &g_out, &dx2});
+}
+
 static void check_errors(adj_test *t) {
   adj_tensor x, y;
   adj_tensor_create(&x, ADJ_FLOAT64, 3, (const int64_t[]){1, 2, 3});
@@ -199,6 +278,8 @@ int main(int argc, char **argv) {
         run_case(&t, &cases[i], layer_dtypes[d], rng);
       }
   }
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int d = 0; d < 2 && cases[i].kind == ADJ_POOL_MAX; d++) check_ties(&t, &cases[i], layer_dtypes[d], rng);
   check_errors(&t);
   return layer_finish(&t, rng);
 }

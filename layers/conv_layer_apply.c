@@ -147,7 +147,9 @@ static int adj_conv_output_adjoint(adj_conv_layer *c, const adj_tensor *dy, cons
 int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_conv_layer *c = l->impl;
   ADJ_CALL(adj_conv_parameters_begin(l, false));
-  int status = adj_conv_input_forward(c, x, &c->x_pad, &c->x_hat, &c->x_k, &c->x_kernel);
+  int status = ADJ_SUCCESS;
+  if (c->direct && x) c->x_kernel = x; /* the network keeps x intact until the backward */
+  else status = adj_conv_input_forward(c, x, &c->x_pad, &c->x_hat, &c->x_k, &c->x_kernel);
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
   adj_tensor *y_hat = c->y_reduce ? &c->y_hat : y;
   if (!status && c->computes)
@@ -162,7 +164,9 @@ int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
   ADJ_CALL(adj_conv_parameters_begin(l, true));
   const adj_tensor *dx_kernel = NULL;
-  int status = any_dx ? adj_conv_input_forward(c, dx, &c->dx_pad, &c->dx_hat, &c->dx_k, &dx_kernel) : ADJ_SUCCESS;
+  int status = ADJ_SUCCESS;
+  if (c->direct) dx_kernel = dx;
+  else if (any_dx) status = adj_conv_input_forward(c, dx, &c->dx_pad, &c->dx_hat, &c->dx_k, &dx_kernel);
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
   adj_tensor *dy_hat = c->y_reduce ? &c->dy_hat : dy;
   if (!status && c->computes)
@@ -179,11 +183,12 @@ int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) 
   int status = adj_conv_output_adjoint(c, dy, &dy_hat);
   adj_tensor_zero(&c->dw_hat);
   if (c->b_bcast) adj_tensor_zero(&c->db_hat);
+  adj_tensor *kernel_dx = c->direct ? dx : any_dx ? adj_conv_kernel_dx(c) : NULL;
   if (!status && c->computes)
-    status = adj_conv_backward(&c->local, c->x_kernel, &c->w_hat, dy_hat, any_dx ? adj_conv_kernel_dx(c) : NULL,
-                               &c->dw_hat, adj_conv_local_bias(c, &c->db_hat), &c->ws);
+    status = adj_conv_backward(&c->local, c->x_kernel, &c->w_hat, dy_hat, kernel_dx, &c->dw_hat,
+                               adj_conv_local_bias(c, &c->db_hat), &c->ws);
   int posted = adj_conv_gradients_begin(c);
-  status = adj_conv_first_error(status, any_dx ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);
+  status = adj_conv_first_error(status, any_dx && !c->direct ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);
   status = adj_conv_first_error(status, posted);
   return adj_conv_first_error(status, posted ? posted : adj_conv_gradients_end(l));
 }

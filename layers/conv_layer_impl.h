@@ -25,6 +25,8 @@ typedef struct adj_conv_layer {
   adj_halo_local w_local;          /* the P_x source of this worker's P_w block */
   bool computes;                   /* in P_w with a nonempty output block */
   bool trims;                      /* the kernel reads a strict sub-box of the halo-extended block */
+  bool direct;                     /* one worker, no halo, broadcast or trim: the kernel reads x and
+                                    * writes dx where they are, without the copies into x_pad */
 
   /* x_bcast and y_reduce are NULL where they would map every worker onto
    * itself (P_co = 1 with P_x = P_w, P_ci = 1 with P_y = P_w). */

@@ -1,7 +1,8 @@
 /* t311: the distributed convolution layer equals its sequential twin.  For
  * each global problem, the twin is the same layer on one worker of
- * MPI_COMM_SELF on every rank (its halo, broadcasts and sum-reduces are then
- * identities around the local kernel, which t300 checks against direct loops); the distributed layer runs
+ * MPI_COMM_SELF on every rank (its halo, broadcasts and sum-reduces would be
+ * identities, so the layer runs the local kernel on x and dx directly, and t300
+ * checks that kernel against direct loops); the distributed layer runs
  * the problem in the feature-space, channel and general forms, with partitions
  * drawn to fit the run's ranks (uneven blocks, empty blocks, inactive ranks,
  * scattered rank lists) and, for one problem, an input with explicit uneven

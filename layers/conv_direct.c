@@ -31,21 +31,26 @@ enum {
   ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
 };
 
-/* out[o * out_stride + j] = bias[o] (0 without) + sum_i sum_t w[o * w_out + i * w_in + t]
- *                           * in[i * in_stride + j + offset[t]]   for j < length. */
+/* For each vector v of positions, at in_at[v] on the input and out_at[v] on
+ * the output (both v * vector length when the tables are NULL), lanes l:
+ *   out[o * out_stride + out_at[v] + l] = bias[o] (0 without)
+ *       + sum_i sum_t w[o * w_out + i * w_in + t] * in[i * in_stride + in_at[v] + l + offset[t]]. */
 typedef struct adj_correlation {
-  int64_t n_out, n_in, taps, length; /* length: whole vectors */
-  const int64_t *offset;
+  int64_t n_out, n_in, taps, vectors;
+  const int64_t *offset, *in_at, *out_at;
   const void *w, *bias, *in;
   int64_t w_out, w_in, in_stride, out_stride;
   void *out;
 } adj_correlation;
 
-/* dw[o * w_out + i * w_in + t] += sum_g sum_j dy[g * dy_image + o * dy_stride + j]
- *                                 * in[g * in_image + i * in_stride + j + offset[t]]. */
+/* dw[o * w_out + i * w_in + t] += sum_g sum_v sum_l dy[g * dy_image + o * dy_stride + dy_at[v] + l]
+ *                                 * in[g * in_image + i * in_stride + in_at[v] + l + offset[t]],
+ * the tables as above, and lanes l < repeated left out of the vectors flagged
+ * in `partial` (NULL: none), which repeat positions of the vector before. */
 typedef struct adj_correlation_gradient {
-  int64_t n_out, n_in, taps, length, images;
-  const int64_t *offset;
+  int64_t n_out, n_in, taps, vectors, images, repeated;
+  const int64_t *offset, *dy_at, *in_at;
+  const unsigned char *partial;
   const void *dy, *in;
   int64_t dy_stride, dy_image, in_stride, in_image, w_out, w_in;
   void *dw;
@@ -56,26 +61,43 @@ typedef struct adj_correlation_gradient {
 
 static int64_t adj_round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-/* Workspace, in order: forward tap offsets, mirrored ones, then the grids. */
+/* Workspace, in order: forward tap offsets, mirrored ones, the row vectors'
+ * tables, then the grids. */
 typedef struct adj_direct_buffers {
   int64_t *offset, *mirrored;
+  int64_t *in_at, *out_at; /* (rows * row_vectors): each row vector on the grid and on y or dy */
+  unsigned char *partial;  /* (rows * row_vectors): the vector repeats lanes of the one before */
   void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
   void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
   void *dx_grid; /* (C_in, volume_rounded) */
 } adj_direct_buffers;
 
 static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
-  size_t es = adj_dtype_size(d->dtype), at = adj_align64(2 * (size_t)d->taps * sizeof(int64_t));
+  size_t es = adj_dtype_size(d->dtype), vectors = (size_t)(d->rows * d->row_vectors);
+  size_t at = adj_align64(2 * (size_t)d->taps * sizeof(int64_t) + vectors * (2 * sizeof(int64_t) + 1));
   size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
   size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
   if (b) {
     b->offset = ws;
     b->mirrored = b->offset + d->taps;
+    b->in_at = b->mirrored + d->taps;
+    b->out_at = b->in_at + vectors;
+    b->partial = (unsigned char *)(b->out_at + vectors);
     b->x_grid = (char *)ws + at;
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
   }
   return at + x_bytes + dy_bytes + adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
+}
+
+/* Rows of at least one vector: ceil(width / vl) vectors each, the last one
+ * ending with the row (so it repeats some lanes of the one before), which
+ * computes as many positions as the grid's rows with their dropped columns. */
+static void adj_direct_rows(const adj_window_plan *p, int64_t vl, adj_conv_direct *d) {
+  int64_t width = p->out[2];
+  d->rows = p->out[0] * p->out[1];
+  d->row_vectors = width >= vl ? (width + vl - 1) / vl : 0;
+  d->repeated = d->row_vectors ? d->row_vectors * vl - width : 0;
 }
 
 bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, adj_conv_direct *d) {
@@ -89,6 +111,7 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->volume_rounded = adj_round_up(d->grid.volume, vl);
   d->margin = d->grid.volume - d->grid.span; /* the largest tap offset */
   d->dy_row = d->margin + (d->span_rounded > d->volume_rounded ? d->span_rounded : d->volume_rounded);
+  adj_direct_rows(p, vl, d);
   int64_t per_image = (d->c_in * d->grid.volume + d->c_out * d->dy_row) * (int64_t)adj_dtype_size(dtype);
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
@@ -96,8 +119,9 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   return 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
 }
 
-/* Lays out ws, fills the tap offsets and zeroes the grids (their padding and
- * dropped positions stay zero: later copies write only inputs and outputs). */
+/* Lays out ws, fills the tap offsets and the row tables and zeroes the grids
+ * (their padding and dropped positions stay zero: later copies write only
+ * inputs and outputs). */
 static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_conv_direct *d, void *ws) {
   adj_direct_buffers b;
   size_t bytes = adj_direct_layout(d, ws, &b);
@@ -107,57 +131,99 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
     b.offset[t] = adj_conv_grid_offset(p, &d->grid, t);
     b.mirrored[t] = d->margin - b.offset[t];
   }
+  int64_t width = p->out[2], vl = ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(d->dtype);
+  for (int64_t r = 0, v = 0; r < d->rows; r++)
+    for (int64_t k = 0; k < d->row_vectors; k++, v++) {
+      int64_t column = k + 1 < d->row_vectors ? k * vl : width - vl;
+      b.in_at[v] = ((r / p->out[1]) * d->grid.padded[1] + r % p->out[1]) * d->grid.padded[2] + column;
+      b.out_at[v] = r * width + column;
+      b.partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
+    }
   return b;
 }
 
 static void adj_correlate(adj_dtype dtype, const adj_correlation *a) { ADJ_DISPATCH(dtype, correlate, a); }
 
+static int64_t adj_direct_vector_length(const adj_conv_direct *d) {
+  return ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(d->dtype);
+}
+
+/* With whole-vector rows the correlation writes each image's y directly;
+ * otherwise it writes the grid's output span, copied out row by row. */
 void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                              const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
   adj_direct_buffers buf = adj_direct_setup(p, d, ws);
-  adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .length = d->span_rounded,
-                       .offset = buf.offset, .w = w->data, .bias = b ? b->data : NULL, .in = buf.x_grid,
-                       .w_out = d->c_in * d->taps, .w_in = d->taps, .in_stride = d->grid.volume,
-                       .out_stride = d->span_rounded, .out = buf.dy_grid};
+  bool rows = d->row_vectors > 0;
+  adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .offset = buf.offset,
+                       .w = w->data, .bias = b ? b->data : NULL, .in = buf.x_grid, .w_out = d->c_in * d->taps,
+                       .w_in = d->taps, .in_stride = d->grid.volume};
+  if (rows) {
+    a.vectors = d->rows * d->row_vectors, a.in_at = buf.in_at, a.out_at = buf.out_at;
+    a.out_stride = p->out_volume;
+  } else {
+    a.vectors = d->span_rounded / adj_direct_vector_length(d), a.out = buf.dy_grid;
+    a.out_stride = d->span_rounded;
+  }
   for (int64_t n = 0; n < p->batch; n++) {
     adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(x->data, d->dtype, n * d->c_in * p->in_volume), p->in_volume,
                   d->grid.padded, buf.x_grid, d->grid.volume, d->grid.origin, true);
+    void *y_n = adj_at(y->data, d->dtype, n * d->c_out * p->out_volume);
+    if (rows) a.out = y_n;
     adj_correlate(d->dtype, &a);
-    adj_grid_copy(d->dtype, d->c_out, p->out, adj_at(y->data, d->dtype, n * d->c_out * p->out_volume),
-                  p->out_volume, d->grid.padded, buf.dy_grid, d->span_rounded, 0, false);
+    if (!rows)
+      adj_grid_copy(d->dtype, d->c_out, p->out, y_n, p->out_volume, d->grid.padded, buf.dy_grid, d->span_rounded, 0,
+                    false);
   }
 }
 
-/* Images [n0, n0 + count): x and dy onto their grids, db, then dw over the
- * whole chunk and dx image by image. */
+/* The weight gradient of a chunk, from dy on its grid or, with whole-vector
+ * rows and no input gradient wanted, from dy where it is. */
+static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direct_buffers *buf, int64_t count,
+                                       const void *dy_dense, int64_t out_volume, adj_tensor *dw) {
+  adj_correlation_gradient a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .images = count,
+                                .offset = buf->offset, .in = buf->x_grid, .in_stride = d->grid.volume,
+                                .in_image = d->c_in * d->grid.volume, .w_out = d->c_in * d->taps, .w_in = d->taps,
+                                .dw = dw->data};
+  if (dy_dense) {
+    a.vectors = d->rows * d->row_vectors, a.dy_at = buf->out_at, a.in_at = buf->in_at, a.partial = buf->partial;
+    a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = out_volume, a.dy_image = d->c_out * out_volume;
+  } else {
+    a.vectors = d->span_rounded / adj_direct_vector_length(d);
+    a.dy = adj_at(buf->dy_grid, d->dtype, d->margin), a.dy_stride = d->dy_row, a.dy_image = d->c_out * d->dy_row;
+  }
+  ADJ_DISPATCH(d->dtype, correlation_gradient, &a);
+}
+
+/* Images [n0, n0 + count): x and dy onto their grids (dy only for dx or when
+ * rows are not whole vectors), db, then dw over the whole chunk and dx image
+ * by image. */
 static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_direct *d,
                                       const adj_direct_buffers *buf, int64_t n0, int64_t count, const adj_tensor *x,
                                       const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
                                       adj_tensor *db) {
   int64_t x_image = d->c_in * d->grid.volume, dy_image = d->c_out * d->dy_row;
+  bool dy_in_place = dw && !dx && d->row_vectors > 0;
   for (int64_t g = 0; g < count; g++) {
     const void *dy_n = adj_at_const(dy->data, d->dtype, (n0 + g) * d->c_out * p->out_volume);
-    adj_grid_copy(d->dtype, d->c_out, p->out, (void *)dy_n, p->out_volume, d->grid.padded,
-                  adj_at(buf->dy_grid, d->dtype, g * dy_image), d->dy_row, d->margin, true);
+    if (!dy_in_place)
+      adj_grid_copy(d->dtype, d->c_out, p->out, (void *)dy_n, p->out_volume, d->grid.padded,
+                    adj_at(buf->dy_grid, d->dtype, g * dy_image), d->dy_row, d->margin, true);
     if (db) adj_rows_sum_add(d->dtype, dy_n, d->c_out, p->out_volume, p->out_volume, db->data);
     if (dw)
       adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(x->data, d->dtype, (n0 + g) * d->c_in * p->in_volume),
                     p->in_volume, d->grid.padded, adj_at(buf->x_grid, d->dtype, g * x_image), d->grid.volume,
                     d->grid.origin, true);
   }
-  if (dw) {
-    adj_correlation_gradient a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .length = d->span_rounded,
-                                  .images = count, .offset = buf->offset,
-                                  .dy = adj_at(buf->dy_grid, d->dtype, d->margin), .in = buf->x_grid,
-                                  .dy_stride = d->dy_row, .dy_image = dy_image, .in_stride = d->grid.volume,
-                                  .in_image = x_image, .w_out = d->c_in * d->taps, .w_in = d->taps, .dw = dw->data};
-    ADJ_DISPATCH(d->dtype, correlation_gradient, &a);
-  }
+  if (dw)
+    adj_direct_weight_gradient(d, buf, count,
+                               dy_in_place ? adj_at_const(dy->data, d->dtype, n0 * d->c_out * p->out_volume) : NULL,
+                               p->out_volume, dw);
   for (int64_t g = 0; dx && g < count; g++) {
-    adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps, .length = d->volume_rounded,
-                         .offset = buf->mirrored, .w = w->data, .in = adj_at(buf->dy_grid, d->dtype, g * dy_image),
-                         .w_out = d->taps, .w_in = d->c_in * d->taps, .in_stride = d->dy_row,
-                         .out_stride = d->volume_rounded, .out = buf->dx_grid};
+    adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps,
+                         .vectors = d->volume_rounded / adj_direct_vector_length(d), .offset = buf->mirrored,
+                         .w = w->data, .in = adj_at(buf->dy_grid, d->dtype, g * dy_image), .w_out = d->taps,
+                         .w_in = d->c_in * d->taps, .in_stride = d->dy_row, .out_stride = d->volume_rounded,
+                         .out = buf->dx_grid};
     adj_correlate(d->dtype, &a);
     adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(dx->data, d->dtype, (n0 + g) * d->c_in * p->in_volume),
                   p->in_volume, d->grid.padded, buf->dx_grid, d->volume_rounded, d->grid.origin, false);

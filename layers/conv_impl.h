@@ -45,6 +45,12 @@ typedef struct adj_conv_direct {
   int64_t span_rounded;   /* forward outputs and weight-gradient terms: span in whole vectors */
   int64_t volume_rounded; /* input-gradient outputs: the padded volume in whole vectors */
   int64_t margin;         /* zeros in front of each dy grid row: the largest tap offset */
+  int64_t rows;           /* output rows (out[0] * out[1]) */
+  int64_t row_vectors;    /* vectors per output row when rows are at least a vector long: the
+                           * forward then writes y and the weight gradient reads dy where
+                           * they are, the last vector of a row overlapping the one before
+                           * it by `repeated` lanes; 0 otherwise (both go through the grids) */
+  int64_t repeated;
   int64_t dy_row;         /* length of one channel's dy grid */
   int64_t chunk;          /* images whose grids the backward holds at once */
   size_t bytes;           /* workspace for the whole call */

@@ -42,6 +42,17 @@ static const conv_case cases[] = {
      * 12 taps leave partial register blocks (6+1 channels, 5+5+2 taps). */
     {"direct 2d C_out 7 k(3,4) d(2,1) pad(1,0|0,3)", 3, 3, 7, {9, 11},
      {.spatial_dims = 2, .kernel = {3, 4}, .dilation = {2, 1}, .padding_left = {1, 0}, .padding_right = {0, 3}}, true},
+    /* Output rows of at least one vector (16 float32, 8 float64) are computed
+     * in place, the last vector of a row overlapping the one before it:
+     * LeNet's conv1 (28 wide: 4 lanes repeated), rows of whole vectors (32:
+     * none repeated) and of one lane more (17: 15 float32 lanes repeated).
+     * N=9 images make two chunks in the backward. */
+    {"direct rows LeNet conv1 28x28 N=9", 9, 1, 6, {28, 28},
+     {.spatial_dims = 2, .kernel = {5, 5}, .padding_left = {2, 2}, .padding_right = {2, 2}}, true},
+    {"direct rows 2d width 32 k3", 2, 2, 3, {4, 34}, {.spatial_dims = 2, .kernel = {3, 3}}, true},
+    {"direct rows 3d width 17 k(1,2,3) d(1,1,2) pad(0,1,1|1,0,2)", 2, 3, 5, {3, 4, 16},
+     {.spatial_dims = 3, .kernel = {1, 2, 3}, .dilation = {1, 1, 2}, .padding_left = {0, 1, 1},
+      .padding_right = {1, 0, 2}}, false},
     /* Large enough (>= 2^16 multiply-adds) for a thread team to split the batch. */
     {"LeNet conv2 N=7 (team)", 7, 6, 16, {14, 14}, {.spatial_dims = 2, .kernel = {5, 5}}, true},
     {"shifted 2d C_in 16 k3 pad 1 N=5 (team)", 5, 16, 8, {12, 12},
@@ -228,6 +239,12 @@ static void check_backward(adj_test *t, const conv_case *c, conv_point *p, adj_r
   layer_compare(t, &gx, &rx, "%s backward dx (overwrite)", c->name);
   layer_compare(t, &gw, &rw, "%s backward dw (+=)", c->name);
   layer_compare(t, &gb, &rb, "%s backward db (+=)", c->name);
+  /* Without dx (a network's first layer): the direct path's weight gradient
+   * then reads dy where it lies instead of from its grid. */
+  ADJ_TEST_OK(t, adj_conv_backward(&c->g, &p->x, &p->w, &dy, NULL, &gw, p->bias ? &gb : NULL, &p->ws));
+  naive_conv(&c->g, &x, &w, NULL, NULL, &dy64, NULL, &rw, p->bias ? &rb : NULL);
+  layer_compare(t, &gw, &rw, "%s backward without dx: dw (+=)", c->name);
+  layer_compare(t, &gb, &rb, "%s backward without dx: db (+=)", c->name);
   layer_destroy(10, (adj_tensor *const[]){&dy, &gx, &gw, &gb, &rx, &rw, &rb, &x, &w, &dy64});
 }
 

@@ -67,6 +67,7 @@ typedef struct adj_direct_buffers {
   int64_t *offset, *mirrored;
   int64_t *in_at, *out_at; /* (rows * row_vectors): each row vector on the grid and on y or dy */
   unsigned char *partial;  /* (rows * row_vectors): the vector repeats lanes of the one before */
+  int64_t *plane_at;       /* (plane_vectors): the input gradient's vectors on one channel plane */
   void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
   void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
   void *dx_grid; /* (C_in, volume_rounded) */
@@ -74,7 +75,8 @@ typedef struct adj_direct_buffers {
 
 static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
   size_t es = adj_dtype_size(d->dtype), vectors = (size_t)(d->rows * d->row_vectors);
-  size_t at = adj_align64(2 * (size_t)d->taps * sizeof(int64_t) + vectors * (2 * sizeof(int64_t) + 1));
+  size_t tables = (2 * (size_t)d->taps + (size_t)d->plane_vectors) * sizeof(int64_t);
+  size_t at = adj_align64(tables + vectors * (2 * sizeof(int64_t) + 1));
   size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
   size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
   if (b) {
@@ -82,7 +84,8 @@ static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_b
     b->mirrored = b->offset + d->taps;
     b->in_at = b->mirrored + d->taps;
     b->out_at = b->in_at + vectors;
-    b->partial = (unsigned char *)(b->out_at + vectors);
+    b->plane_at = b->out_at + vectors;
+    b->partial = (unsigned char *)(b->plane_at + d->plane_vectors);
     b->x_grid = (char *)ws + at;
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
@@ -112,6 +115,9 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->margin = d->grid.volume - d->grid.span; /* the largest tap offset */
   d->dy_row = d->margin + (d->span_rounded > d->volume_rounded ? d->span_rounded : d->volume_rounded);
   adj_direct_rows(p, vl, d);
+  d->input_is_grid = true;
+  for (int k = 0; k < 3; k++) d->input_is_grid &= d->grid.padded[k] == p->in[k];
+  d->plane_vectors = d->input_is_grid && d->grid.volume >= vl ? (d->grid.volume + vl - 1) / vl : 0;
   int64_t per_image = (d->c_in * d->grid.volume + d->c_out * d->dy_row) * (int64_t)adj_dtype_size(dtype);
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
@@ -139,6 +145,8 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
       b.out_at[v] = r * width + column;
       b.partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
     }
+  for (int64_t v = 0; v < d->plane_vectors; v++)
+    b.plane_at[v] = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
   return b;
 }
 
@@ -165,8 +173,11 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
     a.out_stride = d->span_rounded;
   }
   for (int64_t n = 0; n < p->batch; n++) {
-    adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(x->data, d->dtype, n * d->c_in * p->in_volume), p->in_volume,
-                  d->grid.padded, buf.x_grid, d->grid.volume, d->grid.origin, true);
+    const void *x_n = adj_at_const(x->data, d->dtype, n * d->c_in * p->in_volume);
+    a.in = d->input_is_grid && n + 1 < p->batch ? x_n : buf.x_grid; /* a tail read runs into image n + 1 */
+    if (a.in == buf.x_grid)
+      adj_grid_copy(d->dtype, d->c_in, p->in, (void *)x_n, p->in_volume, d->grid.padded, buf.x_grid, d->grid.volume,
+                    d->grid.origin, true);
     void *y_n = adj_at(y->data, d->dtype, n * d->c_out * p->out_volume);
     if (rows) a.out = y_n;
     adj_correlate(d->dtype, &a);
@@ -176,12 +187,14 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
   }
 }
 
-/* The weight gradient of a chunk, from dy on its grid or, with whole-vector
- * rows and no input gradient wanted, from dy where it is. */
+/* The weight gradient of a chunk whose x grids start at x_grids, from dy on
+ * its grid or, with whole-vector rows and no input gradient wanted, from dy
+ * where it is. */
 static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direct_buffers *buf, int64_t count,
-                                       const void *dy_dense, int64_t out_volume, adj_tensor *dw) {
+                                       const void *x_grids, const void *dy_dense, int64_t out_volume,
+                                       adj_tensor *dw) {
   adj_correlation_gradient a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .images = count,
-                                .offset = buf->offset, .in = buf->x_grid, .in_stride = d->grid.volume,
+                                .offset = buf->offset, .in = x_grids, .in_stride = d->grid.volume,
                                 .in_image = d->c_in * d->grid.volume, .w_out = d->c_in * d->taps, .w_in = d->taps,
                                 .dw = dw->data};
   if (dy_dense) {
@@ -194,40 +207,56 @@ static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direc
   ADJ_DISPATCH(d->dtype, correlation_gradient, &a);
 }
 
-/* Images [n0, n0 + count): x and dy onto their grids (dy only for dx or when
- * rows are not whole vectors), db, then dw over the whole chunk and dx image
- * by image. */
+/* The input gradient of one image from its dy grid: written in place when
+ * the grid is dx's own layout, else through dx_grid. */
+static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_direct *d,
+                                      const adj_direct_buffers *buf, const void *dy_grid, const adj_tensor *w,
+                                      void *dx_n) {
+  bool in_place = d->plane_vectors > 0;
+  adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps, .offset = buf->mirrored, .w = w->data,
+                       .in = dy_grid, .w_out = d->taps, .w_in = d->c_in * d->taps, .in_stride = d->dy_row};
+  if (in_place) {
+    a.vectors = d->plane_vectors, a.in_at = a.out_at = buf->plane_at;
+    a.out = dx_n, a.out_stride = d->grid.volume;
+  } else {
+    a.vectors = d->volume_rounded / adj_direct_vector_length(d);
+    a.out = buf->dx_grid, a.out_stride = d->volume_rounded;
+  }
+  adj_correlate(d->dtype, &a);
+  if (!in_place)
+    adj_grid_copy(d->dtype, d->c_in, p->in, dx_n, p->in_volume, d->grid.padded, buf->dx_grid, d->volume_rounded,
+                  d->grid.origin, false);
+}
+
+/* Images [n0, n0 + count): x and dy onto their grids (x only when its blocks
+ * are not their grids, dy only for dx or when rows are not whole vectors),
+ * db, then dw over the whole chunk and dx image by image. */
 static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_direct *d,
                                       const adj_direct_buffers *buf, int64_t n0, int64_t count, const adj_tensor *x,
                                       const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
                                       adj_tensor *db) {
   int64_t x_image = d->c_in * d->grid.volume, dy_image = d->c_out * d->dy_row;
   bool dy_in_place = dw && !dx && d->row_vectors > 0;
+  bool x_in_place = d->input_is_grid && n0 + count < p->batch; /* the tail read stays inside x */
+  const void *x_n0 = adj_at_const(x->data, d->dtype, n0 * d->c_in * p->in_volume);
   for (int64_t g = 0; g < count; g++) {
     const void *dy_n = adj_at_const(dy->data, d->dtype, (n0 + g) * d->c_out * p->out_volume);
     if (!dy_in_place)
       adj_grid_copy(d->dtype, d->c_out, p->out, (void *)dy_n, p->out_volume, d->grid.padded,
                     adj_at(buf->dy_grid, d->dtype, g * dy_image), d->dy_row, d->margin, true);
     if (db) adj_rows_sum_add(d->dtype, dy_n, d->c_out, p->out_volume, p->out_volume, db->data);
-    if (dw)
-      adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(x->data, d->dtype, (n0 + g) * d->c_in * p->in_volume),
+    if (dw && !x_in_place)
+      adj_grid_copy(d->dtype, d->c_in, p->in, (void *)adj_at_const(x_n0, d->dtype, g * d->c_in * p->in_volume),
                     p->in_volume, d->grid.padded, adj_at(buf->x_grid, d->dtype, g * x_image), d->grid.volume,
                     d->grid.origin, true);
   }
   if (dw)
-    adj_direct_weight_gradient(d, buf, count,
+    adj_direct_weight_gradient(d, buf, count, x_in_place ? x_n0 : buf->x_grid,
                                dy_in_place ? adj_at_const(dy->data, d->dtype, n0 * d->c_out * p->out_volume) : NULL,
                                p->out_volume, dw);
-  for (int64_t g = 0; dx && g < count; g++) {
-    adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps,
-                         .vectors = d->volume_rounded / adj_direct_vector_length(d), .offset = buf->mirrored,
-                         .w = w->data, .in = adj_at(buf->dy_grid, d->dtype, g * dy_image), .w_out = d->taps,
-                         .w_in = d->c_in * d->taps, .in_stride = d->dy_row, .out_stride = d->volume_rounded,
-                         .out = buf->dx_grid};
-    adj_correlate(d->dtype, &a);
-    adj_grid_copy(d->dtype, d->c_in, p->in, adj_at(dx->data, d->dtype, (n0 + g) * d->c_in * p->in_volume),
-                  p->in_volume, d->grid.padded, buf->dx_grid, d->volume_rounded, d->grid.origin, false);
-  }
+  for (int64_t g = 0; dx && g < count; g++)
+    adj_direct_input_gradient(p, d, buf, adj_at(buf->dy_grid, d->dtype, g * dy_image), w,
+                              adj_at(dx->data, d->dtype, (n0 + g) * d->c_in * p->in_volume));
 }
 
 void adj_conv_direct_backward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,

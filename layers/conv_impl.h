@@ -51,6 +51,11 @@ typedef struct adj_conv_direct {
                            * they are, the last vector of a row overlapping the one before
                            * it by `repeated` lanes; 0 otherwise (both go through the grids) */
   int64_t repeated;
+  bool input_is_grid;     /* no padding: an image's x block is its grid as it lies, so the
+                           * forward and the weight gradient read x in place (all but the
+                           * last image, whose tail read would leave the tensor) and ... */
+  int64_t plane_vectors;  /* ... the input gradient writes dx in place in this many vectors
+                           * per channel, the last ending with the plane (0: through dx_grid) */
   int64_t dy_row;         /* length of one channel's dy grid */
   int64_t chunk;          /* images whose grids the backward holds at once */
   size_t bytes;           /* workspace for the whole call */

@@ -53,6 +53,10 @@ static const conv_case cases[] = {
     {"direct rows 3d width 17 k(1,2,3) d(1,1,2) pad(0,1,1|1,0,2)", 2, 3, 5, {3, 4, 16},
      {.spatial_dims = 3, .kernel = {1, 2, 3}, .dilation = {1, 1, 2}, .padding_left = {0, 1, 1},
       .padding_right = {1, 0, 2}}, false},
+    /* No padding: x is read and dx written in place (every image but the
+     * last); N=9 makes several backward chunks, so some chunks read x in
+     * place and the last copies it. */
+    {"direct no padding 30x30 k3 N=9", 9, 3, 4, {30, 30}, {.spatial_dims = 2, .kernel = {3, 3}}, true},
     /* Large enough (>= 2^16 multiply-adds) for a thread team to split the batch. */
     {"LeNet conv2 N=7 (team)", 7, 6, 16, {14, 14}, {.spatial_dims = 2, .kernel = {5, 5}}, true},
     {"shifted 2d C_in 16 k3 pad 1 N=5 (team)", 5, 16, 8, {12, 12},

@@ -23,6 +23,8 @@
 
 typedef struct adj_affine_layer {
   bool works;     /* member of the work partition */
+  bool direct;    /* x, W, b, y and the work all on this one worker: the operators would
+                   * only copy, so the GEMMs run on the caller's and parameters' blocks */
   bool bias_here; /* ... in its fi = 0 column, where the bias is added */
   adj_op *bcast_x, *bcast_w, *bcast_b, *reduce_y; /* bcast_b is NULL without bias */
   /* Work-partition blocks at the forward point and their tangents or
@@ -68,6 +70,7 @@ static adj_parameter *adj_affine_bias(adj_layer *l) {
 static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
+  if (a->direct) return adj_affine_forward(x, &l->parameters[0]->value, b ? &b->value : NULL, y);
   adj_tensor xv, bv, yv;
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
@@ -82,6 +85,9 @@ static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tenso
 static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
+  if (a->direct)
+    return adj_affine_jvp(l->input, &l->parameters[0]->value, dx, &l->parameters[0]->tangent,
+                          b ? &b->tangent : NULL, dy);
   adj_tensor dxv, dbv, dyv;
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
@@ -106,6 +112,7 @@ static int adj_affine_accumulate(adj_tensor *grad, const adj_tensor *sum) {
 static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_affine_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_affine_bias(l);
+  if (a->direct) return adj_affine_backward(l->input, &w->value, dy, dx, &w->grad, b ? &b->grad : NULL);
   adj_tensor dyv, dxv;
   ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv));
   ADJ_CALL(adj_op_adjoint(a->reduce_y, &dyv, &a->dy_hat));
@@ -208,6 +215,16 @@ static int adj_affine_layouts(const adj_affine_layer_config *c, adj_affine_plan 
   return adj_decomposition_create(p->pbias, 1, (const int64_t[1]){f_out}, &p->b);
 }
 
+/* Every partition of the layer is the same single worker. */
+static bool adj_affine_one_worker(const adj_affine_plan *p) {
+  const adj_partition *parts[] = {p->px3, p->pw, p->pr, p->py, p->pbias};
+  int worker = adj_partition_rank_of_index(p->pw, 0);
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (parts[i] && (adj_partition_size(parts[i]) != 1 || adj_partition_rank_of_index(parts[i], 0) != worker))
+      return false;
+  return true;
+}
+
 static int adj_affine_ops(adj_dtype dtype, const adj_affine_plan *p, adj_affine_layer *a) {
   ADJ_CALL(adj_broadcast_create(dtype, p->x3, p->pw, &a->bcast_x));
   ADJ_CALL(adj_broadcast_create(dtype, p->w, p->pw, &a->bcast_w));
@@ -220,6 +237,7 @@ static int adj_affine_ops(adj_dtype dtype, const adj_affine_plan *p, adj_affine_
     if (ops[i]) adj_op_set_checks(ops[i], false);
   a->works = adj_partition_active(p->pw);
   a->bias_here = a->bcast_b && a->works && adj_partition_coords(p->pw)[2] == 0;
+  a->direct = a->works && adj_affine_one_worker(p);
   return ADJ_SUCCESS;
 }
 

@@ -34,10 +34,12 @@ enum {
 /* For each vector v of positions, at in_at[v] on the input and out_at[v] on
  * the output (both v * vector length when the tables are NULL), lanes l:
  *   out[o * out_stride + out_at[v] + l] = bias[o] (0 without)
- *       + sum_i sum_t w[o * w_out + i * w_in + t] * in[i * in_stride + in_at[v] + l + offset[t]]. */
+ *       + sum_i sum_t w[o * w_out + i * w_in + t] * in[i * in_stride + in_at[v] + l + offset[t]],
+ * the taps t limited to [tap_lo[v], tap_hi[v]) when those tables are given
+ * (with in_at): the others read only zeros there. */
 typedef struct adj_correlation {
   int64_t n_out, n_in, taps, vectors;
-  const int64_t *offset, *in_at, *out_at;
+  const int64_t *offset, *in_at, *out_at, *tap_lo, *tap_hi;
   const void *w, *bias, *in;
   int64_t w_out, w_in, in_stride, out_stride;
   void *out;
@@ -68,6 +70,7 @@ typedef struct adj_direct_buffers {
   int64_t *in_at, *out_at; /* (rows * row_vectors): each row vector on the grid and on y or dy */
   unsigned char *partial;  /* (rows * row_vectors): the vector repeats lanes of the one before */
   int64_t *plane_at;       /* (plane_vectors): the input gradient's vectors on one channel plane */
+  int64_t *tap_lo, *tap_hi; /* (plane_vectors): the taps that read some of dy's span there */
   void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
   void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
   void *dx_grid; /* (C_in, volume_rounded) */
@@ -75,7 +78,7 @@ typedef struct adj_direct_buffers {
 
 static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
   size_t es = adj_dtype_size(d->dtype), vectors = (size_t)(d->rows * d->row_vectors);
-  size_t tables = (2 * (size_t)d->taps + (size_t)d->plane_vectors) * sizeof(int64_t);
+  size_t tables = (2 * (size_t)d->taps + 3 * (size_t)d->plane_vectors) * sizeof(int64_t);
   size_t at = adj_align64(tables + vectors * (2 * sizeof(int64_t) + 1));
   size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
   size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
@@ -85,7 +88,9 @@ static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_b
     b->in_at = b->mirrored + d->taps;
     b->out_at = b->in_at + vectors;
     b->plane_at = b->out_at + vectors;
-    b->partial = (unsigned char *)(b->plane_at + d->plane_vectors);
+    b->tap_lo = b->plane_at + d->plane_vectors;
+    b->tap_hi = b->tap_lo + d->plane_vectors;
+    b->partial = (unsigned char *)(b->tap_hi + d->plane_vectors);
     b->x_grid = (char *)ws + at;
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
@@ -145,8 +150,18 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
       b.out_at[v] = r * width + column;
       b.partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
     }
-  for (int64_t v = 0; v < d->plane_vectors; v++)
-    b.plane_at[v] = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
+  for (int64_t v = 0; v < d->plane_vectors; v++) {
+    int64_t first = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
+    b.plane_at[v] = first;
+    /* Position q reads dy grid position q - offset[t], nonzero only in
+     * [0, span); offsets grow with t, so the taps reaching it are a range. */
+    b.tap_lo[v] = d->taps, b.tap_hi[v] = 0;
+    for (int64_t t = 0; t < d->taps; t++)
+      if (first + vl - 1 - b.offset[t] >= 0 && first - b.offset[t] < d->grid.span) {
+        b.tap_lo[v] = t < b.tap_lo[v] ? t : b.tap_lo[v];
+        b.tap_hi[v] = t + 1;
+      }
+  }
   return b;
 }
 
@@ -217,6 +232,7 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
                        .in = dy_grid, .w_out = d->taps, .w_in = d->c_in * d->taps, .in_stride = d->dy_row};
   if (in_place) {
     a.vectors = d->plane_vectors, a.in_at = a.out_at = buf->plane_at;
+    a.tap_lo = buf->tap_lo, a.tap_hi = buf->tap_hi;
     a.out = dx_n, a.out_stride = d->grid.volume;
   } else {
     a.vectors = d->volume_rounded / adj_direct_vector_length(d);

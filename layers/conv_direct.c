@@ -27,6 +27,8 @@ enum {
   ADJ_DIRECT_CHANNELS = 6,    /* correlation block: 6 channels x 2 vectors = 12 sums */
   ADJ_GRADIENT_CHANNELS = 4,  /* weight-gradient block: 4 channels x 5 taps = 20 sums */
   ADJ_GRADIENT_TAPS = 5,
+  ADJ_CHANNEL_VECTORS = 2,    /* channel-vector weight gradient: 2 vectors of channels x 12 taps */
+  ADJ_CHANNEL_TAPS = 12,
   ADJ_DIRECT_MAX_CHANNELS = 16, /* from 16 input channels the shifted GEMMs are faster */
   ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
 };
@@ -58,6 +60,18 @@ typedef struct adj_correlation_gradient {
   void *dw;
 } adj_correlation_gradient;
 
+/* dw[o * w_out + i * w_in + t] += sum_g sum_p dy_t[g * positions * c_out + p * c_out + o]
+ *                                 * x[g * x_image + i * x_stride + grid_at[p] + offset[t]],
+ * with c_out a multiple of the vector length: dy transposed (position-major)
+ * and each output position's place on the x grid. */
+typedef struct adj_channel_gradient {
+  int64_t c_out, c_in, taps, positions, images;
+  const int64_t *offset, *grid_at;
+  const void *dy_t, *x;
+  int64_t x_image, x_stride, w_out, w_in;
+  void *dw;
+} adj_channel_gradient;
+
 #define ADJ_TYPED_FILE "conv_direct_typed.inc"
 #include "instantiate.h"
 
@@ -71,17 +85,21 @@ typedef struct adj_direct_buffers {
   unsigned char *partial;  /* (rows * row_vectors): the vector repeats lanes of the one before */
   int64_t *plane_at;       /* (plane_vectors): the input gradient's vectors on one channel plane */
   int64_t *tap_lo, *tap_hi; /* (plane_vectors): the taps that read some of dy's span there */
+  int64_t *grid_at;         /* (positions, with channel_gradient): each output's grid position */
   void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
   void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
   void *dx_grid; /* (C_in, volume_rounded) */
+  void *dy_t;    /* (chunk, positions, C_out), with channel_gradient: dy transposed */
 } adj_direct_buffers;
 
 static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
   size_t es = adj_dtype_size(d->dtype), vectors = (size_t)(d->rows * d->row_vectors);
-  size_t tables = (2 * (size_t)d->taps + 3 * (size_t)d->plane_vectors) * sizeof(int64_t);
+  size_t grid_at = d->channel_gradient ? (size_t)d->positions : 0;
+  size_t tables = (2 * (size_t)d->taps + 3 * (size_t)d->plane_vectors + grid_at) * sizeof(int64_t);
   size_t at = adj_align64(tables + vectors * (2 * sizeof(int64_t) + 1));
   size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
   size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
+  size_t dx_bytes = adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
   if (b) {
     b->offset = ws;
     b->mirrored = b->offset + d->taps;
@@ -90,12 +108,14 @@ static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_b
     b->plane_at = b->out_at + vectors;
     b->tap_lo = b->plane_at + d->plane_vectors;
     b->tap_hi = b->tap_lo + d->plane_vectors;
-    b->partial = (unsigned char *)(b->tap_hi + d->plane_vectors);
+    b->grid_at = b->tap_hi + d->plane_vectors;
+    b->partial = (unsigned char *)(b->grid_at + grid_at);
     b->x_grid = (char *)ws + at;
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
+    b->dy_t = (char *)ws + at + x_bytes + dy_bytes + dx_bytes;
   }
-  return at + x_bytes + dy_bytes + adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
+  return at + x_bytes + dy_bytes + dx_bytes + adj_align64(grid_at * (size_t)(d->chunk * d->c_out) * es);
 }
 
 /* Rows of at least one vector: ceil(width / vl) vectors each, the last one
@@ -123,7 +143,10 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->input_is_grid = true;
   for (int k = 0; k < 3; k++) d->input_is_grid &= d->grid.padded[k] == p->in[k];
   d->plane_vectors = d->input_is_grid && d->grid.volume >= vl ? (d->grid.volume + vl - 1) / vl : 0;
-  int64_t per_image = (d->c_in * d->grid.volume + d->c_out * d->dy_row) * (int64_t)adj_dtype_size(dtype);
+  d->channel_gradient = c_out % vl == 0;
+  d->positions = p->out_volume;
+  int64_t per_image = d->c_in * d->grid.volume + d->c_out * d->dy_row;
+  per_image = (per_image + (d->channel_gradient ? c_out * p->out_volume : 0)) * (int64_t)adj_dtype_size(dtype);
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
   d->bytes = adj_direct_layout(d, NULL, NULL);
@@ -150,6 +173,10 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
       b.out_at[v] = r * width + column;
       b.partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
     }
+  for (int64_t q = 0; d->channel_gradient && q < d->positions; q++) {
+    int64_t o0 = q / (p->out[1] * p->out[2]), o1 = q / p->out[2] % p->out[1], o2 = q % p->out[2];
+    b.grid_at[q] = (o0 * d->grid.padded[1] + o1) * d->grid.padded[2] + o2;
+  }
   for (int64_t v = 0; v < d->plane_vectors; v++) {
     int64_t first = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
     b.plane_at[v] = first;
@@ -202,6 +229,17 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
   }
 }
 
+/* The weight gradient of a chunk whose x grids start at x_grids, with the
+ * output channels along the vectors (dy transposed into buf->dy_t). */
+static void adj_direct_channel_gradient(const adj_conv_direct *d, const adj_direct_buffers *buf, int64_t count,
+                                        const void *x_grids, adj_tensor *dw) {
+  adj_channel_gradient a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
+                            .images = count, .offset = buf->offset, .grid_at = buf->grid_at, .dy_t = buf->dy_t,
+                            .x = x_grids, .x_image = d->c_in * d->grid.volume, .x_stride = d->grid.volume,
+                            .w_out = d->c_in * d->taps, .w_in = d->taps, .dw = dw->data};
+  ADJ_DISPATCH(d->dtype, channel_gradient, &a);
+}
+
 /* The weight gradient of a chunk whose x grids start at x_grids, from dy on
  * its grid or, with whole-vector rows and no input gradient wanted, from dy
  * where it is. */
@@ -252,21 +290,26 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
                                       const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
                                       adj_tensor *db) {
   int64_t x_image = d->c_in * d->grid.volume, dy_image = d->c_out * d->dy_row;
-  bool dy_in_place = dw && !dx && d->row_vectors > 0;
+  bool channel = dw && d->channel_gradient;
+  bool dy_in_place = dw && !dx && !channel && d->row_vectors > 0, dy_grid = dx || (dw && !channel && !dy_in_place);
   bool x_in_place = d->input_is_grid && n0 + count < p->batch; /* the tail read stays inside x */
   const void *x_n0 = adj_at_const(x->data, d->dtype, n0 * d->c_in * p->in_volume);
   for (int64_t g = 0; g < count; g++) {
     const void *dy_n = adj_at_const(dy->data, d->dtype, (n0 + g) * d->c_out * p->out_volume);
-    if (!dy_in_place)
+    if (dy_grid)
       adj_grid_copy(d->dtype, d->c_out, p->out, (void *)dy_n, p->out_volume, d->grid.padded,
                     adj_at(buf->dy_grid, d->dtype, g * dy_image), d->dy_row, d->margin, true);
+    if (channel)
+      ADJ_DISPATCH(d->dtype, transpose_image, d->c_out, d->positions, dy_n,
+                   adj_at(buf->dy_t, d->dtype, g * d->positions * d->c_out));
     if (db) adj_rows_sum_add(d->dtype, dy_n, d->c_out, p->out_volume, p->out_volume, db->data);
     if (dw && !x_in_place)
       adj_grid_copy(d->dtype, d->c_in, p->in, (void *)adj_at_const(x_n0, d->dtype, g * d->c_in * p->in_volume),
                     p->in_volume, d->grid.padded, adj_at(buf->x_grid, d->dtype, g * x_image), d->grid.volume,
                     d->grid.origin, true);
   }
-  if (dw)
+  if (channel) adj_direct_channel_gradient(d, buf, count, x_in_place ? x_n0 : buf->x_grid, dw);
+  else if (dw)
     adj_direct_weight_gradient(d, buf, count, x_in_place ? x_n0 : buf->x_grid,
                                dy_in_place ? adj_at_const(dy->data, d->dtype, n0 * d->c_out * p->out_volume) : NULL,
                                p->out_volume, dw);

@@ -57,6 +57,14 @@ static const conv_case cases[] = {
      * last); N=9 makes several backward chunks, so some chunks read x in
      * place and the last copies it. */
     {"direct no padding 30x30 k3 N=9", 9, 3, 4, {30, 30}, {.spatial_dims = 2, .kernel = {3, 3}}, true},
+    /* C_out a multiple of the vector length: dw runs with the output channels
+     * along the vectors.  32 channels make 2 float32 / 4 float64 vectors, 24
+     * make 3 float64 vectors (blocks of 2 and 1; float32 takes the other
+     * kernel); 15 and 21 taps make blocks of 7 + 8 and 10 + 11. */
+    {"direct C_out 32 k(3,5) pad(1,2|0,2)", 3, 2, 32, {9, 12},
+     {.spatial_dims = 2, .kernel = {3, 5}, .padding_left = {1, 2}, .padding_right = {0, 2}}, true},
+    {"direct C_out 24 k(3,7) d(1,2) no bias", 2, 3, 24, {8, 20},
+     {.spatial_dims = 2, .kernel = {3, 7}, .dilation = {1, 2}}, false},
     /* Large enough (>= 2^16 multiply-adds) for a thread team to split the batch. */
     {"LeNet conv2 N=7 (team)", 7, 6, 16, {14, 14}, {.spatial_dims = 2, .kernel = {5, 5}}, true},
     {"shifted 2d C_in 16 k3 pad 1 N=5 (team)", 5, 16, 8, {12, 12},

@@ -29,6 +29,7 @@ enum {
   ADJ_GRADIENT_TAPS = 5,
   ADJ_CHANNEL_VECTORS = 2,    /* channel-vector weight gradient: 2 vectors of channels x 12 taps */
   ADJ_CHANNEL_TAPS = 12,
+  ADJ_CHANNEL_POSITIONS = 12, /* channel-vector forward: 12 positions x 1 or 2 vectors of channels */
   ADJ_DIRECT_MAX_CHANNELS = 16, /* from 16 input channels the shifted GEMMs are faster */
   ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
 };
@@ -72,6 +73,17 @@ typedef struct adj_channel_gradient {
   void *dw;
 } adj_channel_gradient;
 
+/* y[o * positions + p] = bias[o] (0 without) + sum_i sum_t w_t[(i * taps + t) * c_out + o]
+ *                        * x[i * x_stride + grid_at[p] + offset[t]]   for one image,
+ * with c_out a multiple of the vector length and w transposed. */
+typedef struct adj_channel_forward {
+  int64_t c_out, c_in, taps, positions;
+  const int64_t *offset, *grid_at;
+  const void *w_t, *bias, *x;
+  int64_t x_stride;
+  void *y;
+} adj_channel_forward;
+
 #define ADJ_TYPED_FILE "conv_direct_typed.inc"
 #include "instantiate.h"
 
@@ -85,21 +97,24 @@ typedef struct adj_direct_buffers {
   unsigned char *partial;  /* (rows * row_vectors): the vector repeats lanes of the one before */
   int64_t *plane_at;       /* (plane_vectors): the input gradient's vectors on one channel plane */
   int64_t *tap_lo, *tap_hi; /* (plane_vectors): the taps that read some of dy's span there */
-  int64_t *grid_at;         /* (positions, with channel_gradient): each output's grid position */
+  int64_t *grid_at;         /* (positions, with channel_vectors): each output's grid position */
   void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
   void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
   void *dx_grid; /* (C_in, volume_rounded) */
-  void *dy_t;    /* (chunk, positions, C_out), with channel_gradient: dy transposed */
+  void *dy_t;    /* (chunk, positions, C_out), with channel_vectors: dy transposed */
+  void *w_t;     /* (C_in * taps, C_out), with channel_vectors: w transposed */
 } adj_direct_buffers;
 
 static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
   size_t es = adj_dtype_size(d->dtype), vectors = (size_t)(d->rows * d->row_vectors);
-  size_t grid_at = d->channel_gradient ? (size_t)d->positions : 0;
+  size_t grid_at = d->channel_vectors ? (size_t)d->positions : 0;
   size_t tables = (2 * (size_t)d->taps + 3 * (size_t)d->plane_vectors + grid_at) * sizeof(int64_t);
   size_t at = adj_align64(tables + vectors * (2 * sizeof(int64_t) + 1));
   size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
   size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
   size_t dx_bytes = adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
+  size_t dy_t_bytes = adj_align64(grid_at * (size_t)(d->chunk * d->c_out) * es);
+  size_t w_t_bytes = d->channel_vectors ? adj_align64((size_t)(d->c_out * d->c_in * d->taps) * es) : 0;
   if (b) {
     b->offset = ws;
     b->mirrored = b->offset + d->taps;
@@ -114,8 +129,9 @@ static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_b
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
     b->dy_t = (char *)ws + at + x_bytes + dy_bytes + dx_bytes;
+    b->w_t = (char *)b->dy_t + dy_t_bytes;
   }
-  return at + x_bytes + dy_bytes + dx_bytes + adj_align64(grid_at * (size_t)(d->chunk * d->c_out) * es);
+  return at + x_bytes + dy_bytes + dx_bytes + dy_t_bytes + w_t_bytes;
 }
 
 /* Rows of at least one vector: ceil(width / vl) vectors each, the last one
@@ -143,10 +159,10 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->input_is_grid = true;
   for (int k = 0; k < 3; k++) d->input_is_grid &= d->grid.padded[k] == p->in[k];
   d->plane_vectors = d->input_is_grid && d->grid.volume >= vl ? (d->grid.volume + vl - 1) / vl : 0;
-  d->channel_gradient = c_out % vl == 0;
+  d->channel_vectors = c_out % vl == 0;
   d->positions = p->out_volume;
   int64_t per_image = d->c_in * d->grid.volume + d->c_out * d->dy_row;
-  per_image = (per_image + (d->channel_gradient ? c_out * p->out_volume : 0)) * (int64_t)adj_dtype_size(dtype);
+  per_image = (per_image + (d->channel_vectors ? c_out * p->out_volume : 0)) * (int64_t)adj_dtype_size(dtype);
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
   d->bytes = adj_direct_layout(d, NULL, NULL);
@@ -173,7 +189,7 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
       b.out_at[v] = r * width + column;
       b.partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
     }
-  for (int64_t q = 0; d->channel_gradient && q < d->positions; q++) {
+  for (int64_t q = 0; d->channel_vectors && q < d->positions; q++) {
     int64_t o0 = q / (p->out[1] * p->out[2]), o1 = q / p->out[2] % p->out[1], o2 = q % p->out[2];
     b.grid_at[q] = (o0 * d->grid.padded[1] + o1) * d->grid.padded[2] + o2;
   }
@@ -198,12 +214,23 @@ static int64_t adj_direct_vector_length(const adj_conv_direct *d) {
   return ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(d->dtype);
 }
 
-/* With whole-vector rows the correlation writes each image's y directly;
- * otherwise it writes the grid's output span, copied out row by row. */
+/* One image's forward with the output channels along the vectors. */
+static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direct_buffers *buf, const void *x_grid,
+                                       const adj_tensor *b, void *y_n) {
+  adj_channel_forward a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
+                           .offset = buf->offset, .grid_at = buf->grid_at, .w_t = buf->w_t,
+                           .bias = b ? b->data : NULL, .x = x_grid, .x_stride = d->grid.volume, .y = y_n};
+  ADJ_DISPATCH(d->dtype, channel_forward, &a);
+}
+
+/* With the output channels along the vectors, or whole-vector rows, each
+ * image's y is written directly; otherwise the correlation writes the grid's
+ * output span, copied out row by row. */
 void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                              const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
   adj_direct_buffers buf = adj_direct_setup(p, d, ws);
-  bool rows = d->row_vectors > 0;
+  bool rows = d->row_vectors > 0, channel = d->channel_vectors;
+  if (channel) ADJ_DISPATCH(d->dtype, transpose_weights, d->c_out, d->c_in * d->taps, w->data, buf.w_t);
   adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .offset = buf.offset,
                        .w = w->data, .bias = b ? b->data : NULL, .in = buf.x_grid, .w_out = d->c_in * d->taps,
                        .w_in = d->taps, .in_stride = d->grid.volume};
@@ -221,6 +248,10 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
       adj_grid_copy(d->dtype, d->c_in, p->in, (void *)x_n, p->in_volume, d->grid.padded, buf.x_grid, d->grid.volume,
                     d->grid.origin, true);
     void *y_n = adj_at(y->data, d->dtype, n * d->c_out * p->out_volume);
+    if (channel) {
+      adj_direct_channel_forward(d, &buf, a.in, b, y_n);
+      continue;
+    }
     if (rows) a.out = y_n;
     adj_correlate(d->dtype, &a);
     if (!rows)
@@ -290,7 +321,7 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
                                       const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
                                       adj_tensor *db) {
   int64_t x_image = d->c_in * d->grid.volume, dy_image = d->c_out * d->dy_row;
-  bool channel = dw && d->channel_gradient;
+  bool channel = dw && d->channel_vectors;
   bool dy_in_place = dw && !dx && !channel && d->row_vectors > 0, dy_grid = dx || (dw && !channel && !dy_in_place);
   bool x_in_place = d->input_is_grid && n0 + count < p->batch; /* the tail read stays inside x */
   const void *x_n0 = adj_at_const(x->data, d->dtype, n0 * d->c_in * p->in_volume);

@@ -56,8 +56,8 @@ typedef struct adj_conv_direct {
                            * last image, whose tail read would leave the tensor) and ... */
   int64_t plane_vectors;  /* ... the input gradient writes dx in place in this many vectors
                            * per channel, the last ending with the plane (0: through dx_grid) */
-  bool channel_gradient;  /* C_out a multiple of the vector length: dw with the output channels
-                           * along the vectors, over the real outputs only */
+  bool channel_vectors;   /* C_out a multiple of the vector length: the forward and dw run
+                           * with the output channels along the vectors, over real outputs only */
   int64_t positions;      /* outputs per channel (out_volume) */
   int64_t dy_row;         /* length of one channel's dy grid */
   int64_t chunk;          /* images whose grids the backward holds at once */

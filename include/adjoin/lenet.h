@@ -9,6 +9,9 @@
  *   softmax cross-entropy, mean over the batch (loss_layer.h)
  * ReLU rather than the 1998 tanh: it reaches the accuracy targets of the
  * paper's PyTorch twin with the same Adam settings, and is what that twin uses.
+ * The stages run as conv, max-pool, ReLU: the same function and gradient as
+ * conv, ReLU, max-pool bit for bit (net/lenet.c says why), on a quarter of
+ * the elements.
  *
  * The input enters whole on rank 0 and a repartition layer moves it onto
  * conv1's partition; the logits are gathered back onto rank 0 by the loss.

@@ -16,8 +16,12 @@
  * vectors of positions and keep their sums in registers; they are compiled
  * for AVX-512, AVX2 and the baseline, chosen at load time (target_clones), and
  * with contracted multiply-adds (layers/meson.build).  The price is the
- * dropped grid positions: LeNet's conv2 computes 144 positions per channel for
- * 100 outputs; the thin GEMMs lost more. */
+ * dropped grid positions (LeNet's conv2: 144 per channel for 100 outputs) and
+ * the copies onto the grids.  Three refinements avoid most of both: output
+ * rows at least a vector wide are computed in place (conv1's 28); without
+ * padding x and dx are their own grids (conv2); and when C_out is a multiple
+ * of the vector length (conv2's 16) the forward and the weight gradient put
+ * the output channels along the vectors and visit only the real outputs. */
 #include <string.h>
 
 #include "conv_impl.h"

@@ -39,9 +39,13 @@ static const conv_case cases[] = {
      {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 2}, .padding_right = {1, 0}}, true},
     {"shifted 3d C_in 16 k(2,2,3) no bias", 2, 16, 2, {4, 10, 20}, {.spatial_dims = 3, .kernel = {2, 2, 3}}, false},
     /* Unit strides and C_in < 16 take the direct path: 7 output channels and
-     * 12 taps leave partial register blocks (6+1 channels, 5+5+2 taps). */
+     * 12 taps leave partial register blocks (6+1 channels; taps in blocks of
+     * 4 + 4 + 4 here, 2 + 3 and 1 in the two cases after it). */
     {"direct 2d C_out 7 k(3,4) d(2,1) pad(1,0|0,3)", 3, 3, 7, {9, 11},
      {.spatial_dims = 2, .kernel = {3, 4}, .dilation = {2, 1}, .padding_left = {1, 0}, .padding_right = {0, 3}}, true},
+    {"direct 2d k(1,5) pad(0,2)", 2, 2, 5, {6, 9},
+     {.spatial_dims = 2, .kernel = {1, 5}, .padding_left = {0, 2}, .padding_right = {0, 2}}, true},
+    {"direct 2d k1 no bias", 2, 3, 4, {5, 7}, {.spatial_dims = 2, .kernel = {1, 1}}, false},
     /* Output rows of at least one vector (16 float32, 8 float64) are computed
      * in place, the last vector of a row overlapping the one before it:
      * LeNet's conv1 (28 wide: 4 lanes repeated), rows of whole vectors (32:

@@ -94,8 +94,11 @@ typedef struct adj_channel_forward {
 
 static int64_t adj_round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-/* Workspace, in order: forward tap offsets, mirrored ones, the row vectors'
- * tables, then the grids. */
+/* Elements of dtype in one vector. */
+static int64_t adj_vector_length(adj_dtype dtype) { return ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(dtype); }
+
+/* Workspace, in order: the tables (tap offsets, vector positions, tap ranges,
+ * output positions, partial-vector flags), then the buffers. */
 typedef struct adj_direct_buffers {
   int64_t *offset, *mirrored;
   int64_t *in_at, *out_at; /* (rows * row_vectors): each row vector on the grid and on y or dy */
@@ -151,7 +154,7 @@ static void adj_direct_rows(const adj_window_plan *p, int64_t vl, adj_conv_direc
 
 bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, adj_conv_direct *d) {
   if (!adj_conv_grid_make(p, &d->grid) || p->channels >= ADJ_DIRECT_MAX_CHANNELS || p->batch == 0) return false;
-  int64_t vl = ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(dtype);
+  int64_t vl = adj_vector_length(dtype);
   d->dtype = dtype;
   d->c_in = p->channels;
   d->c_out = c_out;
@@ -174,9 +177,39 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   return 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
 }
 
-/* Lays out ws, fills the tap offsets and the row tables and zeroes the grids
- * (their padding and dropped positions stay zero: later copies write only
- * inputs and outputs). */
+/* Rows of at least a vector: each vector's place on the grid and on y (or
+ * dy), the last of a row flagged as repeating lanes of the one before. */
+static void adj_direct_row_tables(const adj_window_plan *p, const adj_conv_direct *d, adj_direct_buffers *b) {
+  int64_t width = p->out[2], vl = adj_vector_length(d->dtype);
+  for (int64_t r = 0, v = 0; r < d->rows; r++)
+    for (int64_t k = 0; k < d->row_vectors; k++, v++) {
+      int64_t column = k + 1 < d->row_vectors ? k * vl : width - vl;
+      b->in_at[v] = ((r / p->out[1]) * d->grid.padded[1] + r % p->out[1]) * d->grid.padded[2] + column;
+      b->out_at[v] = r * width + column;
+      b->partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
+    }
+}
+
+/* The in-place input gradient's vectors over one channel plane, and the taps
+ * each needs: position q reads dy grid position q - offset[t], nonzero only
+ * in [0, span), and offsets grow with t, so those taps are a range. */
+static void adj_direct_plane_tables(const adj_conv_direct *d, adj_direct_buffers *b) {
+  int64_t vl = adj_vector_length(d->dtype);
+  for (int64_t v = 0; v < d->plane_vectors; v++) {
+    int64_t first = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
+    b->plane_at[v] = first;
+    b->tap_lo[v] = d->taps, b->tap_hi[v] = 0;
+    for (int64_t t = 0; t < d->taps; t++)
+      if (first + vl - 1 - b->offset[t] >= 0 && first - b->offset[t] < d->grid.span) {
+        b->tap_lo[v] = t < b->tap_lo[v] ? t : b->tap_lo[v];
+        b->tap_hi[v] = t + 1;
+      }
+  }
+}
+
+/* Lays out ws, fills the tables and zeroes the buffers (the grids' padding
+ * and dropped positions stay zero: later copies write only inputs and
+ * outputs). */
 static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_conv_direct *d, void *ws) {
   adj_direct_buffers b;
   size_t bytes = adj_direct_layout(d, ws, &b);
@@ -186,38 +219,16 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
     b.offset[t] = adj_conv_grid_offset(p, &d->grid, t);
     b.mirrored[t] = d->margin - b.offset[t];
   }
-  int64_t width = p->out[2], vl = ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(d->dtype);
-  for (int64_t r = 0, v = 0; r < d->rows; r++)
-    for (int64_t k = 0; k < d->row_vectors; k++, v++) {
-      int64_t column = k + 1 < d->row_vectors ? k * vl : width - vl;
-      b.in_at[v] = ((r / p->out[1]) * d->grid.padded[1] + r % p->out[1]) * d->grid.padded[2] + column;
-      b.out_at[v] = r * width + column;
-      b.partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
-    }
+  adj_direct_row_tables(p, d, &b);
+  adj_direct_plane_tables(d, &b);
   for (int64_t q = 0; d->channel_vectors && q < d->positions; q++) {
     int64_t o0 = q / (p->out[1] * p->out[2]), o1 = q / p->out[2] % p->out[1], o2 = q % p->out[2];
     b.grid_at[q] = (o0 * d->grid.padded[1] + o1) * d->grid.padded[2] + o2;
-  }
-  for (int64_t v = 0; v < d->plane_vectors; v++) {
-    int64_t first = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
-    b.plane_at[v] = first;
-    /* Position q reads dy grid position q - offset[t], nonzero only in
-     * [0, span); offsets grow with t, so the taps reaching it are a range. */
-    b.tap_lo[v] = d->taps, b.tap_hi[v] = 0;
-    for (int64_t t = 0; t < d->taps; t++)
-      if (first + vl - 1 - b.offset[t] >= 0 && first - b.offset[t] < d->grid.span) {
-        b.tap_lo[v] = t < b.tap_lo[v] ? t : b.tap_lo[v];
-        b.tap_hi[v] = t + 1;
-      }
   }
   return b;
 }
 
 static void adj_correlate(adj_dtype dtype, const adj_correlation *a) { ADJ_DISPATCH(dtype, correlate, a); }
-
-static int64_t adj_direct_vector_length(const adj_conv_direct *d) {
-  return ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(d->dtype);
-}
 
 /* One image's forward with the output channels along the vectors. */
 static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direct_buffers *buf, const void *x_grid,
@@ -243,7 +254,7 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
     a.vectors = d->rows * d->row_vectors, a.in_at = buf.in_at, a.out_at = buf.out_at;
     a.out_stride = p->out_volume;
   } else {
-    a.vectors = d->span_rounded / adj_direct_vector_length(d), a.out = buf.dy_grid;
+    a.vectors = d->span_rounded / adj_vector_length(d->dtype), a.out = buf.dy_grid;
     a.out_stride = d->span_rounded;
   }
   for (int64_t n = 0; n < p->batch; n++) {
@@ -290,7 +301,7 @@ static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direc
     a.vectors = d->rows * d->row_vectors, a.dy_at = buf->out_at, a.in_at = buf->in_at, a.partial = buf->partial;
     a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = out_volume, a.dy_image = d->c_out * out_volume;
   } else {
-    a.vectors = d->span_rounded / adj_direct_vector_length(d);
+    a.vectors = d->span_rounded / adj_vector_length(d->dtype);
     a.dy = adj_at(buf->dy_grid, d->dtype, d->margin), a.dy_stride = d->dy_row, a.dy_image = d->c_out * d->dy_row;
   }
   ADJ_DISPATCH(d->dtype, correlation_gradient, &a);
@@ -309,7 +320,7 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
     a.tap_lo = buf->tap_lo, a.tap_hi = buf->tap_hi;
     a.out = dx_n, a.out_stride = d->grid.volume;
   } else {
-    a.vectors = d->volume_rounded / adj_direct_vector_length(d);
+    a.vectors = d->volume_rounded / adj_vector_length(d->dtype);
     a.out = buf->dx_grid, a.out_stride = d->volume_rounded;
   }
   adj_correlate(d->dtype, &a);
@@ -318,8 +329,9 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
                   d->grid.origin, false);
 }
 
-/* Images [n0, n0 + count): x and dy onto their grids (x only when its blocks
- * are not their grids, dy only for dx or when rows are not whole vectors),
+/* Images [n0, n0 + count): x onto its grids (unless its blocks are their own
+ * grids), dy onto its grids (for dx, and for a positions-along-vectors dw
+ * without whole-vector rows) or transposed (for a channels-along-vectors dw),
  * db, then dw over the whole chunk and dx image by image. */
 static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_direct *d,
                                       const adj_direct_buffers *buf, int64_t n0, int64_t count, const adj_tensor *x,

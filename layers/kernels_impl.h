@@ -97,8 +97,12 @@ static inline bool adj_taps_next(adj_taps *it, int64_t *offset) {
 
 /* Before a hot kernel: compiled for AVX-512, AVX2 and the baseline, the best
  * the CPU runs chosen when the library loads (GCC's target_clones), so one
- * build uses wide vectors where they exist and still runs everywhere. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__has_attribute)
+ * build uses wide vectors where they exist and still runs everywhere.
+ * ADJ_NO_KERNEL_CLONES builds the baseline alone: tools/test.sh's sanitizer
+ * build uses it, so the tests also run the code an older CPU gets (the
+ * normal build, on an AVX-512 machine, only ever runs the avx512f clone). */
+#if !defined(ADJ_NO_KERNEL_CLONES) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define ADJ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

@@ -12,8 +12,12 @@ meson test -C build --print-errorlogs --num-processes 2 "$@"
 
 # Sanitizers.  MPICH unloads its UCX plugins at exit, which turns their live
 # allocations into unattributable "leaks"; tools/keep_modules.c keeps them
-# loaded so LeakSanitizer reports only real leaks (see that file).
-BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+# loaded so LeakSanitizer reports only real leaks (see that file).  This build
+# compiles the kernels for the baseline CPU only (ADJ_NO_KERNEL_CLONES,
+# layers/kernels_impl.h), so the suites below also run the code a CPU without
+# AVX-512 gets; the build above runs the AVX-512 clones.
+BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
+  -Dc_args=-DADJ_NO_KERNEL_CLONES
 cc -shared -fPIC -O2 -o build-sanitize/libadjoin-keep-modules.so tools/keep_modules.c
 LD_PRELOAD="$(pwd)/build-sanitize/libadjoin-keep-modules.so" \
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Configures (once) and builds adjoin in BUILD_DIR (default: build), warnings as
-# errors.  Extra arguments go to `meson setup`, e.g. -Db_sanitize=address,undefined.
+# errors.  Extra arguments go to `meson setup` (or `meson configure` on an
+# existing build), e.g. -Db_sanitize=address,undefined.
 # Quiet on success; on failure the end of the log says why.
 set -eu
 cd "$(dirname "$0")/.."
@@ -9,5 +10,9 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if [ ! -f "$dir/build.ninja" ]; then
   meson setup "$dir" --werror "$@" >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
+elif [ $# -gt 0 ]; then
+  # An existing build takes the options too, so a changed option in a script
+  # reaches a developer's old build directory as it does a fresh clone's.
+  meson configure "$dir" "$@" >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
 fi
 ninja -C "$dir" >"$log" 2>&1 || { grep -E "error|FAILED" "$log" | head -40; exit 1; }

@@ -291,15 +291,14 @@ static void adj_direct_channel_gradient(const adj_conv_direct *d, const adj_dire
  * its grid or, with whole-vector rows and no input gradient wanted, from dy
  * where it is. */
 static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direct_buffers *buf, int64_t count,
-                                       const void *x_grids, const void *dy_dense, int64_t out_volume,
-                                       adj_tensor *dw) {
+                                       const void *x_grids, const void *dy_dense, adj_tensor *dw) {
   adj_correlation_gradient a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .images = count,
                                 .offset = buf->offset, .in = x_grids, .in_stride = d->grid.volume,
                                 .in_image = d->c_in * d->grid.volume, .w_out = d->c_in * d->taps, .w_in = d->taps,
                                 .dw = dw->data};
   if (dy_dense) {
     a.vectors = d->rows * d->row_vectors, a.dy_at = buf->out_at, a.in_at = buf->in_at, a.partial = buf->partial;
-    a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = out_volume, a.dy_image = d->c_out * out_volume;
+    a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = d->positions, a.dy_image = d->c_out * d->positions;
   } else {
     a.vectors = d->span_rounded / adj_vector_length(d->dtype);
     a.dy = adj_at(buf->dy_grid, d->dtype, d->margin), a.dy_stride = d->dy_row, a.dy_image = d->c_out * d->dy_row;
@@ -360,7 +359,7 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
   else if (dw)
     adj_direct_weight_gradient(d, buf, count, x_in_place ? x_n0 : buf->x_grid,
                                dy_in_place ? adj_at_const(dy->data, d->dtype, n0 * d->c_out * p->out_volume) : NULL,
-                               p->out_volume, dw);
+                               dw);
   for (int64_t g = 0; dx && g < count; g++)
     adj_direct_input_gradient(p, d, buf, adj_at(buf->dy_grid, d->dtype, g * dy_image), w,
                               adj_at(dx->data, d->dtype, (n0 + g) * d->c_in * p->in_volume));

@@ -3,7 +3,9 @@
 #ifndef ADJOIN_ADJOIN_H
 #define ADJOIN_ADJOIN_H
 
+#include "adjoin/export.h"
 #include "adjoin/status.h"
+#include "adjoin/init.h"
 #include "adjoin/dtype.h"
 #include "adjoin/tensor.h"
 #include "adjoin/rng.h"

@@ -37,6 +37,9 @@
 #include <stdint.h>
 
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* ---- window geometry (convolution and pooling) ------------------------------------ */
 
@@ -222,5 +225,7 @@ int adj_mse_jvp(const adj_tensor *y, const adj_tensor *target, adj_reduction red
 /* dy = dloss * scale * 2 (y - target), overwritten. */
 int adj_mse_backward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double dloss,
                      adj_tensor *dy);
+
+ADJ_END_DECLS
 
 #endif

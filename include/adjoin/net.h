@@ -21,6 +21,9 @@
 #define ADJOIN_NET_H
 
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* Composes n layers (references taken).  Consecutive local output/input shapes
  * and dtypes must match on every worker.  Collective on the layers' base
@@ -65,5 +68,7 @@ void adj_optimizer_set_steps(adj_optimizer *optimizer, int64_t steps);
  * checkpoint can gather them per parameter like the values.  Returns how many
  * (0, 1 or 2) and fills buffers[0..n). */
 int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
+
+ADJ_END_DECLS
 
 #endif

@@ -7,11 +7,11 @@
 enum { ADJ_TEST_MAX_PRINTED = 10 };
 
 void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   *t = (adj_test){.name = name, .comm = MPI_COMM_WORLD};
-  MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &t->size);
+  if (adj_init(argc, argv, &t->rank, &t->size)) {
+    fprintf(stderr, "%s: %s\n", name, adj_last_error());
+    exit(1);
+  }
 }
 
 void adj_test_record(adj_test *t, int ok, const char *file, int line, const char *fmt, ...) {
@@ -45,14 +45,14 @@ int adj_test_finish(adj_test *t) {
     if (errors) printf("%s: Found %d errors in %d checks on %d ranks\n", t->name, errors, checks, t->size);
     else printf("%s: No Errors (%d checks on %d ranks)\n", t->name, checks, t->size);
   }
-  MPI_Finalize();
+  adj_finalize();
   /* A test that checked nothing has not shown anything. */
   return (errors || checks == 0) ? 1 : 0;
 }
 
 int adj_test_skip(adj_test *t, const char *why) {
   if (t->rank == 0) printf("%s: skipped: %s\n", t->name, why);
-  MPI_Finalize();
+  adj_finalize();
   return 77;
 }
 

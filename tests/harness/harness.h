@@ -20,9 +20,10 @@ typedef struct adj_test {
   int checks;      /* this rank's checks */
 } adj_test;
 
-/* MPI_Init and bookkeeping. */
+/* adj_init (MPI with the kernels' thread level) and bookkeeping; exits with
+ * adj_last_error() if MPI cannot start. */
 void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name);
-/* Reduces error counts, prints the verdict on rank 0, MPI_Finalize; returns the
+/* Reduces error counts, prints the verdict on rank 0, adj_finalize; returns the
  * process exit code (0, or 1 if any rank failed any check). */
 int adj_test_finish(adj_test *t);
 /* Exit code 77 (meson's skip) when the run has the wrong number of ranks. */

@@ -38,7 +38,10 @@ void adj_grid_copy(adj_dtype dtype, int64_t count, const int64_t *n, void *dense
  * too thin for BLAS to run at speed: the forward, the input gradient and the
  * weight gradient as vectorized loops over the grid, sums in registers. */
 
+struct adj_direct_kernels;
+
 typedef struct adj_conv_direct {
+  const struct adj_direct_kernels *kernels; /* the instruction-set level's kernels (conv_direct_impl.h) */
   adj_conv_grid grid;
   adj_dtype dtype;
   int64_t c_in, c_out, taps;

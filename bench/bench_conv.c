@@ -1,5 +1,7 @@
 /* Local convolution throughput (forward + backward, float32) against OpenBLAS
- * sgemm on a square 2048 matrix measured in the same run.
+ * sgemm on a square 2048 matrix measured in the same run, for the algorithm
+ * the plan chooses and for each algorithm forced (adj_conv_plan), so the
+ * report shows the choice against im2col + GEMM on this host.
  *
  *   bench-conv [repetitions]
  *
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
+#include "bench_host.h"
 
 static double now(void) {
   struct timespec ts;
@@ -57,10 +60,11 @@ static const conv_shape shapes[] = {
 typedef struct conv_run {
   adj_window_geometry g;
   adj_tensor x, w, b, y, dx, dw, db;
+  adj_conv_plan *plan;
   adj_workspace ws;
 } conv_run;
 
-static int conv_setup(const conv_shape *s, conv_run *r, adj_rng *rng) {
+static int conv_setup(const conv_shape *s, adj_conv_algorithm algorithm, conv_run *r, adj_rng *rng) {
   r->g = (adj_window_geometry){.spatial_dims = 2, .kernel = {s->k, s->k}, .padding_left = {s->pad, s->pad},
                                .padding_right = {s->pad, s->pad}};
   int64_t xs[4] = {s->n, s->c_in, s->h, s->w}, ws[4] = {s->c_out, s->c_in, s->k, s->k}, ys[4] = {s->n, s->c_out};
@@ -72,9 +76,9 @@ static int conv_setup(const conv_shape *s, conv_run *r, adj_rng *rng) {
   if (!status) status = adj_tensor_create(&r->b, ADJ_FLOAT32, 1, &s->c_out);
   if (!status) status = adj_tensor_create(&r->db, ADJ_FLOAT32, 1, &s->c_out);
   if (!status) status = adj_tensor_create(&r->y, ADJ_FLOAT32, 4, ys);
-  size_t bytes = 0;
-  if (!status) status = adj_conv_workspace_size(&r->g, &r->x, &r->w, &bytes);
-  if (!status) status = adj_workspace_reserve(&r->ws, bytes);
+  adj_conv_plan_config config = {.geometry = r->g, .algorithm = algorithm};
+  if (!status) status = adj_conv_plan_create(&config, &r->x, &r->w, &r->plan);
+  if (!status) status = adj_workspace_reserve(&r->ws, adj_conv_plan_workspace_size(r->plan));
   if (status) return status;
   adj_rng_fill_uniform(rng, &r->x, -1, 1);
   adj_rng_fill_uniform(rng, &r->w, -0.1, 0.1);
@@ -86,6 +90,7 @@ static void conv_teardown(conv_run *r) {
   adj_tensor *all[] = {&r->x, &r->w, &r->b, &r->y, &r->dx, &r->dw, &r->db};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) adj_tensor_destroy(all[i]);
   adj_workspace_release(&r->ws);
+  adj_conv_plan_destroy(&r->plan);
 }
 
 /* Best forward and forward+backward times; y doubles as the output gradient. */
@@ -96,9 +101,9 @@ static int conv_time(conv_run *r, int reps, double *forward, double *both) {
   double start = now();
   for (int rep = 0; rep <= reps || now() - start < 0.3; rep++) {
     double t0 = now();
-    int status = adj_conv_forward(&r->g, &r->x, &r->w, &r->b, &r->y, &r->ws);
+    int status = adj_conv_plan_forward(r->plan, &r->x, &r->w, &r->b, &r->y, &r->ws);
     double t1 = now();
-    if (!status) status = adj_conv_backward(&r->g, &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
+    if (!status) status = adj_conv_plan_backward(r->plan, &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
     double t2 = now();
     if (status) return status;
     if (rep == 0) continue;
@@ -108,41 +113,67 @@ static int conv_time(conv_run *r, int reps, double *forward, double *both) {
   return ADJ_SUCCESS;
 }
 
+enum { N_SHAPES = sizeof shapes / sizeof *shapes, N_ALGORITHMS = 4 }; /* auto, direct, shifted, im2col */
+
+/* GFLOP/s forward and forward + backward of shape s under a plan for
+ * `algorithm`, and the algorithm the plan runs. */
+static int conv_measure(const conv_shape *s, adj_conv_algorithm algorithm, int reps, adj_rng *rng, double *rates,
+                        adj_conv_algorithm *ran) {
+  conv_run r = {0};
+  double forward = 0, both = 0;
+  int status = conv_setup(s, algorithm, &r, rng);
+  if (!status) status = conv_time(&r, reps, &forward, &both);
+  if (!status) {
+    double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
+    rates[0] = flops / forward * 1e-9;
+    rates[1] = 3.0 * flops / both * 1e-9;
+    *ran = adj_conv_plan_algorithm(r.plan);
+  }
+  conv_teardown(&r);
+  return status;
+}
+
 int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 5;
   if (reps < 1) reps = 1;
-  char host[256] = "?";
+  char host[256] = "?", cpu[256];
   gethostname(host, sizeof host);
+  bench_cpu_model(cpu, sizeof cpu);
   const char *threads = getenv("OPENBLAS_NUM_THREADS");
-  printf("bench-conv: host %s, %ld online cores, OPENBLAS_NUM_THREADS=%s, %d kernel threads, best of %d\n", host,
-         sysconf(_SC_NPROCESSORS_ONLN), threads ? threads : "(unset)", adj_threads_get(), reps);
+  printf("bench-conv: host %s, CPU %s, kernels %s, %ld online cores, OPENBLAS_NUM_THREADS=%s, %d kernel threads, "
+         "best of %d\n", host, cpu, adj_kernels_isa(), sysconf(_SC_NPROCESSORS_ONLN), threads ? threads : "(unset)",
+         adj_threads_get(), reps);
   double sgemm = sgemm_rate(reps);
   printf("sgemm 2048^3: %.1f GFLOP/s\n", sgemm);
   adj_rng *rng;
   if (adj_rng_create(7, &rng)) return 1;
-  double results[sizeof shapes / sizeof *shapes][2];
-  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-    conv_run r = {0};
-    int status = conv_setup(&shapes[i], &r, rng);
-    double forward = 0, both = 0;
-    if (!status) status = conv_time(&r, reps, &forward, &both);
-    if (status) {
-      fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
-      return 1;
-    }
-    const conv_shape *s = &shapes[i];
-    double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
-    results[i][0] = flops / forward * 1e-9;
-    results[i][1] = 3.0 * flops / both * 1e-9;
-    conv_teardown(&r);
-  }
+  /* [shape][algorithm][fwd, fwd+bwd]; the algorithm each plan ran (a forced
+   * one that does not apply runs im2col and is not reported). */
+  double results[N_SHAPES][N_ALGORITHMS][2] = {{{0}}};
+  adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS];
+  for (size_t i = 0; i < N_SHAPES; i++)
+    for (int a = 0; a < N_ALGORITHMS; a++)
+      if (conv_measure(&shapes[i], (adj_conv_algorithm)a, reps, rng, results[i][a], &ran[i][a])) {
+        fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
+        return 1;
+      }
   double again = sgemm_rate(reps);
   printf("sgemm 2048^3 (after): %.1f GFLOP/s\n", again);
   if (again > sgemm) sgemm = again;
-  printf("%-46s %12s %16s %10s\n", "float32 convolution", "fwd GFLOP/s", "fwd+bwd GFLOP/s", "of sgemm");
-  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-    printf("%-46s %12.1f %16.1f %9.0f%%\n", shapes[i].name, results[i][0], results[i][1],
-           100.0 * results[i][1] / sgemm);
+  printf("%-46s %-8s %12s %16s %10s\n", "float32 convolution", "chosen", "fwd GFLOP/s", "fwd+bwd GFLOP/s",
+         "of sgemm");
+  for (size_t i = 0; i < N_SHAPES; i++)
+    printf("%-46s %-8s %12.1f %16.1f %9.0f%%\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
+           results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm);
+  printf("each algorithm forced, fwd+bwd GFLOP/s (chosen / im2col: the choice against im2col + GEMM)\n");
+  printf("%-46s %10s %10s %10s %16s\n", "", "direct", "shifted", "im2col", "chosen / im2col");
+  for (size_t i = 0; i < N_SHAPES; i++) {
+    printf("%-46s", shapes[i].name);
+    for (int a = ADJ_CONV_ALGORITHM_DIRECT; a <= ADJ_CONV_ALGORITHM_IM2COL; a++)
+      if (ran[i][a] == (adj_conv_algorithm)a) printf(" %10.1f", results[i][a][1]);
+      else printf(" %10s", "n/a");
+    printf(" %15.2fx\n", results[i][0][1] / results[i][ADJ_CONV_ALGORITHM_IM2COL][1]);
+  }
   adj_rng_destroy(&rng);
   return 0;
 }

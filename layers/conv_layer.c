@@ -445,6 +445,13 @@ static int adj_conv_build(adj_layer *l, const adj_conv_layer_config *cfg, const 
   return ADJ_SUCCESS;
 }
 
+adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer) {
+  if (!layer || layer->methods.forward != adj_conv_layer_methods.forward || !layer->impl)
+    return ADJ_CONV_ALGORITHM_AUTO;
+  const adj_conv_layer *c = layer->impl;
+  return c->plan ? adj_conv_plan_algorithm(c->plan) : ADJ_CONV_ALGORITHM_AUTO;
+}
+
 int adj_conv_layer_create(const adj_conv_layer_config *cfg, adj_layer **layer) {
   ADJ_CHECK(layer, ADJ_ERR_ARG, "conv layer: output layer pointer is NULL");
   *layer = NULL;

@@ -57,14 +57,18 @@ static const conv_shape shapes[] = {
     {"large  64->64 3x3 pad 1  56x56 N=32", 32, 64, 64, 56, 56, 3, 1},
 };
 
+enum { N_SHAPES = sizeof shapes / sizeof *shapes, N_ALGORITHMS = 4 }; /* auto, direct, shifted, im2col */
+
+/* One shape's tensors and a plan per algorithm (AUTO: the plan's own
+ * choice), sharing one workspace of the largest plan's size. */
 typedef struct conv_run {
   adj_window_geometry g;
   adj_tensor x, w, b, y, dx, dw, db;
-  adj_conv_plan *plan;
+  adj_conv_plan *plans[N_ALGORITHMS];
   adj_workspace ws;
 } conv_run;
 
-static int conv_setup(const conv_shape *s, adj_conv_algorithm algorithm, conv_run *r, adj_rng *rng) {
+static int conv_setup(const conv_shape *s, conv_run *r, adj_rng *rng) {
   r->g = (adj_window_geometry){.spatial_dims = 2, .kernel = {s->k, s->k}, .padding_left = {s->pad, s->pad},
                                .padding_right = {s->pad, s->pad}};
   int64_t xs[4] = {s->n, s->c_in, s->h, s->w}, ws[4] = {s->c_out, s->c_in, s->k, s->k}, ys[4] = {s->n, s->c_out};
@@ -76,9 +80,14 @@ static int conv_setup(const conv_shape *s, adj_conv_algorithm algorithm, conv_ru
   if (!status) status = adj_tensor_create(&r->b, ADJ_FLOAT32, 1, &s->c_out);
   if (!status) status = adj_tensor_create(&r->db, ADJ_FLOAT32, 1, &s->c_out);
   if (!status) status = adj_tensor_create(&r->y, ADJ_FLOAT32, 4, ys);
-  adj_conv_plan_config config = {.geometry = r->g, .algorithm = algorithm};
-  if (!status) status = adj_conv_plan_create(&config, &r->x, &r->w, &r->plan);
-  if (!status) status = adj_workspace_reserve(&r->ws, adj_conv_plan_workspace_size(r->plan));
+  size_t bytes = 0;
+  for (int a = 0; a < N_ALGORITHMS && !status; a++) {
+    adj_conv_plan_config config = {.geometry = r->g, .algorithm = (adj_conv_algorithm)a};
+    status = adj_conv_plan_create(&config, &r->x, &r->w, &r->plans[a]);
+    size_t need = adj_conv_plan_workspace_size(r->plans[a]);
+    bytes = need > bytes ? need : bytes;
+  }
+  if (!status) status = adj_workspace_reserve(&r->ws, bytes);
   if (status) return status;
   adj_rng_fill_uniform(rng, &r->x, -1, 1);
   adj_rng_fill_uniform(rng, &r->w, -0.1, 0.1);
@@ -90,44 +99,47 @@ static void conv_teardown(conv_run *r) {
   adj_tensor *all[] = {&r->x, &r->w, &r->b, &r->y, &r->dx, &r->dw, &r->db};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) adj_tensor_destroy(all[i]);
   adj_workspace_release(&r->ws);
-  adj_conv_plan_destroy(&r->plan);
+  for (int a = 0; a < N_ALGORITHMS; a++) adj_conv_plan_destroy(&r->plans[a]);
 }
 
-/* Best forward and forward+backward times; y doubles as the output gradient. */
-static int conv_time(conv_run *r, int reps, double *forward, double *both) {
-  *forward = *both = 1e30;
+/* Best forward and forward+backward times of each plan; y doubles as the
+ * output gradient.  The plans take turns within each repetition, so a burst
+ * of load on the shared machine hits all of them alike. */
+static int conv_time(conv_run *r, int reps, double forward[N_ALGORITHMS], double both[N_ALGORITHMS]) {
+  for (int a = 0; a < N_ALGORITHMS; a++) forward[a] = both[a] = 1e30;
   /* At least 0.3 s of runs: OpenBLAS's threads keep spinning for about 0.1 s
    * after the sgemm reference, and the first runs share the cores with them. */
   double start = now();
-  for (int rep = 0; rep <= reps || now() - start < 0.3; rep++) {
-    double t0 = now();
-    int status = adj_conv_plan_forward(r->plan, &r->x, &r->w, &r->b, &r->y, &r->ws);
-    double t1 = now();
-    if (!status) status = adj_conv_plan_backward(r->plan, &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
-    double t2 = now();
-    if (status) return status;
-    if (rep == 0) continue;
-    if (t1 - t0 < *forward) *forward = t1 - t0;
-    if (t2 - t0 < *both) *both = t2 - t0;
-  }
+  for (int rep = 0; rep <= reps || now() - start < 0.3; rep++)
+    for (int a = 0; a < N_ALGORITHMS; a++) {
+      double t0 = now();
+      int status = adj_conv_plan_forward(r->plans[a], &r->x, &r->w, &r->b, &r->y, &r->ws);
+      double t1 = now();
+      if (!status) status = adj_conv_plan_backward(r->plans[a], &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
+      double t2 = now();
+      if (status) return status;
+      if (rep == 0) continue;
+      if (t1 - t0 < forward[a]) forward[a] = t1 - t0;
+      if (t2 - t0 < both[a]) both[a] = t2 - t0;
+    }
   return ADJ_SUCCESS;
 }
 
-enum { N_SHAPES = sizeof shapes / sizeof *shapes, N_ALGORITHMS = 4 }; /* auto, direct, shifted, im2col */
-
-/* GFLOP/s forward and forward + backward of shape s under a plan for
- * `algorithm`, and the algorithm the plan runs. */
-static int conv_measure(const conv_shape *s, adj_conv_algorithm algorithm, int reps, adj_rng *rng, double *rates,
-                        adj_conv_algorithm *ran) {
+/* GFLOP/s forward and forward + backward of shape s under each plan, and the
+ * algorithm each plan runs. */
+static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rates[N_ALGORITHMS][2],
+                        adj_conv_algorithm ran[N_ALGORITHMS]) {
   conv_run r = {0};
-  double forward = 0, both = 0;
-  int status = conv_setup(s, algorithm, &r, rng);
-  if (!status) status = conv_time(&r, reps, &forward, &both);
+  double forward[N_ALGORITHMS], both[N_ALGORITHMS];
+  int status = conv_setup(s, &r, rng);
+  if (!status) status = conv_time(&r, reps, forward, both);
   if (!status) {
     double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
-    rates[0] = flops / forward * 1e-9;
-    rates[1] = 3.0 * flops / both * 1e-9;
-    *ran = adj_conv_plan_algorithm(r.plan);
+    for (int a = 0; a < N_ALGORITHMS; a++) {
+      rates[a][0] = flops / forward[a] * 1e-9;
+      rates[a][1] = 3.0 * flops / both[a] * 1e-9;
+      ran[a] = adj_conv_plan_algorithm(r.plans[a]);
+    }
   }
   conv_teardown(&r);
   return status;
@@ -152,11 +164,10 @@ int main(int argc, char **argv) {
   double results[N_SHAPES][N_ALGORITHMS][2] = {{{0}}};
   adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS];
   for (size_t i = 0; i < N_SHAPES; i++)
-    for (int a = 0; a < N_ALGORITHMS; a++)
-      if (conv_measure(&shapes[i], (adj_conv_algorithm)a, reps, rng, results[i][a], &ran[i][a])) {
-        fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
-        return 1;
-      }
+    if (conv_measure(&shapes[i], reps, rng, results[i], ran[i])) {
+      fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
+      return 1;
+    }
   double again = sgemm_rate(reps);
   printf("sgemm 2048^3 (after): %.1f GFLOP/s\n", again);
   if (again > sgemm) sgemm = again;

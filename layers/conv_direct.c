@@ -122,8 +122,10 @@ static void adj_direct_rows(const adj_window_plan *p, int64_t vl, adj_conv_direc
   d->repeated = d->row_vectors ? d->row_vectors * vl - width : 0;
 }
 
-bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, adj_conv_direct *d) {
-  if (!adj_conv_grid_make(p, &d->grid) || p->channels >= ADJ_DIRECT_MAX_CHANNELS || p->batch == 0) return false;
+bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, bool any_shape,
+                          adj_conv_direct *d) {
+  if (!adj_conv_grid_make(p, &d->grid) || p->batch == 0) return false;
+  if (!any_shape && p->channels >= ADJ_DIRECT_MAX_CHANNELS) return false;
   d->kernels = adj_direct_kernels_select();
   d->dtype = dtype;
   int64_t vl = adj_vector_length(d);
@@ -145,7 +147,7 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
   d->bytes = adj_direct_layout(d, NULL, NULL);
-  return 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+  return any_shape || 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
 }
 
 /* Rows of at least a vector: each vector's place on the grid and on y (or

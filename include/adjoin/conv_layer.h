@@ -83,6 +83,10 @@ typedef struct adj_conv_layer_config {
  * P_co x P_ci workers, 1 "bias" (C_out) on P_co workers unless config->no_bias. */
 int adj_conv_layer_create(const adj_conv_layer_config *config, adj_layer **layer);
 
+/* The algorithm this rank's local convolution runs (adjoin/kernels.h); AUTO
+ * when the layer is not a convolution or this rank computes no block. */
+adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer);
+
 ADJ_END_DECLS
 
 #endif

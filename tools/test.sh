@@ -1,14 +1,15 @@
 #!/bin/sh
-# The whole test suite: installs what is missing, builds, runs `meson test` on
-# the normal build, then the unit and mpi suites again under AddressSanitizer
-# and UndefinedBehaviorSanitizer.  Exits non-zero if anything fails.
+# The whole test suite: installs what is missing, builds, runs `meson test
+# --setup full` (every suite, 'slow' included) on the normal build, then the
+# unit and mpi suites again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
 sh tools/build.sh
 # The real-data test (t501) reads the provisioned MNIST digits.
 sh tools/provision-data.sh mnist
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
 
 # Sanitizers.  MPICH unloads its UCX plugins at exit, which turns their live
 # allocations into unattributable "leaks"; tools/keep_modules.c keeps them

@@ -1,16 +1,16 @@
 #!/bin/sh
-# The whole test suite: installs what is missing, builds, runs `meson test` on
-# the normal build, the layer kernel tests again with the kernels pinned to
-# x86-64-v3, then the unit and mpi suites under AddressSanitizer and
-# UndefinedBehaviorSanitizer with the kernels at the baseline level.  Exits
-# non-zero if anything fails.
+# The whole test suite: installs what is missing, builds, runs `meson test
+# --setup full` (every suite, 'slow' included) on the normal build, the layer
+# kernel tests again with the kernels pinned to x86-64-v3, then the unit and mpi
+# suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
+# at the baseline level.  Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
 sh tools/build.sh
 # The real-data test (t501) reads the provisioned MNIST digits.
 sh tools/provision-data.sh mnist
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
 
 # The kernels at the x86-64-v3 level (AVX2 + FMA, 16 registers), which an
 # AVX-512 host's normal build never runs: only the layer kernel tests (3xx

@@ -44,6 +44,14 @@ void adj_test_report(adj_test *t, const char *fmt, ...) __attribute__((format(pr
                     adj_status_name(adj_test_status_), adj_last_error());                          \
   } while (0)
 
+/* The one check of an expected failure: status is `code` (ADJ_TEST_ANY_ERROR:
+ * any failure) and adj_last_error() contains `phrase`, on this rank, and the
+ * message is the same on every rank of t->comm (compared with rank 0's), so a
+ * failure seen by one rank has reached all of them.  Rank 0 prints the label
+ * and the message.  Collective on t->comm; returns whether every rank passed. */
+enum { ADJ_TEST_ANY_ERROR = -1 };
+int adj_test_expect_error(adj_test *t, const char *label, int status, int code, const char *phrase);
+
 /* Largest |a_i - b_i| / max(1, max|b_i|) over two tensors of equal shape. */
 double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b);
 /* Fills t with values that encode the global index of each element of a block

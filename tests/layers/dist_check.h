@@ -41,7 +41,8 @@ void dl_taylor(adj_test *t, const char *label, adj_layer *layer, dl_taylor_kind 
  * 1e-12 relative to the largest global entry (float64). */
 void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed);
 
-/* Every rank must see a failure whose message contains `phrase`. */
+/* Every rank must fail with the same message containing `phrase`
+ * (adj_test_expect_error), and leave *layer NULL. */
 void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **layer, const char *phrase);
 
 #endif

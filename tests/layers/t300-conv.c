@@ -425,32 +425,32 @@ static void check_errors(adj_test *t) {
   adj_workspace_reserve(&ws, bytes);
   adj_workspace_reserve(&tiny, 64);
   adj_window_geometry big = {.spatial_dims = 2, .kernel = {7, 3}, .padding_left = {1, 0}, .padding_right = {1, 0}};
-  layer_expect_error(t, "kernel 7 > padded input 6", adj_conv_workspace_size(&big, &x, &w, &bytes), ADJ_ERR_SIZE,
-                     "spans 7 but the padded input is only 6");
-  layer_expect_error(t, "channels 2 vs 3", adj_conv_forward(&pad1, &x, &w_bad, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "have 2 input channels but the input [2, 3, 4, 4] has 3");
+  adj_test_expect_error(t, "kernel 7 > padded input 6", adj_conv_workspace_size(&big, &x, &w, &bytes), ADJ_ERR_SIZE,
+                        "spans 7 but the padded input is only 6");
+  adj_test_expect_error(t, "channels 2 vs 3", adj_conv_forward(&pad1, &x, &w_bad, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "have 2 input channels but the input [2, 3, 4, 4] has 3");
   adj_window_geometry k5 = pad1;
   k5.kernel[0] = 5;
   k5.padding_left[0] = k5.padding_right[0] = 2;
-  layer_expect_error(t, "kernel extents vs weights", adj_conv_forward(&k5, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "weights w has shape [5, 3, 3, 3] but needs [5, 3, 5, 3]");
-  layer_expect_error(t, "dtype mix", adj_conv_forward(&pad1, &x, &w32, NULL, &y, &ws), ADJ_ERR_DTYPE,
-                     "float32 but the input is float64");
+  adj_test_expect_error(t, "kernel extents vs weights", adj_conv_forward(&k5, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "weights w has shape [5, 3, 3, 3] but needs [5, 3, 5, 3]");
+  adj_test_expect_error(t, "dtype mix", adj_conv_forward(&pad1, &x, &w32, NULL, &y, &ws), ADJ_ERR_DTYPE,
+                        "float32 but the input is float64");
   adj_window_geometry nopad = {.spatial_dims = 2, .kernel = {3, 3}};
-  layer_expect_error(t, "output shape", adj_conv_forward(&nopad, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "output y has shape [2, 5, 4, 4] but needs [2, 5, 2, 2]");
-  layer_expect_error(t, "workspace too small", adj_conv_forward(&pad1, &x, &w, NULL, &y, &tiny), ADJ_ERR_SIZE,
-                     "workspace holds 64 bytes");
+  adj_test_expect_error(t, "output shape", adj_conv_forward(&nopad, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "output y has shape [2, 5, 4, 4] but needs [2, 5, 2, 2]");
+  adj_test_expect_error(t, "workspace too small", adj_conv_forward(&pad1, &x, &w, NULL, &y, &tiny), ADJ_ERR_SIZE,
+                        "workspace holds 64 bytes");
   adj_window_geometry four = pad1;
   four.spatial_dims = 4;
-  layer_expect_error(t, "spatial_dims 4", adj_conv_forward(&four, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
-                     "spatial_dims is 4");
+  adj_test_expect_error(t, "spatial_dims 4", adj_conv_forward(&four, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                        "spatial_dims is 4");
   adj_window_geometry negative = pad1;
   negative.padding_right[1] = -1;
-  layer_expect_error(t, "negative padding", adj_conv_forward(&negative, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
-                     "is negative");
-  layer_expect_error(t, "input rank", adj_conv_forward(&pad1, &y, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "have 3 input channels but the input [2, 5, 4, 4] has 5");
+  adj_test_expect_error(t, "negative padding", adj_conv_forward(&negative, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                        "is negative");
+  adj_test_expect_error(t, "input rank", adj_conv_forward(&pad1, &y, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "have 3 input channels but the input [2, 5, 4, 4] has 5");
   adj_workspace_release(&ws);
   adj_workspace_release(&tiny);
   layer_destroy(5, (adj_tensor *const[]){&x, &w, &w_bad, &w32, &y});

@@ -25,6 +25,8 @@
 #include "adjoin/halo.h"
 #include "adjoin/layer.h"
 #include "adjoin/layers.h"
+#include "adjoin/phantom.h"
+#include "adjoin/energy.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"

@@ -24,6 +24,7 @@
 #include "adjoin/layer.h"
 #include "adjoin/layers.h"
 #include "adjoin/conv_layer.h"
+#include "adjoin/norm_layer.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"

@@ -25,6 +25,7 @@
 #include "adjoin/layers.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/norm_layer.h"
+#include "adjoin/losses.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"

@@ -48,6 +48,8 @@ static int (*const adj_battery_families[])(adj_battery *) = {
     adj_battery_add_halo,
     adj_battery_add_conv,
     adj_battery_add_layers,
+    adj_battery_add_norm,
+    adj_battery_add_losses,
 };
 
 int adj_battery_build(adj_battery *b) {

@@ -57,6 +57,8 @@ int adj_battery_add_send_receive(adj_battery *b);
 int adj_battery_add_broadcast(adj_battery *b);
 int adj_battery_add_all_sum_reduce(adj_battery *b);
 int adj_battery_add_layers(adj_battery *b);
+int adj_battery_add_norm(adj_battery *b);
+int adj_battery_add_losses(adj_battery *b);
 
 /* The partition of ndim dims listing the ranks given as digits in grid order
  * ("3210"), and one more than the largest of those ranks (cases_broadcast.c). */

@@ -28,6 +28,8 @@
 #include "adjoin/phantom.h"
 #include "adjoin/energy.h"
 #include "adjoin/conv_layer.h"
+#include "adjoin/norm_layer.h"
+#include "adjoin/losses.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"

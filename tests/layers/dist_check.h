@@ -40,6 +40,10 @@ void dl_taylor(adj_test *t, const char *label, adj_layer *layer, dl_taylor_kind 
  * outputs, jvps, input gradients and parameter gradients must agree within
  * 1e-12 relative to the largest global entry (float64). */
 void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed);
+/* The same with another tolerance (float32 layers, or layers whose reductions
+ * sum in a different order than the sequential twin's). */
+void dl_compare_within(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed,
+                       double tolerance);
 
 /* Global data of a layer test, drawn identically on every rank from a seed
  * in the layer's dtype: input, input tangent, output gradient, and every

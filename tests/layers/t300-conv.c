@@ -385,25 +385,25 @@ static void check_plan_errors(adj_test *t) {
   adj_tensor_create(&y, ADJ_FLOAT32, 4, (const int64_t[]){2, 4, 6, 6});
   adj_window_geometry g = {.spatial_dims = 2, .kernel = {3, 3}};
   adj_conv_plan *plan = NULL;
-  layer_expect_error(t, "plan algorithm 7",
+  adj_test_expect_error(t, "plan algorithm 7",
                      adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g, .algorithm = 7}, &x, &w, &plan),
                      ADJ_ERR_ARG, "algorithm 7 is not an adj_conv_algorithm");
   ADJ_TEST_CHECK(t, plan == NULL, "a failed plan create leaves the handle NULL");
   setenv("ADJ_CONV_ALGORITHM", "fft", 1);
-  layer_expect_error(t, "ADJ_CONV_ALGORITHM=fft", adj_conv_forward(&g, &x, &w, NULL, &y, &(adj_workspace){0}),
+  adj_test_expect_error(t, "ADJ_CONV_ALGORITHM=fft", adj_conv_forward(&g, &x, &w, NULL, &y, &(adj_workspace){0}),
                      ADJ_ERR_ARG, "ADJ_CONV_ALGORITHM is \"fft\" but must be auto, direct, shifted or im2col");
-  layer_expect_error(t, "plan under ADJ_CONV_ALGORITHM=fft",
+  adj_test_expect_error(t, "plan under ADJ_CONV_ALGORITHM=fft",
                      adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan), ADJ_ERR_ARG,
                      "ADJ_CONV_ALGORITHM is \"fft\"");
   unsetenv("ADJ_CONV_ALGORITHM");
-  layer_expect_error(t, "plan config NULL", adj_conv_plan_create(NULL, &x, &w, &plan), ADJ_ERR_ARG,
+  adj_test_expect_error(t, "plan config NULL", adj_conv_plan_create(NULL, &x, &w, &plan), ADJ_ERR_ARG,
                      "config is NULL");
   ADJ_TEST_OK(t, adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan));
   adj_workspace ws = {0};
   ADJ_TEST_OK(t, adj_workspace_reserve(&ws, adj_conv_plan_workspace_size(plan)));
-  layer_expect_error(t, "plan input of another shape", adj_conv_plan_forward(plan, &x_other, &w, NULL, &y, &ws),
+  adj_test_expect_error(t, "plan input of another shape", adj_conv_plan_forward(plan, &x_other, &w, NULL, &y, &ws),
                      ADJ_ERR_SIZE, "input x has shape [3, 3, 8, 8] but needs [2, 3, 8, 8]");
-  layer_expect_error(t, "plan NULL", adj_conv_plan_forward(NULL, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+  adj_test_expect_error(t, "plan NULL", adj_conv_plan_forward(NULL, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
                      "plan is NULL");
   adj_workspace_release(&ws);
   adj_conv_plan_destroy(&plan);

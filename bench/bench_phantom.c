@@ -126,8 +126,14 @@ static void stack_create(const bench_args *a, const adj_decomposition *input, in
   adj_layer_create_output(s->net, &s->y), adj_layer_create_output(s->net, &s->dy);
 }
 
-/* Fan-in initialisation (specs A-P4): uniform with variance 2 / fan_in, the
- * fan-in n/p for L and C, k for D and n for W.  Ranks draw their own
+/* Uniform initialisation whose output variance matches the dense layer's
+ * He initialisation (variance 2/n per weight, so a layer keeps E[y^2] at
+ * 2 E[x^2]): W and L variance 2/n; C variance p/n, so each ghost keeps the
+ * scale of its inputs; D variance 2/(p k), so the (p-1) k ghosts contribute
+ * the (p-1)/p of the output variance that L's n/p inputs leave.  The plain
+ * fan-in rule of specs A-P4 (k for D) doubles the output variance per layer
+ * at p = 2 and more at larger p, which made the phantom models start an
+ * order of magnitude above the dense one's loss.  Ranks draw their own
  * blocks from rank-dependent seeds. */
 static void stack_init(stack *s, int64_t n, int p, int64_t k, uint64_t seed, int rank) {
   adj_rng *rng;
@@ -136,8 +142,10 @@ static void stack_init(stack *s, int64_t n, int p, int64_t k, uint64_t seed, int
     adj_layer *layer = s->layers[2 * l];
     for (int i = 0; i < adj_layer_parameter_count(layer); i++) {
       adj_parameter *q = adj_layer_parameter(layer, i);
-      double fan = !strcmp(q->name, "decompressor") ? (double)k : k ? (double)n / p : (double)n;
-      double r = sqrt(6.0 / fan);
+      double variance = !strcmp(q->name, "compressor")     ? (double)p / n
+                        : !strcmp(q->name, "decompressor") ? 2.0 / ((double)p * k)
+                                                            : 2.0 / n;
+      double r = sqrt(3 * variance);
       if (!strcmp(q->name, "bias")) adj_tensor_zero(&q->value);
       else adj_rng_fill_uniform(rng, &q->value, -r, r);
     }
@@ -420,6 +428,15 @@ static void run_teachers(const bench_args *a, const adj_decomposition *input, in
       printf("%-14s %10lld %6d %8s %9.3f %14.0f %10.3f %10.3f %12.2f %7.3f\n", runs[r].name, (long long)runs[r].params,
              runs[r].steps, runs[r].reached ? "yes" : "no", runs[r].seconds, runs[r].bytes_per_rank, runs[r].t_comp,
              runs[r].t_comm, runs[r].energy, runs[r].energy / runs[0].energy);
+    /* Table I's layout: per PP run, the TP run beside it; energy per step is
+     * the run's energy over its steps. */
+    printf("Table I layout (energies in J of all %d ranks, measured t_comp and t_comm):\n", p);
+    printf("%3s %3s | %8s %10s %6s %10s | %8s %10s %6s %10s\n", "p", "k", "TP size", "TP J/step", "steps", "TP J",
+           "PP size", "PP J/step", "steps", "PP J");
+    for (int r = 1; r < n_runs; r++)
+      printf("%3d %3lld | %8lld %10.2f %6d %10.1f | %8lld %10.2f %6d %10.1f\n", p, (long long)runs[r].k,
+             (long long)runs[0].params, runs[0].energy / runs[0].steps, runs[0].steps, runs[0].energy,
+             (long long)runs[r].params, runs[r].energy / runs[r].steps, runs[r].steps, runs[r].energy);
     FILE *f = fopen(a->csv, "w");
     if (f) {
       fprintf(f, "run,p,k,step,seconds,loss\n");

@@ -9,7 +9,8 @@
  * on every rank with a message naming the bad value.
  *
  * Widths 13 and 11 are prime, so blocks are uneven at every p > 1; one case
- * cuts the input unevenly (quadratic cuts) and one has n_in != n_out. */
+ * cuts the input unevenly (quadratic cuts), two have n_in != n_out, and one
+ * leaves rank 0 out of the partition (an inactive worker). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,18 +20,24 @@
 typedef struct ph_case {
   int64_t batch, n_in, n_out, k;
   bool bias, uneven_input, large_k;
+  bool subset; /* the layer on ranks size-1, ..., 1: rank 0 inactive (when size > 1) */
 } ph_case;
 
 static const ph_case cases[] = {
-    {5, 13, 13, 2, true, false, false},
-    {4, 13, 11, 1, false, true, false},
-    {3, 11, 13, 2, true, false, true}, /* k over the eq. 8 bound, allowed */
+    {5, 13, 13, 2, true, false, false, false},
+    {4, 13, 11, 1, false, true, false, false},
+    {3, 11, 13, 2, true, false, true, false}, /* k over the eq. 8 bound, allowed */
+    {4, 13, 13, 2, true, false, false, true},
 };
+
+static bool ph_subset(adj_test *t, const ph_case *c) { return c->subset && t->size > 1; }
 
 static adj_decomposition *ph_input(adj_test *t, const ph_case *c) {
   int64_t cuts[9];
-  dl_quadratic_cuts(c->n_in, t->size, cuts);
-  return dl_layout(t, 2, (const int64_t[2]){c->batch, c->n_in}, (const int[2]){1, t->size}, NULL,
+  int p = ph_subset(t, c) ? t->size - 1 : t->size, ranks[8];
+  for (int i = 0; i < p; i++) ranks[i] = t->size - 1 - i;
+  dl_quadratic_cuts(c->n_in, p, cuts);
+  return dl_layout(t, 2, (const int64_t[2]){c->batch, c->n_in}, (const int[2]){1, p}, ph_subset(t, c) ? ranks : NULL,
                    (const int64_t *[2]){NULL, c->uneven_input ? cuts : NULL});
 }
 
@@ -43,9 +50,9 @@ static adj_phantom_layer_config ph_config(const ph_case *c, const adj_decomposit
 }
 
 static void ph_label(adj_test *t, const char *kind, const ph_case *c, char *label, size_t size) {
-  snprintf(label, size, "%s p=%d N=%lld n=%lld->%lld k=%lld%s%s", kind, t->size, (long long)c->batch,
-           (long long)c->n_in, (long long)c->n_out, (long long)c->k, c->bias ? " bias" : "",
-           c->uneven_input ? " uneven-in" : "");
+  snprintf(label, size, "%s p=%d N=%lld n=%lld->%lld k=%lld%s%s%s", kind, ph_subset(t, c) ? t->size - 1 : t->size,
+           (long long)c->batch, (long long)c->n_in, (long long)c->n_out, (long long)c->k, c->bias ? " bias" : "",
+           c->uneven_input ? " uneven-in" : "", ph_subset(t, c) ? " rank0-inactive" : "");
 }
 
 /* ---- the dense equivalent ------------------------------------------------------------------- */
@@ -188,6 +195,10 @@ static void ph_expected_bytes(adj_layer *layer, const ph_case *c, bool tp, int64
                               uint64_t *received) {
   const adj_decomposition *in = adj_layer_input_layout(layer);
   int p = adj_partition_shape(adj_decomposition_partition(in))[1];
+  if (!adj_partition_active(adj_decomposition_partition(in))) { /* an inactive worker moves nothing */
+    *sent = *received = 0;
+    return;
+  }
   int64_t own = tp ? adj_decomposition_local_block(in).extent[1] : c->k, all = tp ? c->n_in : p * c->k;
   int64_t es = (int64_t)adj_dtype_size(adj_layer_dtype(layer)), n = c->batch;
   *sent = (uint64_t)(steps * (own + (all - own)) * n * es);
@@ -228,8 +239,8 @@ static void ph_check_size(adj_test *t, const char *label, adj_layer *layer, cons
   adj_phantom_size s = tp ? adj_tp_layer_size(c->n_in, c->n_out, t->size, t->rank)
                           : adj_phantom_layer_size(c->n_in, c->n_out, t->size, c->k, t->rank);
   int64_t want_biases = c->bias ? s.biases : 0;
-  /* The size API assumes balanced input blocks. */
-  if (!c->uneven_input)
+  /* The size API assumes balanced input blocks and ranks 0..p-1. */
+  if (!c->uneven_input && !ph_subset(t, c))
     ADJ_TEST_CHECK(t, s.weights == weights && want_biases == biases,
                    "%s: size API says %lld weights %lld biases on rank %d, the layer holds %lld and %lld", label,
                    (long long)s.weights, (long long)want_biases, t->rank, (long long)weights, (long long)biases);
@@ -258,7 +269,7 @@ static void check_case(adj_test *t, const ph_case *c, bool tp) {
  * bytes of a step are the layers' k x N collectives and nothing more. */
 static void test_stack(adj_test *t) {
   enum { DEPTH = 3 };
-  const ph_case c = {6, 13, 13, 2, true, false, false};
+  const ph_case c = {6, 13, 13, 2, true, false, false, false};
   adj_decomposition *input = ph_input(t, &c);
   adj_layer *layers[2 * DEPTH] = {NULL};
   const adj_decomposition *at = input;
@@ -324,7 +335,7 @@ static void test_float32(adj_test *t) {
 }
 
 static void test_errors(adj_test *t) {
-  adj_decomposition *input = ph_input(t, &(ph_case){4, 13, 13, 1, true, false, false});
+  adj_decomposition *input = ph_input(t, &(ph_case){4, 13, 13, 1, true, false, false, false});
   adj_layer *layer = NULL;
   adj_phantom_layer_config config = {.dtype = ADJ_FLOAT64, .input = input, .in_features = 13, .ghosts = 0};
   dl_expect_error(t, "k = 0", adj_phantom_layer_create(&config, &layer), &layer, "ghosts k = 0 must be >= 1");

@@ -14,8 +14,9 @@
  * margin of the largest tap offset), so dx is the forward's correlation again
  * with the taps mirrored.  The kernels (conv_direct_typed.inc) take whole
  * vectors of positions and keep their sums in registers; they are compiled
- * for AVX-512, AVX2 and the baseline, chosen at load time (target_clones), and
- * with contracted multiply-adds (layers/meson.build).  The price is the
+ * once per instruction-set level with its vector width and register blocks
+ * (conv_direct_kernels.c), the best level the CPU runs chosen once, and with
+ * contracted multiply-adds (layers/meson.build).  The price is the
  * dropped grid positions (LeNet's conv2: 144 per channel for 100 outputs) and
  * the copies onto the grids.  Three refinements avoid most of both: output
  * rows at least a vector wide are computed in place (conv1's 28); without

@@ -49,10 +49,10 @@ static const conv_case cases[] = {
     {"direct 2d k(1,5) pad(0,2)", 2, 2, 5, {6, 9},
      {.spatial_dims = 2, .kernel = {1, 5}, .padding_left = {0, 2}, .padding_right = {0, 2}}, true},
     {"direct 2d k1 no bias", 2, 3, 4, {5, 7}, {.spatial_dims = 2, .kernel = {1, 1}}, false},
-    /* Output rows of at least one vector (16 float32, 8 float64) are computed
-     * in place, the last vector of a row overlapping the one before it:
-     * LeNet's conv1 (28 wide: 4 lanes repeated), rows of whole vectors (32:
-     * none repeated) and of one lane more (17: 15 float32 lanes repeated).
+    /* Output rows of at least one vector (16 float32 lanes at x86-64-v4, 8 at
+     * v3, 4 at the baseline) are computed in place, the last vector of a row
+     * overlapping the one before it: LeNet's conv1 (28 wide), rows of whole
+     * vectors (32) and of one lane more than a v4 vector (17).
      * N=9 images make two chunks in the backward. */
     {"direct rows LeNet conv1 28x28 N=9", 9, 1, 6, {28, 28},
      {.spatial_dims = 2, .kernel = {5, 5}, .padding_left = {2, 2}, .padding_right = {2, 2}}, true},

@@ -14,6 +14,8 @@ typedef struct adj_network {
   void *activation_storage, *gradient_storage;
   void *parameter_storage[3]; /* values, grads, tangents: one layout */
   int64_t parameter_volume;   /* elements on this worker */
+  adj_backward_hook *hook;    /* around each stage's backward; may be NULL */
+  void *hook_ctx;
 } adj_network;
 
 /* Gives a parameter back storage of its own (a copy of the packed data), for
@@ -75,7 +77,9 @@ static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tens
   for (int i = net->n - 1; i >= 0; i--) {
     const adj_tensor *out_grad = i == net->n - 1 ? dy : &net->gradients[i];
     adj_tensor *in_grad = i == 0 ? dx : &net->gradients[i - 1];
+    if (net->hook) ADJ_CALL(net->hook(net->hook_ctx, i, ADJ_BACKWARD_BEGIN));
     ADJ_CALL(adj_layer_backward(net->layers[i], out_grad, in_grad));
+    if (net->hook) ADJ_CALL(net->hook(net->hook_ctx, i, ADJ_BACKWARD_END));
   }
   return ADJ_SUCCESS;
 }
@@ -230,4 +234,21 @@ int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tens
   int64_t n = net->parameter_volume;
   ADJ_CALL(adj_tensor_view(values, network->dtype, 1, &n, net->parameter_storage[0]));
   return adj_tensor_view(grads, network->dtype, 1, &n, net->parameter_storage[1]);
+}
+
+int adj_network_stage_parameters(const adj_layer *network, int index, int *first, int *count) {
+  const adj_network *net = network->impl;
+  ADJ_CHECK(index >= 0 && index < net->n, ADJ_ERR_ARG, "network %s: stage %d is outside 0..%d", network->name, index,
+            net->n - 1);
+  int before = 0;
+  for (int i = 0; i < index; i++) before += net->layers[i]->n_parameters;
+  *first = before;
+  *count = net->layers[index]->n_parameters;
+  return ADJ_SUCCESS;
+}
+
+void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx) {
+  adj_network *net = network->impl;
+  net->hook = hook;
+  net->hook_ctx = ctx;
 }

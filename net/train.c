@@ -13,9 +13,15 @@
 struct adj_trainer {
   adj_trainer_config config;
   adj_layer *loss;         /* the network's last stage */
-  MPI_Comm comm;           /* the network's */
-  int rank;
-  int64_t batch_size;      /* B */
+  MPI_Comm comm;           /* every rank of every replica (the network's without replicas) */
+  int rank;                /* in the network's communicator */
+  int64_t batch_size;      /* the network's batch */
+  int64_t global_batch;    /* batch_size x replicas x micro-batches */
+  int replicas, replica, micro;
+  adj_gradient_reducer *reducer; /* NULL without replicas */
+  int nparams;
+  bool reducing;           /* the backward under way marks gradients final */
+  double t0;               /* trace clock origin */
   adj_tensor x;            /* (B, 1, rows, cols) on rank 0, zero volume elsewhere */
   adj_tensor y, dy;        /* the loss: [1] on rank 0, [0] elsewhere; dy = 1 */
   int64_t *labels;         /* (B) */
@@ -34,11 +40,66 @@ static int trainer_copy_rng(adj_trainer *t, adj_rng *dst, const adj_rng *src) {
   return adj_rng_state_load(dst, t->rng_buffer, adj_rng_state_size(src));
 }
 
+/* ---- data parallelism: hook, trace ---------------------------------------------------------- */
+
+static void trainer_trace(const adj_trainer *t, const char *event, int64_t arg) {
+  if (t->config.trace) fprintf(t->config.trace, "%.9f %s %lld\n", MPI_Wtime() - t->t0, event, (long long)arg);
+}
+
+static void trainer_reducer_event(void *ctx, adj_reducer_event event, int bucket) {
+  static const char *const names[] = {"bucket_posted", "bucket_completed", "wait_begin", "wait_end"};
+  trainer_trace(ctx, names[event], bucket);
+}
+
+/* After a stage's backward its parameters' gradients are final: mark them
+ * (the reducer lists them last parameter first) and poke the reductions. */
+static int trainer_backward_hook(void *ctx, int index, adj_backward_event event) {
+  adj_trainer *t = ctx;
+  trainer_trace(t, event == ADJ_BACKWARD_BEGIN ? "backward_begin" : "backward_end", index);
+  if (event != ADJ_BACKWARD_END || !t->reducing) return ADJ_SUCCESS;
+  int first, count;
+  ADJ_CALL(adj_network_stage_parameters(t->config.network, index, &first, &count));
+  for (int k = first; k < first + count; k++) ADJ_CALL(adj_gradient_reducer_ready(t->reducer, t->nparams - 1 - k));
+  return adj_gradient_reducer_poke(t->reducer);
+}
+
+/* Replicas start from replica 0's parameters (or must already agree), and a
+ * reducer over dimension 0 of the replica grid gets every gradient, last
+ * parameter first. */
+static int trainer_replicas(adj_trainer *t) {
+  const adj_trainer_config *c = &t->config;
+  if (c->require_equal_start) ADJ_CALL(adj_replicas_check_sync(c->replicas, c->network, NULL));
+  else ADJ_CALL(adj_replicas_broadcast_parameters(c->replicas, c->network, 0));
+  t->nparams = adj_layer_parameter_count(c->network);
+  adj_tensor **grads = calloc((size_t)t->nparams + 1, sizeof *grads);
+  int status = grads ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "trainer: out of memory");
+  status = adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+  if (status) {
+    free(grads);
+    return status;
+  }
+  for (int k = 0; k < t->nparams; k++) grads[t->nparams - 1 - k] = &adj_layer_parameter(c->network, k)->grad;
+  const int64_t caps[2] = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES};
+  const int64_t *cap = c->bucket_caps ? c->bucket_caps : caps;
+  status = adj_gradient_reducer_create(
+      &(adj_gradient_reducer_config){.dtype = adj_layer_dtype(c->network), .partition = adj_replicas_partition(c->replicas),
+                                     .ndims = 1, .dims = (const int[]){0}, .n = t->nparams, .tensors = grads,
+                                     .first_bucket_bytes = cap[0], .bucket_bytes = cap[1],
+                                     .event = trainer_reducer_event, .event_ctx = t},
+      &t->reducer);
+  free(grads);
+  ADJ_CALL(status);
+  adj_network_set_backward_hook(c->network, trainer_backward_hook, t);
+  return ADJ_SUCCESS;
+}
+
 /* ---- creation ------------------------------------------------------------------------------- */
 
 /* Checks every rank can make alike: a loss stage, input matching the images. */
 static int trainer_check(const adj_trainer_config *c, adj_layer **loss, int64_t *batch) {
   ADJ_CHECK(c && c->network && c->optimizer && c->train, ADJ_ERR_ARG, "trainer: network, optimizer and data are required");
+  ADJ_CHECK(c->micro_batches >= 0, ADJ_ERR_ARG, "trainer: %d micro-batches (need 1 or more; 0 means 1)",
+            c->micro_batches);
   *loss = adj_network_layer(c->network, adj_network_depth(c->network) - 1);
   ADJ_CALL(adj_xent_layer_set_labels(*loss, NULL, 0));
   const adj_decomposition *in = adj_layer_input_layout(adj_network_layer(c->network, 0));
@@ -74,21 +135,45 @@ int adj_trainer_create(const adj_trainer_config *c, adj_trainer **trainer) {
   *trainer = NULL;
   adj_layer *loss = NULL;
   int64_t batch = 0;
-  ADJ_CALL(trainer_check(c, &loss, &batch));
+  MPI_Comm comm = c && c->replicas ? adj_replicas_comm(c->replicas) : c && c->network ? adj_layer_comm(c->network)
+                                                                                       : MPI_COMM_WORLD;
+  ADJ_CALL(adj_status_agree(comm, trainer_check(c, &loss, &batch), ADJ_WAIT_YIELD));
   adj_trainer *t = calloc(1, sizeof *t);
-  MPI_Comm comm = adj_layer_comm(c->network);
   ADJ_CALL(adj_status_agree(comm, t ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "trainer: out of memory"), ADJ_WAIT_YIELD));
-  *t = (adj_trainer){.config = *c, .loss = loss, .comm = comm, .batch_size = batch};
-  MPI_Comm_rank(comm, &t->rank);
-  int status = adj_status_agree(comm, trainer_buffers(t), ADJ_WAIT_YIELD);
+  *t = (adj_trainer){.config = *c, .loss = loss, .comm = comm, .batch_size = batch, .replicas = 1,
+                     .micro = c->micro_batches > 1 ? c->micro_batches : 1, .t0 = MPI_Wtime()};
+  if (c->replicas) t->replicas = adj_replicas_count(c->replicas), t->replica = adj_replicas_index(c->replicas);
+  t->global_batch = batch * t->replicas * t->micro;
+  int status = c->global_batch >= 0 && c->global_batch <= t->global_batch
+                   ? ADJ_SUCCESS
+                   : adj_error_set(ADJ_ERR_ARG,
+                                   "trainer: global batch %lld is outside 0..%lld (network batch %lld x %d replicas x "
+                                   "%d micro-batches)",
+                                   (long long)c->global_batch, (long long)t->global_batch, (long long)batch, t->replicas,
+                                   t->micro);
+  if (!status && c->global_batch) t->global_batch = c->global_batch;
+  MPI_Comm_rank(adj_layer_comm(c->network), &t->rank);
+  if (!status) status = trainer_buffers(t);
+  status = adj_status_agree(comm, status, ADJ_WAIT_YIELD);
+  if (!status && c->replicas) status = trainer_replicas(t);
   if (status) adj_trainer_destroy(&t);
   *trainer = t;
   return status;
 }
 
+adj_gradient_reducer *adj_trainer_reducer(adj_trainer *t) { return t->reducer; }
+
+int adj_trainer_check_sync(adj_trainer *t, uint64_t *hash) {
+  if (hash) *hash = 0;
+  if (!t->config.replicas) return ADJ_SUCCESS;
+  return adj_replicas_check_sync(t->config.replicas, t->config.network, hash);
+}
+
 void adj_trainer_destroy(adj_trainer **trainer) {
   if (!trainer || !*trainer) return;
   adj_trainer *t = *trainer;
+  if (t->reducer) adj_network_set_backward_hook(t->config.network, NULL, NULL);
+  adj_gradient_reducer_destroy(&t->reducer);
   adj_tensor_destroy(&t->x), adj_tensor_destroy(&t->y), adj_tensor_destroy(&t->dy);
   free(t->labels), free(t->label_bytes), free(t->indices), free(t->order), free(t->rng_buffer);
   adj_rng_destroy(&t->rng), adj_rng_destroy(&t->epoch_rng);
@@ -97,7 +182,7 @@ void adj_trainer_destroy(adj_trainer **trainer) {
 }
 
 int64_t adj_trainer_batches_per_epoch(const adj_trainer *t) {
-  return (t->config.train->count + t->batch_size - 1) / t->batch_size;
+  return (t->config.train->count + t->global_batch - 1) / t->global_batch;
 }
 int64_t adj_trainer_epoch(const adj_trainer *t) { return t->epoch; }
 int64_t adj_trainer_batch(const adj_trainer *t) { return t->batch; }
@@ -114,7 +199,7 @@ static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *
     head.shape[0] = count;
     size_t used = adj_tensor_bytes(&head);
     memset((char *)t->x.data + used, 0, adj_tensor_bytes(&t->x) - used);
-    status = adj_dataset_batch(data, indices, count, &head, t->label_bytes);
+    if (count) status = adj_dataset_batch(data, indices, count, &head, t->label_bytes);
     for (int64_t i = 0; i < count; i++) t->labels[i] = t->label_bytes[i];
     if (!status) status = adj_xent_layer_set_labels(t->loss, t->labels, count);
   }
@@ -134,11 +219,53 @@ static void trainer_finish_stats(adj_train_stats *stats, double start) {
   stats->seconds = MPI_Wtime() - start;
 }
 
-static int trainer_step(adj_trainer *t) {
-  adj_layer_zero_grad(t->config.network);
-  ADJ_CALL(adj_layer_forward(t->config.network, &t->x, &t->y));
-  ADJ_CALL(adj_layer_backward(t->config.network, &t->dy, NULL));
+/* Start and length of share k of n items split k ways as evenly as possible
+ * (the first n mod parts shares get one more). */
+static void trainer_share(int64_t n, int64_t parts, int64_t k, int64_t *start, int64_t *length) {
+  int64_t base = n / parts, extra = n % parts;
+  *start = k * base + (k < extra ? k : extra);
+  *length = base + (k < extra);
+}
+
+/* One optimizer step on the global batch order[0..count): this replica's
+ * share in micro-batches, each one's loss scaled by its share of the global
+ * count (so the replicas' summed gradients are the global mean's), the
+ * reductions posted during the last micro-batch's backward, one wait, the
+ * step.  Adds the batch's loss sum and correct count (this replica's root). */
+static int trainer_step(adj_trainer *t, const int64_t *order, int64_t count, double *loss_sum, int64_t *correct) {
+  adj_layer *net = t->config.network;
+  adj_layer_zero_grad(net);
+  int64_t share_start, share;
+  trainer_share(count, t->replicas, t->replica, &share_start, &share);
+  for (int m = 0; m < t->micro; m++) {
+    int64_t start, n;
+    trainer_share(share, t->micro, m, &start, &n);
+    ADJ_CALL(trainer_fill(t, t->config.train, order + share_start + start, n));
+    if (adj_tensor_volume(&t->dy)) adj_tensor_set(&t->dy, 0, (double)n / (double)count);
+    trainer_trace(t, "forward", m);
+    ADJ_CALL(adj_layer_forward(net, &t->x, &t->y));
+    *loss_sum += adj_xent_layer_loss(t->loss) * (double)n;
+    *correct += adj_xent_layer_correct(t->loss);
+    t->reducing = t->reducer && m == t->micro - 1 && !t->config.reduce_after_backward;
+    int status = adj_layer_backward(net, &t->dy, NULL);
+    t->reducing = false;
+    ADJ_CALL(status);
+  }
+  if (t->reducer) ADJ_CALL(adj_gradient_reducer_wait(t->reducer));
+  trainer_trace(t, "step", 0);
   return adj_optimizer_step(t->config.optimizer);
+}
+
+/* The step's loss sum and correct count over the replicas' roots. */
+static int trainer_reduce_stats(adj_trainer *t, double *loss_sum, int64_t *correct) {
+  if (!t->config.replicas) return ADJ_SUCCESS;
+  double mine[2] = {*loss_sum, (double)*correct}, sum[2];
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Iallreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, adj_replicas_across_comm(t->config.replicas), &request));
+  ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
+  *loss_sum = sum[0];
+  *correct = (int64_t)sum[1];
+  return ADJ_SUCCESS;
 }
 
 /* Remembers the generator, then draws the epoch's order from it. */
@@ -155,13 +282,26 @@ int adj_trainer_run(adj_trainer *t, int64_t max_batches, adj_train_progress *pro
   double start = MPI_Wtime();
   if (!t->order_drawn) ADJ_CALL(trainer_begin_epoch(t));
   int64_t batches = adj_trainer_batches_per_epoch(t), n = t->config.train->count;
+  adj_reducer_counters before = {0}, after = {0};
+  if (t->reducer) adj_gradient_reducer_get_counters(t->reducer, &before);
   for (int64_t done = 0; t->batch < batches && (max_batches < 0 || done < max_batches); done++) {
-    int64_t first = t->batch * t->batch_size, count = n - first < t->batch_size ? n - first : t->batch_size;
-    ADJ_CALL(trainer_fill(t, t->config.train, t->order + first, count));
-    ADJ_CALL(trainer_step(t));
-    trainer_tally(t, count, stats);
+    int64_t first = t->batch * t->global_batch, count = n - first < t->global_batch ? n - first : t->global_batch;
+    double loss_sum = 0;
+    int64_t correct = 0;
+    ADJ_CALL(trainer_step(t, t->order + first, count, &loss_sum, &correct));
+    ADJ_CALL(trainer_reduce_stats(t, &loss_sum, &correct));
+    stats->loss += loss_sum;
+    stats->correct += correct;
+    stats->samples += count;
+    stats->batches++;
     t->batch++;
-    if (progress) progress(ctx, t->batch, batches, adj_xent_layer_loss(t->loss));
+    if (progress) progress(ctx, t->batch, batches, t->rank == 0 && t->replica == 0 ? loss_sum / (double)count : 0.0);
+  }
+  if (t->reducer) {
+    adj_gradient_reducer_get_counters(t->reducer, &after);
+    stats->reduced_bytes = after.bytes - before.bytes;
+    stats->reduced_messages = after.messages - before.messages;
+    stats->reduce_wait_seconds = after.wait_seconds - before.wait_seconds;
   }
   if (t->batch == batches) t->epoch++, t->batch = 0, t->order_drawn = false;
   trainer_finish_stats(stats, start);
@@ -189,12 +329,17 @@ int adj_trainer_save(adj_trainer *t, const char *path) {
    * generator as the epoch found it.  At a boundary it is the live one. */
   const adj_rng *rng = t->order_drawn ? t->epoch_rng : t->rng;
   adj_checkpoint_position position = {.epoch = t->epoch, .batch = t->batch, .seed = t->config.seed};
-  return adj_checkpoint_save(path, t->config.network, t->config.optimizer, rng, &position);
+  /* Replicas hold the same state: replica 0 writes it. */
+  int status = t->replica == 0 ? adj_checkpoint_save(path, t->config.network, t->config.optimizer, rng, &position)
+                               : ADJ_SUCCESS;
+  return t->config.replicas ? adj_status_agree(t->comm, status, ADJ_WAIT_YIELD) : status;
 }
 
 int adj_trainer_load(adj_trainer *t, const char *path) {
   adj_checkpoint_position position;
-  ADJ_CALL(adj_checkpoint_load(path, t->config.network, t->config.optimizer, t->epoch_rng, &position));
+  int status = adj_checkpoint_load(path, t->config.network, t->config.optimizer, t->epoch_rng, &position);
+  if (t->config.replicas) status = adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+  ADJ_CALL(status);
   int64_t batches = adj_trainer_batches_per_epoch(t);
   ADJ_CHECK(position.batch >= 0 && position.batch < batches && position.epoch >= 0, ADJ_ERR_IO,
             "checkpoint %s: position epoch %lld batch %lld does not fit %lld batches per epoch", path,

@@ -49,6 +49,14 @@ static int adj_asr_end(adj_op *op, adj_direction direction, const adj_tensor *in
   return adj_wait_all(count, &a->request, op->wait);
 }
 
+static int adj_asr_test(adj_op *op, int *done) {
+  adj_asr *a = op->impl;
+  *done = 1;
+  if (!a->nrequests) return ADJ_SUCCESS;
+  ADJ_CALL_MPI(MPI_Test(&a->request, done, MPI_STATUS_IGNORE));
+  return ADJ_SUCCESS;
+}
+
 static void adj_asr_destroy(adj_op *op) {
   adj_asr *a = op->impl;
   if (!a) return;
@@ -177,6 +185,7 @@ int adj_all_sum_reduce_create(adj_dtype dtype, const adj_partition *p, int rank,
     free(a);
     return status;
   }
+  (*op)->test = adj_asr_test;
   status = adj_asr_setup(*op, p, rank, shape, ndims, dims);
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);

@@ -101,6 +101,14 @@ int adj_op_end(adj_op *op) {
 
 int adj_op_pending(const adj_op *op) { return op->pending; }
 
+int adj_op_test(adj_op *op, int *done) {
+  ADJ_CHECK(op && done, ADJ_ERR_ARG, "adj_op_test: operator or flag pointer is NULL");
+  *done = 1;
+  if (!op->pending) return ADJ_SUCCESS;
+  *done = 0;
+  return op->test ? op->test(op, done) : ADJ_SUCCESS;
+}
+
 int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   ADJ_CALL(adj_op_begin(op, direction, in, out));
   return adj_op_end(op);

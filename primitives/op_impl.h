@@ -29,6 +29,9 @@ struct adj_op {
   adj_wait_policy wait;  /* resolved: SPIN or YIELD */
   bool checks;
   adj_op_methods methods;
+  /* Optional nonblocking progress of an outstanding application (adj_op_test);
+   * NULL means the operator completes only in end.  Set after adj_op_alloc. */
+  int (*test)(adj_op *op, int *done);
   void *impl;
   adj_op_counters counters;
   /* split-phase state */

@@ -18,6 +18,7 @@
 #include "adjoin/send_receive.h"
 #include "adjoin/broadcast.h"
 #include "adjoin/all_sum_reduce.h"
+#include "adjoin/gradient_reducer.h"
 #include "adjoin/all_gather.h"
 #include "adjoin/repartition.h"
 #include "adjoin/kernels.h"
@@ -35,6 +36,8 @@
 #include "adjoin/lenet.h"
 #include "adjoin/checkpoint.h"
 #include "adjoin/train.h"
+#include "adjoin/data_parallel.h"
+#include "adjoin/mlp.h"
 #include "adjoin/adjoint_test.h"
 #include "adjoin/dataset.h"
 

@@ -43,6 +43,20 @@ int adj_network_depth(const adj_layer *network);
  * outside 0 .. depth - 1 (adj_last_error() says which). */
 adj_layer *adj_network_layer(adj_layer *network, int index);
 
+/* Parameters of stage `index`: their positions first..first+count-1 in the
+ * network's parameter list. */
+int adj_network_stage_parameters(const adj_layer *network, int index, int *first, int *count);
+
+/* A hook around each stage's backward, for a trainer that overlaps gradient
+ * reductions with the rest of the backward (gradient_reducer.h) or traces it:
+ * called with ADJ_BACKWARD_BEGIN before stage `index` runs its backward and
+ * ADJ_BACKWARD_END after (its parameters' gradients are then final for this
+ * backward).  A nonzero return stops the backward with that status.  NULL
+ * removes the hook.  Not collective. */
+typedef enum adj_backward_event { ADJ_BACKWARD_BEGIN = 0, ADJ_BACKWARD_END = 1 } adj_backward_event;
+typedef int adj_backward_hook(void *ctx, int index, adj_backward_event event);
+void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx);
+
 /* Flat views of this worker's packed parameter values and gradients (rank 1;
  * zero volume if the worker holds no parameter).  ADJ_ERR_ARG if `network` is
  * not a network. */

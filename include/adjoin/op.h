@@ -67,6 +67,11 @@ int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_
 int adj_op_end(adj_op *op);
 /* Nonzero while an application is outstanding. */
 int adj_op_pending(const adj_op *op);
+/* Progresses an outstanding application without blocking (one MPI_Test):
+ * *done becomes 1 once its communication has completed, 0 otherwise (and 1
+ * when nothing is outstanding).  adj_op_end is still required.  Not
+ * collective; lets a trainer poke reductions between layers' backwards. */
+int adj_op_test(adj_op *op, int *done);
 
 /* Composition: ops[0] is applied first, so the result is ops[n-1] ... ops[0].
  * Consecutive range/domain shapes and dtypes must match.  Its adjoint applies the

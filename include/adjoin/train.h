@@ -25,8 +25,11 @@
 #define ADJOIN_TRAIN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
+#include "adjoin/data_parallel.h"
 #include "adjoin/dataset.h"
+#include "adjoin/gradient_reducer.h"
 #include "adjoin/layer.h"
 #include "adjoin/net.h"
 #include "adjoin/export.h"
@@ -38,6 +41,22 @@ typedef struct adj_trainer_config {
   adj_optimizer *optimizer;   /* over network's parameters */
   const adj_dataset *train;   /* the same data set on every rank (adj_dataset_load) */
   uint64_t seed;              /* of the shuffling generator */
+  /* Data parallelism (data_parallel.h); NULL: one replica.  network is then
+   * this rank's replica, built on adj_replicas_model_comm, and every rank of
+   * the replicas' communicator calls the trainer.  A step's global batch is
+   * the network's batch x replicas x micro_batches samples; each replica
+   * takes a balanced contiguous share of it (shares differ by at most one, and
+   * a short last batch is shared the same way), scales its loss by its share
+   * of the global sample count, and the gradients are summed over replicas by
+   * a gradient reducer posted bucket by bucket during the backward, so every
+   * layout computes the sequential gradient of the same global batch. */
+  const adj_replicas *replicas;
+  int micro_batches;          /* forward/backward passes per step, gradients accumulated; 0 means 1 */
+  int64_t global_batch;       /* samples per step, at most the product above; 0 means that product */
+  const int64_t *bucket_caps; /* {first bucket, later buckets} in bytes; NULL: 1 MiB and 25 MiB */
+  bool reduce_after_backward; /* baseline: post every bucket only after the whole backward */
+  bool require_equal_start;   /* refuse replicas with different parameters instead of taking replica 0's */
+  FILE *trace;                /* optional: one line per event (backward stages, buckets, wait, step) */
 } adj_trainer_config;
 
 typedef struct adj_trainer adj_trainer;
@@ -49,6 +68,11 @@ typedef struct adj_train_stats {
   int64_t samples;   /* samples seen */
   int64_t batches;   /* batches run (every rank) */
   double seconds;    /* wall time */
+  /* The gradient reducer's work over the batches run (zero without replicas):
+   * payload bytes and bucket messages of this rank, and the time its waits
+   * before the optimizer steps blocked. */
+  uint64_t reduced_bytes, reduced_messages;
+  double reduce_wait_seconds;
 } adj_train_stats;
 
 /* Called on every rank after each training batch: batch index within the
@@ -61,7 +85,16 @@ typedef void adj_train_progress(void *ctx, int64_t batch, int64_t batches, doubl
 int adj_trainer_create(const adj_trainer_config *config, adj_trainer **trainer);
 void adj_trainer_destroy(adj_trainer **trainer);
 
-/* Batches per epoch: ceil(N / B). */
+/* The replicas' gradient reducer (NULL without replicas), for its bucket
+ * plan and counters. */
+adj_gradient_reducer *adj_trainer_reducer(adj_trainer *trainer);
+
+/* ShallowSpeed's assert_sync: every replica holds bit-identical parameters
+ * (adj_replicas_check_sync); trivially true without replicas.  *hash may be
+ * NULL.  Collective. */
+int adj_trainer_check_sync(adj_trainer *trainer, uint64_t *hash);
+
+/* Batches per epoch: ceil(N / B), B the global batch. */
 int64_t adj_trainer_batches_per_epoch(const adj_trainer *trainer);
 
 /* Runs the rest of the current epoch, or at most max_batches of it when

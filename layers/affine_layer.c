@@ -39,21 +39,6 @@ typedef struct adj_affine_layer {
 
 /* ---- application ------------------------------------------------------------------------ */
 
-/* Applies up to three operators at once in one direction (an entry with a NULL
- * input is skipped), overlapping their communication. */
-static int adj_affine_move(adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
-                           adj_tensor *const *out) {
-  int status = ADJ_SUCCESS;
-  bool begun[3] = {false, false, false};
-  for (int i = 0; i < 3 && !status; i++)
-    if (ops[i] && in[i]) status = adj_op_begin(ops[i], direction, in[i], out[i]), begun[i] = !status;
-  for (int i = 0; i < 3; i++) {
-    int ended = begun[i] ? adj_op_end(ops[i]) : ADJ_SUCCESS;
-    if (!status) status = ended;
-  }
-  return status;
-}
-
 /* A view of a caller's or parameter's block in the shape its operator sees. */
 static int adj_affine_domain_view(const adj_op *op, const adj_tensor *t, adj_tensor *view) {
   return adj_reshape_view(t, adj_op_domain_rank(op), adj_op_domain_shape(op), view);
@@ -75,7 +60,7 @@ static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tenso
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
+  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
                            (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
   if (a->works) ADJ_CALL(adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat));
   ADJ_CALL(adj_affine_range_view(a->reduce_y, y, &yv));
@@ -92,7 +77,7 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_FORWARD,
+  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD,
                            (const adj_tensor *[3]){dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL},
                            (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}));
   if (a->works)
@@ -123,7 +108,7 @@ static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_ten
     ADJ_CALL(adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
                                  a->bias_here ? &a->db_vec : NULL));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                            (adj_tensor *[3]){&dxv, &a->w_sum, &a->b_sum}));
   ADJ_CALL(adj_affine_accumulate(&w->grad, &a->w_sum));
   return b ? adj_affine_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;

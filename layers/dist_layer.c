@@ -55,3 +55,18 @@ int adj_partition_reshape(const adj_partition *p, int ndim, const int *shape, ad
 void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src) {
   memcpy(dst->data, src->data, adj_tensor_bytes(src));
 }
+
+int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+                       adj_tensor *const *out) {
+  int status = ADJ_SUCCESS;
+  bool begun[ADJ_LAYER_MAX_MOVES] = {false};
+  if (n > ADJ_LAYER_MAX_MOVES) return adj_error_set(ADJ_ERR_ARG, "layer: %d operators at once, at most %d", n,
+                                                    ADJ_LAYER_MAX_MOVES);
+  for (int i = 0; i < n && !status; i++)
+    if (ops[i] && in[i]) status = adj_op_begin(ops[i], direction, in[i], out[i]), begun[i] = !status;
+  for (int i = 0; i < n; i++) {
+    int ended = begun[i] ? adj_op_end(ops[i]) : ADJ_SUCCESS;
+    if (!status) status = ended;
+  }
+  return status;
+}

@@ -4,6 +4,7 @@
 #define ADJOIN_LAYERS_DIST_LAYER_IMPL_H
 
 #include "adjoin/layers.h"
+#include "adjoin/op.h"
 #include "layer_impl.h"
 
 /* A view of t's storage with another shape of the same volume: the operators
@@ -35,5 +36,12 @@ int adj_partition_reshape(const adj_partition *p, int ndim, const int *shape, ad
 
 /* dst = src when both have the same volume and dtype (a reshaping copy). */
 void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src);
+
+/* Applies up to ADJ_LAYER_MAX_MOVES operators at once in one direction,
+ * overlapping their communication (all are begun, then all ended); an entry
+ * with a NULL operator or input is skipped. */
+enum { ADJ_LAYER_MAX_MOVES = 4 };
+int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+                       adj_tensor *const *out);
 
 #endif

@@ -24,6 +24,7 @@
 #include "adjoin/layer.h"
 #include "adjoin/layers.h"
 #include "adjoin/conv_layer.h"
+#include "adjoin/affine15.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"
@@ -31,5 +32,7 @@
 #include "adjoin/train.h"
 #include "adjoin/adjoint_test.h"
 #include "adjoin/dataset.h"
+#include "adjoin/plan.h"
+#include "adjoin/mlp15.h"
 
 #endif

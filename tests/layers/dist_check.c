@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { DL_MAX_PARAMS = 4 };
+enum { DL_MAX_PARAMS = 16 }; /* a network of a few layers */
 
 adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const int *parts, const int *ranks,
                              const int64_t *const *cuts) {

@@ -62,13 +62,6 @@ static int adj_affine15_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor
   return adj_affine_jvp(&a->x_hat, &a->w_hat, dx ? &a->dx_hat : NULL, &a->dw_hat, b ? &a->db_vec : NULL, dy);
 }
 
-/* grad += sum, the sum seen in the gradient's shape. */
-static int adj_affine15_accumulate(adj_tensor *grad, const adj_tensor *sum) {
-  adj_tensor view;
-  ADJ_CALL(adj_reshape_view(sum, grad->rank, grad->shape, &view));
-  return adj_tensor_add(grad, &view);
-}
-
 static int adj_affine15_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_affine15_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_affine15_bias(l);
@@ -80,8 +73,8 @@ static int adj_affine15_layer_backward(adj_layer *l, const adj_tensor *dy, adj_t
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
   ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                               (adj_tensor *[3]){dx, &a->w_sum, &a->b_sum}));
-  ADJ_CALL(adj_affine15_accumulate(&w->grad, &a->w_sum));
-  return b ? adj_affine15_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
+  ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
+  return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
 }
 
 static void adj_affine15_layer_free(adj_affine15_layer *a) {
@@ -93,6 +86,7 @@ static void adj_affine15_layer_free(adj_affine15_layer *a) {
 }
 
 static void adj_affine15_layer_destroy(adj_layer *l) { adj_affine15_layer_free(l->impl); }
+static void adj_affine15_layer_free_impl(void *a) { adj_affine15_layer_free(a); }
 
 static const adj_layer_methods adj_affine15_methods = {adj_affine15_layer_forward, adj_affine15_layer_jvp,
                                                        adj_affine15_layer_backward, adj_affine15_layer_destroy};
@@ -200,14 +194,9 @@ int adj_affine15_layer_create(const adj_affine15_layer_config *c, adj_layer **la
   int status = adj_affine15_plan_layer(c, &p, &a);
   char name[64];
   snprintf(name, sizeof name, "affine15[%dx%d]", p.p_r, p.p_c);
-  if (!status) {
-    status = adj_layer_alloc_between(name, c->dtype, c->input, p.y, &adj_affine15_methods, a, layer);
-    if (status) adj_affine15_layer_free(a);
-  }
-  if (!status) status = adj_layer_add_parameter(*layer, "weight", p.w);
-  if (!status && p.b) status = adj_layer_add_parameter(*layer, "bias", p.b);
-  status = *layer ? adj_layer_agree(c->input, status) : status;
-  if (status) adj_layer_destroy(layer);
+  if (!status)
+    status = adj_layer_create_weighted(name, c->dtype, c->input, p.y, &adj_affine15_methods, a,
+                                       adj_affine15_layer_free_impl, p.w, p.b, layer);
   adj_affine15_plan_free(&p);
   return status;
 }

@@ -87,13 +87,6 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
   return adj_op_forward(a->reduce_y, &a->dy_hat, &dyv);
 }
 
-/* grad += sum, the sum seen in the gradient's shape. */
-static int adj_affine_accumulate(adj_tensor *grad, const adj_tensor *sum) {
-  adj_tensor view;
-  ADJ_CALL(adj_reshape_view(sum, grad->rank, grad->shape, &view));
-  return adj_tensor_add(grad, &view);
-}
-
 static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_affine_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_affine_bias(l);
@@ -110,8 +103,8 @@ static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_ten
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
   ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                            (adj_tensor *[3]){&dxv, &a->w_sum, &a->b_sum}));
-  ADJ_CALL(adj_affine_accumulate(&w->grad, &a->w_sum));
-  return b ? adj_affine_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
+  ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
+  return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
 }
 
 static void adj_affine_layer_free(adj_affine_layer *a) {
@@ -125,6 +118,7 @@ static void adj_affine_layer_free(adj_affine_layer *a) {
 }
 
 static void adj_affine_layer_destroy(adj_layer *l) { adj_affine_layer_free(l->impl); }
+static void adj_affine_layer_free_impl(void *a) { adj_affine_layer_free(a); }
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -281,14 +275,9 @@ int adj_affine_layer_create(const adj_affine_layer_config *c, adj_layer **layer)
   snprintf(name, sizeof name, "affine[%d,%d,%d]", p.p_b, p.p_fo, p.p_fi);
   static const adj_layer_methods methods = {adj_affine_layer_forward, adj_affine_layer_jvp, adj_affine_layer_backward,
                                             adj_affine_layer_destroy};
-  if (!status) {
-    status = adj_layer_alloc_between(name, c->dtype, c->input, p.y, &methods, a, layer);
-    if (status) adj_affine_layer_free(a);
-  }
-  if (!status) status = adj_layer_add_parameter(*layer, "weight", p.w);
-  if (!status && p.b) status = adj_layer_add_parameter(*layer, "bias", p.b);
-  status = *layer ? adj_layer_agree(c->input, status) : status;
-  if (status) adj_layer_destroy(layer);
+  if (!status)
+    status = adj_layer_create_weighted(name, c->dtype, c->input, p.y, &methods, a, adj_affine_layer_free_impl, p.w,
+                                       p.b, layer);
   adj_affine_plan_free(&p);
   return status;
 }

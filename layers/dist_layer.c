@@ -70,3 +70,22 @@ int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const
   }
   return status;
 }
+
+int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum) {
+  adj_tensor view;
+  ADJ_CALL(adj_reshape_view(sum, grad->rank, grad->shape, &view));
+  return adj_tensor_add(grad, &view);
+}
+
+int adj_layer_create_weighted(const char *name, adj_dtype dtype, const adj_decomposition *input,
+                              adj_decomposition *output, const adj_layer_methods *methods, void *impl,
+                              void (*free_impl)(void *), adj_decomposition *weight, adj_decomposition *bias,
+                              adj_layer **layer) {
+  int status = adj_layer_alloc_between(name, dtype, input, output, methods, impl, layer);
+  if (status) free_impl(impl);
+  if (!status) status = adj_layer_add_parameter(*layer, "weight", weight);
+  if (!status && bias) status = adj_layer_add_parameter(*layer, "bias", bias);
+  status = *layer ? adj_layer_agree(input, status) : status;
+  if (status) adj_layer_destroy(layer);
+  return status;
+}

@@ -41,6 +41,18 @@ void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src);
  * overlapping their communication (all are begun, then all ended); an entry
  * with a NULL operator or input is skipped. */
 enum { ADJ_LAYER_MAX_MOVES = 4 };
+
+/* grad += sum, the sum seen in the gradient's shape (same volume). */
+int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum);
+
+/* The common end of an affine-like creator: allocates the layer between
+ * input and output layouts around impl (freed with free_impl if allocation
+ * fails), adds parameter "weight" and, when bias is not NULL, "bias", and
+ * agrees on the outcome; on failure *layer is NULL.  Collective. */
+int adj_layer_create_weighted(const char *name, adj_dtype dtype, const adj_decomposition *input,
+                              adj_decomposition *output, const adj_layer_methods *methods, void *impl,
+                              void (*free_impl)(void *), adj_decomposition *weight, adj_decomposition *bias,
+                              adj_layer **layer);
 int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
                        adj_tensor *const *out);
 

@@ -224,3 +224,11 @@ void adj_affine15_layer_reset_counters(adj_layer *l) {
   adj_op_reset_counters(a->gather), adj_op_reset_counters(a->bcast_w);
   if (a->bcast_b) adj_op_reset_counters(a->bcast_b);
 }
+
+int adj_affine15_layer_ops(adj_layer *l, adj_op **gather, adj_op **weight, adj_op **bias) {
+  const adj_affine15_layer *a = adj_affine15_of(l);
+  ADJ_CHECK(a && gather && weight && bias, ADJ_ERR_ARG, "1.5D affine ops: %s is not a 1.5D affine layer",
+            l ? l->name : "(NULL)");
+  *gather = a->gather, *weight = a->bcast_w, *bias = a->bcast_b;
+  return ADJ_SUCCESS;
+}

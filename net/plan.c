@@ -13,6 +13,7 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/plan.h"
+#include "adjoin/wait.h"
 #include "error_impl.h"
 
 const char *const adj_plan_collective_names[ADJ_PLAN_COLLECTIVES] = {"fwd-gather", "bwd-dx", "weights", "halo"};
@@ -435,5 +436,88 @@ int adj_plan_affine15_counts(int64_t n, const int64_t *batch_cuts, int64_t f_in,
     params[k]->bytes_sent = params[k]->bytes_received = blocks[k];
     params[k]->messages_sent = params[k]->messages_received = 1;
   }
+  return ADJ_SUCCESS;
+}
+
+/* ---- calibration ------------------------------------------------------------------------ */
+
+enum { ADJ_PLAN_SIZES = 20 }; /* 8 B << 0 .. 19: 8 B to 4 MiB */
+
+/* Best one-way time of `repeats` round trips of m bytes between ranks 0 and 1. */
+static int adj_plan_pingpong(MPI_Comm comm, int rank, adj_wait_policy policy, char *buffer, int m, int repeats,
+                             double *best) {
+  *best = INFINITY;
+  for (int k = 0; k < repeats; k++) {
+    MPI_Request r;
+    double t0 = MPI_Wtime();
+    if (rank == 0) {
+      ADJ_CALL_MPI(MPI_Isend(buffer, m, MPI_BYTE, 1, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+      ADJ_CALL_MPI(MPI_Irecv(buffer, m, MPI_BYTE, 1, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+    } else if (rank == 1) {
+      ADJ_CALL_MPI(MPI_Irecv(buffer, m, MPI_BYTE, 0, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+      ADJ_CALL_MPI(MPI_Isend(buffer, m, MPI_BYTE, 0, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+    }
+    double t = (MPI_Wtime() - t0) / 2;
+    if (t < *best) *best = t;
+  }
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) {
+  int size, rank;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  ADJ_CHECK(size >= 2, ADJ_ERR_ARG, "plan calibrate: needs at least 2 ranks, the communicator has %d", size);
+  ADJ_CHECK(repeats >= 1 && alpha && beta, ADJ_ERR_ARG, "plan calibrate: repeats %d must be >= 1", repeats);
+  adj_wait_policy policy;
+  ADJ_CALL(adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, &policy));
+  int largest = 8 << (ADJ_PLAN_SIZES - 1);
+  char *buffer = calloc((size_t)largest, 1);
+  ADJ_CALL(adj_status_agree(comm, buffer ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan calibrate: out of memory"),
+                            policy));
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, t[ADJ_PLAN_SIZES];
+  int status = ADJ_SUCCESS;
+  for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++) status = adj_plan_pingpong(comm, rank, policy, buffer, 8 << i, repeats, &t[i]);
+  free(buffer);
+  ADJ_CALL(status);
+  /* Rank 0's figures for everyone. */
+  MPI_Request r;
+  ADJ_CALL_MPI(MPI_Ibcast(t, ADJ_PLAN_SIZES, MPI_DOUBLE, 0, comm, &r));
+  ADJ_CALL(adj_wait_all(1, &r, policy));
+  for (int i = 0; i < ADJ_PLAN_SIZES; i++) {
+    double m = (double)(8 << i);
+    sx += m, sy += t[i], sxx += m * m, sxy += m * t[i];
+  }
+  double n = ADJ_PLAN_SIZES, denom = n * sxx - sx * sx;
+  *beta = (n * sxy - sx * sy) / denom;
+  *alpha = (sy - *beta * sx) / n;
+  /* A fit dominated by the large messages can put the intercept below zero;
+   * the smallest message's time is then the latency. */
+  if (!(*alpha > 0)) *alpha = t[0];
+  ADJ_CHECK(*beta > 0, ADJ_ERR_NUMERIC, "plan calibrate: fitted beta %g s/B is not positive", *beta);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_write(const char *path, double alpha, double beta) {
+  FILE *f = path ? fopen(path, "w") : NULL;
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot write calibration file '%s': %s", path ? path : "(NULL)", strerror(errno));
+  int bad = fprintf(f, "alpha %.9e\nbeta %.9e\n", alpha, beta) < 0;
+  bad |= fclose(f) != 0;
+  ADJ_CHECK(!bad, ADJ_ERR_IO, "plan: writing calibration file '%s' failed", path);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_read(const char *path, double *alpha, double *beta) {
+  FILE *f = path ? fopen(path, "r") : NULL;
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open calibration file '%s': %s", path ? path : "(NULL)", strerror(errno));
+  int got = fscanf(f, " alpha %lf beta %lf", alpha, beta);
+  fclose(f);
+  ADJ_CHECK(got == 2, ADJ_ERR_IO, "plan: calibration file '%s' is not 'alpha A beta B'", path);
+  ADJ_CHECK(*alpha > 0 && *beta > 0 && isfinite(*alpha) && isfinite(*beta), ADJ_ERR_IO,
+            "plan: calibration file '%s' has alpha %g and beta %g; both must be > 0", path, *alpha, *beta);
   return ADJ_SUCCESS;
 }

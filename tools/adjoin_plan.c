@@ -4,13 +4,17 @@
  *   adjoin-plan [--mode paper-eq4|paper|adjoin] [--conv same|batch|domain] --procs P
  *               --batch B [--alpha SECONDS] [--beta SECONDS_PER_BYTE |
  *               --bandwidth BYTES_PER_SECOND] [--word BYTES]
- *               [--grid RxC | --all-grids | --sweep P0:P1] [--json] NETWORK_FILE
+ *               [--grid RxC | --all-grids | --sweep P0:P1] [--json]
+ *               [--calibration FILE] NETWORK_FILE
+ *   mpiexec -n 2 adjoin-plan --calibrate FILE
  *
  * Default: the best grid's per-layer table.  --grid shows one grid, --all-grids
  * one line per grid (total, breakdown by collective, speed-up against 1 x P),
  * --sweep the best grid and its speed-up for P = P0, 2 P0, ... P1.  Defaults:
  * alpha 2e-6 s, bandwidth 6e9 B/s (Cori, papers 000/001), word 4 bytes.
- * Exit status: 0 on success, 1 when the plan cannot be made (bad network file,
+ * --calibrate measures alpha and beta by ping-pong between two ranks and
+ * writes them to FILE; --calibration FILE uses them (overriding --alpha,
+ * --beta).  Exit status: 0 on success, 1 when the plan cannot be made (bad network file,
  * grid), 2 on a usage error; messages name the bad value on stderr. */
 #include <errno.h>
 #include <math.h>
@@ -26,7 +30,8 @@ enum { EXIT_PLAN = 1, EXIT_USAGE = 2 };
 static const char usage[] =
     "usage: adjoin-plan [--mode paper-eq4|paper|adjoin] [--conv same|batch|domain] --procs P --batch B\n"
     "                   [--alpha S] [--beta S_PER_BYTE | --bandwidth BYTES_PER_S] [--word BYTES]\n"
-    "                   [--grid RxC | --all-grids | --sweep P0:P1] [--json] NETWORK_FILE\n";
+    "                   [--grid RxC | --all-grids | --sweep P0:P1] [--json] [--calibration FILE] NETWORK_FILE\n"
+    "       mpiexec -n 2 adjoin-plan --calibrate FILE\n";
 
 typedef struct plan_args {
   adj_plan_config config;
@@ -34,6 +39,8 @@ typedef struct plan_args {
   int grid_r, grid_c; /* 0: best */
   bool all, json;
   int sweep0, sweep1;
+  const char *calibrate;   /* --calibrate: measure and write here */
+  const char *calibration; /* --calibration: read alpha and beta from here */
 } plan_args;
 
 static int plan_fail(const char *option, const char *message, const char *text) {
@@ -96,6 +103,10 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
       char tail;
       if (sscanf(v, "%dx%d%c", &a->grid_r, &a->grid_c, &tail) != 2 || a->grid_r < 1 || a->grid_c < 1)
         return plan_fail(o, "must be RxC with R, C >= 1, got", v);
+    } else if (!strcmp(o, "--calibrate")) {
+      a->calibrate = v;
+    } else if (!strcmp(o, "--calibration")) {
+      a->calibration = v;
     } else if (!strcmp(o, "--sweep")) {
       char tail;
       if (sscanf(v, "%d:%d%c", &a->sweep0, &a->sweep1, &tail) != 2 || a->sweep0 < 1 || a->sweep1 < a->sweep0)
@@ -104,10 +115,15 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
       return plan_fail("option", "unknown", o);
     }
   }
+  if (a->calibrate) return 0;
   if (!a->file) return plan_fail("network file", "missing", NULL);
   if (!have_p && !a->sweep0) return plan_fail("--procs", "missing", NULL);
   if (!have_b) return plan_fail("--batch", "missing", NULL);
   if (!have_beta) a->config.beta = 1.0 / bandwidth;
+  if (a->calibration && adj_plan_calibration_read(a->calibration, &a->config.alpha, &a->config.beta)) {
+    fprintf(stderr, "adjoin-plan: --calibration: %s\n", adj_last_error());
+    return EXIT_USAGE;
+  }
   return 0;
 }
 
@@ -250,10 +266,25 @@ static int plan_sweep(plan_args *a, const adj_plan_network *net) {
   return 0;
 }
 
+/* Ping-pong under mpiexec (2 or more ranks); rank 0 writes the file. */
+static int plan_calibrate(int *argc, char ***argv, const char *path) {
+  MPI_Init(argc, argv);
+  double alpha = 0, beta = 0;
+  int rank, s = adj_plan_calibrate(MPI_COMM_WORLD, 20, &alpha, &beta);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!s && rank == 0) s = adj_plan_calibration_write(path, alpha, beta);
+  if (rank == 0 && !s)
+    printf("calibrated: alpha %.3e s, beta %.3e s/B (%.3g GB/s); written to %s\n", alpha, beta, 1e-9 / beta, path);
+  if (s) fprintf(stderr, "adjoin-plan: rank %d: %s\n", rank, adj_last_error());
+  MPI_Finalize();
+  return s ? EXIT_PLAN : 0;
+}
+
 int main(int argc, char **argv) {
   plan_args a = {0};
   int s = plan_parse(argc, argv, &a);
   if (s) return s;
+  if (a.calibrate) return plan_calibrate(&argc, &argv, a.calibrate);
   adj_plan_network *net;
   if (adj_plan_network_read(a.file, &net)) return plan_failed();
   s = a.sweep0 ? plan_sweep(&a, net) : plan_one(&a, net);

@@ -64,4 +64,8 @@ typedef struct adj_affine15_counters {
 int adj_affine15_layer_counters(const adj_layer *layer, adj_affine15_counters *counters);
 void adj_affine15_layer_reset_counters(adj_layer *layer);
 
+/* The layer's data-movement operators (bias NULL without bias), e.g. to time
+ * its communication alone.  The layer keeps ownership. */
+int adj_affine15_layer_ops(adj_layer *layer, adj_op **gather, adj_op **weight, adj_op **bias);
+
 #endif

@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 #include "adjoin/affine15.h"
 
 /* ---- network descriptions ------------------------------------------------------------- */
@@ -138,5 +140,18 @@ int adj_plan_mode_parse(const char *text, adj_plan_mode *mode);
 int adj_plan_affine15_counts(int64_t n, const int64_t *batch_cuts, int64_t f_in, int64_t f_out, bool bias, int p_r,
                              int p_c, int r, int c, int word_bytes, bool input_gradient,
                              adj_affine15_counters *predicted);
+
+/* ---- calibration ----------------------------------------------------------------------- */
+
+/* Measures alpha and beta between base ranks 0 and 1 of comm: a ping-pong of
+ * 8 B ... 4 MiB messages (best of `repeats` round trips per size, one way =
+ * half), fitted by least squares to t = alpha + beta m.  Collective on comm
+ * (>= 2 ranks; the others wait); every rank gets the figures.  The wait
+ * policy is adjoin's (wait.h), so an oversubscribed host measures what the
+ * operators see. */
+int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta);
+/* Writes "alpha A\nbeta B\n" to path, and reads it back. */
+int adj_plan_calibration_write(const char *path, double alpha, double beta);
+int adj_plan_calibration_read(const char *path, double *alpha, double *beta);
 
 #endif

@@ -5,7 +5,7 @@
  * message counts.  Then the shipped networks (AlexNet's 60,965,224
  * parameters), the best-grid search, and bad input: a grid that does not
  * multiply to P, more workers than rows, an unknown layer type, a malformed
- * line, non-positive alpha and beta. */
+ * line, non-positive alpha and beta (also from a calibration file). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -198,6 +198,16 @@ static void test_errors(adj_test *t) {
                "kernel 7 exceeds the padded input 4x4");
   expect_error(t, "missing file", adj_plan_network_read("/nonexistent/x.net", &bad), "cannot open network file");
   ADJ_TEST_CHECK(t, bad == NULL, "a failed parse must leave no network");
+  /* Calibration files: a round trip, then a non-positive alpha. */
+  double alpha = 0, beta = 0;
+  ADJ_TEST_OK(t, adj_plan_calibration_write("t410-calibration.txt", 2.5e-6, 1.25e-10));
+  ADJ_TEST_OK(t, adj_plan_calibration_read("t410-calibration.txt", &alpha, &beta));
+  ADJ_TEST_CHECK(t, alpha == 2.5e-6 && beta == 1.25e-10, "calibration round trip gave %g, %g", alpha, beta);
+  FILE *f = fopen("t410-calibration.txt", "w");
+  if (f) fputs("alpha -1\nbeta 2e-10\n", f), fclose(f);
+  expect_error(t, "calibration alpha -1", adj_plan_calibration_read("t410-calibration.txt", &alpha, &beta),
+               "has alpha -1 and beta 2e-10; both must be > 0");
+  remove("t410-calibration.txt");
 }
 
 int main(int argc, char **argv) {

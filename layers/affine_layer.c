@@ -39,21 +39,6 @@ typedef struct adj_affine_layer {
 
 /* ---- application ------------------------------------------------------------------------ */
 
-/* Applies up to three operators at once in one direction (an entry with a NULL
- * input is skipped), overlapping their communication. */
-static int adj_affine_move(adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
-                           adj_tensor *const *out) {
-  int status = ADJ_SUCCESS;
-  bool begun[3] = {false, false, false};
-  for (int i = 0; i < 3 && !status; i++)
-    if (ops[i] && in[i]) status = adj_op_begin(ops[i], direction, in[i], out[i]), begun[i] = !status;
-  for (int i = 0; i < 3; i++) {
-    int ended = begun[i] ? adj_op_end(ops[i]) : ADJ_SUCCESS;
-    if (!status) status = ended;
-  }
-  return status;
-}
-
 /* A view of a caller's or parameter's block in the shape its operator sees. */
 static int adj_affine_domain_view(const adj_op *op, const adj_tensor *t, adj_tensor *view) {
   return adj_reshape_view(t, adj_op_domain_rank(op), adj_op_domain_shape(op), view);
@@ -75,7 +60,7 @@ static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tenso
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
+  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
                            (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
   if (a->works) ADJ_CALL(adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat));
   ADJ_CALL(adj_affine_range_view(a->reduce_y, y, &yv));
@@ -92,7 +77,7 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_FORWARD,
+  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD,
                            (const adj_tensor *[3]){dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL},
                            (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}));
   if (a->works)
@@ -100,13 +85,6 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
                             a->bias_here ? &a->db_vec : NULL, &a->dy_mat));
   ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv));
   return adj_op_forward(a->reduce_y, &a->dy_hat, &dyv);
-}
-
-/* grad += sum, the sum seen in the gradient's shape. */
-static int adj_affine_accumulate(adj_tensor *grad, const adj_tensor *sum) {
-  adj_tensor view;
-  ADJ_CALL(adj_reshape_view(sum, grad->rank, grad->shape, &view));
-  return adj_tensor_add(grad, &view);
 }
 
 static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
@@ -123,10 +101,10 @@ static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_ten
     ADJ_CALL(adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
                                  a->bias_here ? &a->db_vec : NULL));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                            (adj_tensor *[3]){&dxv, &a->w_sum, &a->b_sum}));
-  ADJ_CALL(adj_affine_accumulate(&w->grad, &a->w_sum));
-  return b ? adj_affine_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
+  ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
+  return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
 }
 
 static void adj_affine_layer_free(adj_affine_layer *a) {
@@ -140,6 +118,7 @@ static void adj_affine_layer_free(adj_affine_layer *a) {
 }
 
 static void adj_affine_layer_destroy(adj_layer *l) { adj_affine_layer_free(l->impl); }
+static void adj_affine_layer_free_impl(void *a) { adj_affine_layer_free(a); }
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -296,14 +275,9 @@ int adj_affine_layer_create(const adj_affine_layer_config *c, adj_layer **layer)
   snprintf(name, sizeof name, "affine[%d,%d,%d]", p.p_b, p.p_fo, p.p_fi);
   static const adj_layer_methods methods = {adj_affine_layer_forward, adj_affine_layer_jvp, adj_affine_layer_backward,
                                             adj_affine_layer_destroy};
-  if (!status) {
-    status = adj_layer_alloc_between(name, c->dtype, c->input, p.y, &methods, a, layer);
-    if (status) adj_affine_layer_free(a);
-  }
-  if (!status) status = adj_layer_add_parameter(*layer, "weight", p.w);
-  if (!status && p.b) status = adj_layer_add_parameter(*layer, "bias", p.b);
-  status = *layer ? adj_layer_agree(c->input, status) : status;
-  if (status) adj_layer_destroy(layer);
+  if (!status)
+    status = adj_layer_create_weighted(name, c->dtype, c->input, p.y, &methods, a, adj_affine_layer_free_impl, p.w,
+                                       p.b, layer);
   adj_affine_plan_free(&p);
   return status;
 }

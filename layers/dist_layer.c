@@ -55,3 +55,37 @@ int adj_partition_reshape(const adj_partition *p, int ndim, const int *shape, ad
 void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src) {
   memcpy(dst->data, src->data, adj_tensor_bytes(src));
 }
+
+int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+                       adj_tensor *const *out) {
+  int status = ADJ_SUCCESS;
+  bool begun[ADJ_LAYER_MAX_MOVES] = {false};
+  if (n > ADJ_LAYER_MAX_MOVES) return adj_error_set(ADJ_ERR_ARG, "layer: %d operators at once, at most %d", n,
+                                                    ADJ_LAYER_MAX_MOVES);
+  for (int i = 0; i < n && !status; i++)
+    if (ops[i] && in[i]) status = adj_op_begin(ops[i], direction, in[i], out[i]), begun[i] = !status;
+  for (int i = 0; i < n; i++) {
+    int ended = begun[i] ? adj_op_end(ops[i]) : ADJ_SUCCESS;
+    if (!status) status = ended;
+  }
+  return status;
+}
+
+int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum) {
+  adj_tensor view;
+  ADJ_CALL(adj_reshape_view(sum, grad->rank, grad->shape, &view));
+  return adj_tensor_add(grad, &view);
+}
+
+int adj_layer_create_weighted(const char *name, adj_dtype dtype, const adj_decomposition *input,
+                              adj_decomposition *output, const adj_layer_methods *methods, void *impl,
+                              void (*free_impl)(void *), adj_decomposition *weight, adj_decomposition *bias,
+                              adj_layer **layer) {
+  int status = adj_layer_alloc_between(name, dtype, input, output, methods, impl, layer);
+  if (status) free_impl(impl);
+  if (!status) status = adj_layer_add_parameter(*layer, "weight", weight);
+  if (!status && bias) status = adj_layer_add_parameter(*layer, "bias", bias);
+  status = *layer ? adj_layer_agree(input, status) : status;
+  if (status) adj_layer_destroy(layer);
+  return status;
+}

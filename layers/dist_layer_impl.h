@@ -4,6 +4,7 @@
 #define ADJOIN_LAYERS_DIST_LAYER_IMPL_H
 
 #include "adjoin/layers.h"
+#include "adjoin/op.h"
 #include "layer_impl.h"
 
 /* A view of t's storage with another shape of the same volume: the operators
@@ -35,5 +36,24 @@ int adj_partition_reshape(const adj_partition *p, int ndim, const int *shape, ad
 
 /* dst = src when both have the same volume and dtype (a reshaping copy). */
 void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src);
+
+/* Applies up to ADJ_LAYER_MAX_MOVES operators at once in one direction,
+ * overlapping their communication (all are begun, then all ended); an entry
+ * with a NULL operator or input is skipped. */
+enum { ADJ_LAYER_MAX_MOVES = 4 };
+
+/* grad += sum, the sum seen in the gradient's shape (same volume). */
+int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum);
+
+/* The common end of an affine-like creator: allocates the layer between
+ * input and output layouts around impl (freed with free_impl if allocation
+ * fails), adds parameter "weight" and, when bias is not NULL, "bias", and
+ * agrees on the outcome; on failure *layer is NULL.  Collective. */
+int adj_layer_create_weighted(const char *name, adj_dtype dtype, const adj_decomposition *input,
+                              adj_decomposition *output, const adj_layer_methods *methods, void *impl,
+                              void (*free_impl)(void *), adj_decomposition *weight, adj_decomposition *bias,
+                              adj_layer **layer);
+int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+                       adj_tensor *const *out);
 
 #endif

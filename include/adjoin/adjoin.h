@@ -31,6 +31,7 @@
 #include "adjoin/conv_layer.h"
 #include "adjoin/norm_layer.h"
 #include "adjoin/losses.h"
+#include "adjoin/affine15.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"
@@ -40,5 +41,7 @@
 #include "adjoin/mlp.h"
 #include "adjoin/adjoint_test.h"
 #include "adjoin/dataset.h"
+#include "adjoin/plan.h"
+#include "adjoin/mlp15.h"
 
 #endif

@@ -48,7 +48,7 @@ void dl_compare_within(adj_test *t, const char *label, adj_layer *dist, adj_laye
 /* Global data of a layer test, drawn identically on every rank from a seed
  * in the layer's dtype: input, input tangent, output gradient, and every
  * parameter's value and tangent in its global layout. */
-enum { DL_MAX_PARAMS = 4 };
+enum { DL_MAX_PARAMS = 16 }; /* a network of a few layers */
 typedef struct dl_data {
   int n_params;
   adj_tensor x, dx, dy, params[DL_MAX_PARAMS], tangents[DL_MAX_PARAMS];

@@ -1,0 +1,133 @@
+/* t411: the planner's adjoin mode against what the operators count.  An MLP
+ * of three 1.5D layers (mlp15.h, 7 samples, 11 -> 13 -> 9 -> 7) runs one
+ * forward and one backward (no input gradient, as for a network's first
+ * layer) on every P_r x P_c grid of the run, balanced and with a quadratic
+ * batch cut; then for every layer and every worker:
+ *   - its operators' counters (bytes and messages sent and received,
+ *     applications) equal adj_plan_affine15_counts exactly;
+ *   - the largest forward all-gather volume, reduce-scatter volume and
+ *     weight + bias broadcast/sum-reduce volume over the workers equal the
+ *     words adj_plan_evaluate (adjoin mode) charges that layer (balanced).
+ * Figures are printed per layer. */
+#include <stdio.h>
+#include <string.h>
+
+#include "adjoin/mlp15.h"
+#include "adjoin/plan.h"
+#include "harness.h"
+
+enum { N = 7, F0 = 11 };
+static const int64_t widths[3] = {13, 9, 7};
+
+static bool same_counters(const adj_op_counters *a, const adj_op_counters *b) {
+  return a->forward_applications == b->forward_applications && a->adjoint_applications == b->adjoint_applications &&
+         a->bytes_sent == b->bytes_sent && a->bytes_received == b->bytes_received &&
+         a->messages_sent == b->messages_sent && a->messages_received == b->messages_received;
+}
+
+static double max_over_ranks(double v) {
+  double m;
+  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+/* Compares layer `i` of the MLP (network stage 2 i) on this worker. */
+static void check_layer(adj_test *t, const char *label, adj_layer *layer, int i, const int64_t *cuts, int p_r,
+                        int p_c, const adj_plan_result *plan, const adj_affine15_counters *forward_only) {
+  adj_affine15_counters got = {0}, want = {0};
+  ADJ_TEST_OK(t, adj_affine15_layer_counters(layer, &got));
+  const int *coords = adj_partition_coords(adj_decomposition_partition(adj_layer_input_layout(layer)));
+  bool active = adj_partition_active(adj_decomposition_partition(adj_layer_input_layout(layer)));
+  int64_t f_in = i ? widths[i - 1] : F0;
+  int bad = 0;
+  if (active) {
+    ADJ_TEST_OK(t, adj_plan_affine15_counts(N, cuts, f_in, widths[i], true, p_r, p_c, coords[1], coords[0], 8, i > 0,
+                                            &want));
+    const adj_op_counters *g[3] = {&got.gather, &got.weight, &got.bias}, *w[3] = {&want.gather, &want.weight,
+                                                                                   &want.bias};
+    for (int k = 0; k < 3; k++)
+      if (!same_counters(g[k], w[k])) {
+        bad++;
+        ADJ_TEST_CHECK(t, false,
+                       "%s layer %d worker (r %d, c %d) op %d: counted sent %llu B / %llu msg, recv %llu B / %llu msg; "
+                       "predicted %llu / %llu, %llu / %llu",
+                       label, i, coords[1], coords[0], k, (unsigned long long)g[k]->bytes_sent,
+                       (unsigned long long)g[k]->messages_sent, (unsigned long long)g[k]->bytes_received,
+                       (unsigned long long)g[k]->messages_received, (unsigned long long)w[k]->bytes_sent,
+                       (unsigned long long)w[k]->messages_sent, (unsigned long long)w[k]->bytes_received,
+                       (unsigned long long)w[k]->messages_received);
+      }
+  }
+  int all_bad;
+  MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  /* Layer-level volumes (elements) against the plan's words. */
+  double fwd = active && p_r > 1 ? (double)forward_only->gather.bytes_received / 8 : 0;
+  double bwd = active && p_r > 1 ? (double)(got.gather.bytes_sent - forward_only->gather.bytes_sent) / 8 : 0;
+  double weights = (double)(got.weight.bytes_sent + got.weight.bytes_received + got.bias.bytes_sent +
+                            got.bias.bytes_received) / 8;
+  fwd = max_over_ranks(fwd), bwd = max_over_ranks(bwd), weights = max_over_ranks(weights);
+  const adj_plan_layer_cost *c = &plan->layers[i];
+  adj_test_report(t, "  %-28s layer %d: counted gather %5.0f, reduce-scatter %5.0f, weights %6.0f words; plan %5.0f, "
+                  "%5.0f, %6.0f; per-worker counters %s",
+                  label, i, fwd, bwd, weights, c->words[ADJ_PLAN_FWD_GATHER], c->words[ADJ_PLAN_BWD_DX],
+                  c->words[ADJ_PLAN_WEIGHTS], all_bad ? "DIFFER" : "equal");
+  if (!cuts)
+    ADJ_TEST_CHECK(t, fwd == c->words[ADJ_PLAN_FWD_GATHER] && bwd == c->words[ADJ_PLAN_BWD_DX] &&
+                          weights == c->words[ADJ_PLAN_WEIGHTS],
+                   "%s layer %d: counted %g/%g/%g words, plan %g/%g/%g", label, i, fwd, bwd, weights,
+                   c->words[ADJ_PLAN_FWD_GATHER], c->words[ADJ_PLAN_BWD_DX], c->words[ADJ_PLAN_WEIGHTS]);
+}
+
+static void check_grid(adj_test *t, adj_plan_network *plan_net, int p_r, int p_c, bool quadratic) {
+  char label[64];
+  snprintf(label, sizeof label, "%dx%d%s", p_r, p_c, quadratic ? " quadratic batch" : "");
+  int64_t cuts[16];
+  for (int c = 0; c <= p_c; c++) cuts[c] = (int64_t)N * c * c / ((int64_t)p_c * p_c);
+  adj_partition *p = NULL;
+  adj_decomposition *in = NULL;
+  adj_layer *net = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(MPI_COMM_WORLD, 2, (const int[2]){p_c, p_r}, p_r * p_c, NULL, &p));
+  if (p)
+    ADJ_TEST_OK(t, adj_decomposition_create_explicit(p, 2, (const int64_t[2]){N, F0},
+                                                     (const int64_t *[2]){quadratic ? cuts : NULL, NULL}, &in));
+  if (in)
+    ADJ_TEST_OK(t, adj_mlp15_create(&(adj_mlp15_config){.dtype = ADJ_FLOAT64, .input = in, .layers = 3, .widths = widths},
+                                    &net));
+  adj_plan_result plan = {0};
+  adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = p_r * p_c, .batch = N, .alpha = 1, .beta = 1, .word_bytes = 8};
+  ADJ_TEST_OK(t, adj_plan_evaluate(plan_net, &config, p_r, p_c, &plan));
+  adj_tensor x = {0}, y = {0};
+  if (net && plan.layers) {
+    ADJ_TEST_OK(t, adj_layer_create_input(net, &x));
+    ADJ_TEST_OK(t, adj_layer_create_output(net, &y));
+    for (int64_t k = 0; k < adj_tensor_volume(&x); k++) ((double *)x.data)[k] = 0.5 + 0.01 * (double)k;
+    adj_affine15_counters forward_only[3];
+    for (int i = 0; i < 3; i++) adj_affine15_layer_reset_counters(adj_network_layer(net, 2 * i));
+    ADJ_TEST_OK(t, adj_layer_forward(net, &x, &y));
+    for (int i = 0; i < 3; i++) ADJ_TEST_OK(t, adj_affine15_layer_counters(adj_network_layer(net, 2 * i), &forward_only[i]));
+    ADJ_TEST_OK(t, adj_layer_backward(net, &y, NULL));
+    for (int i = 0; i < 3; i++)
+      check_layer(t, label, adj_network_layer(net, 2 * i), i, quadratic ? cuts : NULL, p_r, p_c, &plan,
+                  &forward_only[i]);
+  }
+  adj_tensor_destroy(&x), adj_tensor_destroy(&y);
+  adj_plan_result_free(&plan);
+  adj_layer_destroy(&net);
+  adj_decomposition_destroy(&in);
+  adj_partition_destroy(&p);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t411-plan-counters");
+  adj_test_report(&t, "t411 on %d ranks: MLP 11-13-9-7, batch 7, float64", t.size);
+  adj_plan_network *plan_net = NULL;
+  ADJ_TEST_OK(&t, adj_plan_network_parse("input 11\nfc a out=13\nfc b out=9\nfc c out=7\n", "t411", &plan_net));
+  for (int p_r = 1; plan_net && p_r <= t.size; p_r++) {
+    if (t.size % p_r) continue;
+    check_grid(&t, plan_net, p_r, t.size / p_r, false);
+    if (t.size / p_r > 1) check_grid(&t, plan_net, p_r, t.size / p_r, true);
+  }
+  adj_plan_network_destroy(&plan_net);
+  return adj_test_finish(&t);
+}

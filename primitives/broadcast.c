@@ -11,7 +11,15 @@
  *
  * A sum-reduce P_x -> P_y is the broadcast P_y -> P_x with its directions
  * swapped, so "broadcast forward" and "sum-reduce adjoint" are literally the
- * same code path, and so are their counterparts. */
+ * same code path, and so are their counterparts.
+ *
+ * The summing direction has several algorithms, chosen per group at creation
+ * from the block's size (the same on every member, so a group agrees without
+ * communication): MPI_Ireduce; MPI_Iallreduce, whose result the leaves drop
+ * into a scratch block (MPICH's reduce to one root measured 3-6x slower than
+ * its all-reduce of the same data on 2-4 ranks at 1-8 MB); and
+ * reduce-scatter + gather (Rabenseifner's scheme) posted in two phases, the
+ * gather from adj_op_end.  ADJ_SUM_REDUCE_ALGORITHM overrides the choice. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +27,23 @@
 
 #include "adjoin/broadcast.h"
 #include "op_impl.h"
+
+typedef enum adj_sum_algorithm {
+  ADJ_SUM_AUTO = 0,
+  ADJ_SUM_REDUCE,
+  ADJ_SUM_ALLREDUCE,
+  ADJ_SUM_REDUCE_SCATTER,
+} adj_sum_algorithm;
+
+static const char *const adj_sum_algorithm_names[] = {"auto", "reduce", "allreduce", "reduce-scatter"};
+
+/* One group's summing plan.  Reduce-scatter chunks: member r owns elements
+ * displs[r] .. displs[r] + counts[r] of the block. */
+typedef struct adj_sum_plan {
+  adj_sum_algorithm algorithm;
+  int size, rank;       /* of the group's communicator */
+  int *counts, *displs; /* reduce-scatter only */
+} adj_sum_plan;
 
 typedef struct adj_bcast {
   bool swapped;           /* sum-reduce: the op's forward is the broadcast's adjoint */
@@ -29,6 +54,9 @@ typedef struct adj_bcast {
   int destination_count;  /* elements of the block this worker receives */
   MPI_Comm root_comm;     /* group this worker is the source of (size > 1), else null */
   MPI_Comm leaf_comm;     /* group of another worker's block it receives, else null */
+  adj_sum_plan root_sum, leaf_sum;
+  void *scratch;          /* a leaf's result of an all-reduce, or its reduce-scatter chunk */
+  bool second_phase;      /* a reduce-scatter's gather is still to be posted */
   int nrequests;
   MPI_Request requests[2];
 } adj_bcast;
@@ -123,6 +151,74 @@ static int adj_bcast_count(const char *name, int rank, const int64_t *shape, int
   return ADJ_SUCCESS;
 }
 
+/* ---- algorithm choice ------------------------------------------------------------- */
+
+/* Blocks of at least this many bytes sum through an all-reduce, smaller ones
+ * through MPI_Ireduce: the crossover bench-primitives measured on this machine
+ * (bench/RESULTS.md, issue 18). */
+enum { ADJ_SUM_ALLREDUCE_FROM = 65536 };
+
+static int adj_sum_algorithm_from_env(adj_sum_algorithm *algorithm) {
+  *algorithm = ADJ_SUM_AUTO;
+  const char *env = getenv("ADJ_SUM_REDUCE_ALGORITHM");
+  if (!env || !*env) return ADJ_SUCCESS;
+  for (int a = 0; a < (int)(sizeof adj_sum_algorithm_names / sizeof adj_sum_algorithm_names[0]); a++)
+    if (!strcmp(env, adj_sum_algorithm_names[a])) {
+      *algorithm = (adj_sum_algorithm)a;
+      return ADJ_SUCCESS;
+    }
+  return adj_error_set(ADJ_ERR_ARG,
+                       "ADJ_SUM_REDUCE_ALGORITHM='%s' is not one of auto, reduce, allreduce, reduce-scatter", env);
+}
+
+/* Plans the summing of one group.  Every member computes the same choice from
+ * the same block size.  Local failures only (allocation). */
+static int adj_sum_plan_create(const char *name, adj_bcast *b, adj_sum_algorithm forced, MPI_Comm comm, int count,
+                               size_t esize, bool root, adj_sum_plan *plan) {
+  MPI_Comm_size(comm, &plan->size);
+  MPI_Comm_rank(comm, &plan->rank);
+  size_t bytes = (size_t)count * esize;
+  plan->algorithm = forced != ADJ_SUM_AUTO ? forced
+                    : bytes >= ADJ_SUM_ALLREDUCE_FROM ? ADJ_SUM_ALLREDUCE
+                                                      : ADJ_SUM_REDUCE;
+  size_t scratch = 0;
+  if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
+    plan->counts = malloc(sizeof(int) * (size_t)plan->size);
+    plan->displs = malloc(sizeof(int) * (size_t)plan->size);
+    ADJ_CHECK(plan->counts && plan->displs, ADJ_ERR_MEM, "%s: out of memory", name);
+    for (int r = 0, start = 0; r < plan->size; r++) {
+      plan->counts[r] = count / plan->size + (r < count % plan->size);
+      plan->displs[r] = start;
+      start += plan->counts[r];
+    }
+    scratch = (size_t)plan->counts[plan->rank];
+  } else if (plan->algorithm == ADJ_SUM_ALLREDUCE) {
+    scratch = (size_t)count;
+  }
+  if (!root && scratch > 0) {
+    b->scratch = malloc(scratch * esize);
+    ADJ_CHECK(b->scratch, ADJ_ERR_MEM, "%s: out of memory for a %zu-byte scratch block", name, scratch * esize);
+  }
+  return ADJ_SUCCESS;
+}
+
+static int adj_bcast_plan_sums(adj_op *op) {
+  adj_bcast *b = op->impl;
+  adj_sum_algorithm forced;
+  ADJ_CALL(adj_sum_algorithm_from_env(&forced));
+  size_t esize = adj_dtype_size(op->dtype);
+  if (b->root_comm != MPI_COMM_NULL)
+    ADJ_CALL(adj_sum_plan_create(op->name, b, forced, b->root_comm, b->source_count, esize, true, &b->root_sum));
+  if (b->leaf_comm != MPI_COMM_NULL)
+    ADJ_CALL(adj_sum_plan_create(op->name, b, forced, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
+  const char *root = b->root_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->root_sum.algorithm] : NULL;
+  const char *leaf = b->leaf_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->leaf_sum.algorithm] : NULL;
+  if (root && leaf && strcmp(root, leaf)) snprintf(op->algorithm, sizeof op->algorithm, "ibcast, sum %s+%s", root, leaf);
+  else if (root || leaf) snprintf(op->algorithm, sizeof op->algorithm, "ibcast, sum %s", root ? root : leaf);
+  else snprintf(op->algorithm, sizeof op->algorithm, "local copy");
+  return ADJ_SUCCESS;
+}
+
 /* ---- application ------------------------------------------------------------------ */
 
 /* Broadcast direction: source block -> every destination's copy. */
@@ -151,7 +247,58 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
 /* Sum-reduce direction: every destination's copy summed into the source block.
  * The root reduces in place, starting from its own copy when it is a
  * destination of its block (already there when the two share a buffer) and
- * from zero when it is not. */
+ * from zero when it is not.  Counters follow what each algorithm moves, one
+ * message per collective contribution: reduce, the leaf sends the block and
+ * the root receives it; all-reduce, every member sends and receives the block;
+ * reduce-scatter, every member sends the chunks the others own and receives
+ * its own, then the gather sends a leaf's chunk and the root receives the rest. */
+static int adj_bcast_post_sum(adj_op *op, const adj_sum_plan *plan, MPI_Comm comm, bool root, void *data, int count) {
+  adj_bcast *b = op->impl;
+  size_t esize = adj_dtype_size(op->dtype), bytes = (size_t)count * esize;
+  MPI_Request *request = &b->requests[b->nrequests++];
+  switch (plan->algorithm) {
+  case ADJ_SUM_ALLREDUCE:
+    ADJ_CALL_MPI(MPI_Iallreduce(root ? MPI_IN_PLACE : data, root ? data : b->scratch, count, b->type, MPI_SUM, comm,
+                                request));
+    adj_op_count_send(op, bytes);
+    adj_op_count_recv(op, bytes);
+    return ADJ_SUCCESS;
+  case ADJ_SUM_REDUCE_SCATTER: {
+    size_t own = (size_t)plan->counts[plan->rank] * esize;
+    ADJ_CALL_MPI(MPI_Ireduce_scatter(root ? MPI_IN_PLACE : data, root ? data : b->scratch, plan->counts, b->type,
+                                     MPI_SUM, comm, request));
+    if (bytes > own) adj_op_count_send(op, bytes - own);
+    if (own) adj_op_count_recv(op, own);
+    b->second_phase = true;
+    return ADJ_SUCCESS;
+  }
+  default:
+    ADJ_CALL_MPI(MPI_Ireduce(root ? MPI_IN_PLACE : data, root ? data : NULL, count, b->type, MPI_SUM, 0, comm,
+                             request));
+    if (root) adj_op_count_recv(op, bytes);
+    else adj_op_count_send(op, bytes);
+    return ADJ_SUCCESS;
+  }
+}
+
+/* The gather of a reduce-scatter: the root's chunk is already in place. */
+static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm comm, bool root, void *data,
+                                 int count) {
+  adj_bcast *b = op->impl;
+  size_t esize = adj_dtype_size(op->dtype);
+  size_t own = (size_t)plan->counts[plan->rank] * esize, bytes = (size_t)count * esize;
+  MPI_Request *request = &b->requests[b->nrequests++];
+  if (root) {
+    ADJ_CALL_MPI(MPI_Igatherv(MPI_IN_PLACE, 0, b->type, data, plan->counts, plan->displs, b->type, 0, comm, request));
+    if (bytes > own) adj_op_count_recv(op, bytes - own);
+  } else {
+    ADJ_CALL_MPI(MPI_Igatherv(b->scratch, plan->counts[plan->rank], b->type, NULL, NULL, NULL, b->type, 0, comm,
+                              request));
+    if (own) adj_op_count_send(op, own);
+  }
+  return ADJ_SUCCESS;
+}
+
 static int adj_bcast_post_sums(adj_op *op, const adj_tensor *destination, adj_tensor *source) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
@@ -160,16 +307,13 @@ static int adj_bcast_post_sums(adj_op *op, const adj_tensor *destination, adj_te
   } else if (destination->data != source->data) {
     memcpy(source->data, destination->data, (size_t)b->source_count * esize);
   }
-  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
-    ADJ_CALL_MPI(MPI_Ireduce(MPI_IN_PLACE, source->data, b->source_count, b->type, MPI_SUM, 0, b->root_comm,
-                             &b->requests[b->nrequests++]));
-    adj_op_count_recv(op, (size_t)b->source_count * esize);
-  }
-  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0) {
-    ADJ_CALL_MPI(MPI_Ireduce(destination->data, NULL, b->destination_count, b->type, MPI_SUM, 0, b->leaf_comm,
-                             &b->requests[b->nrequests++]));
-    adj_op_count_send(op, (size_t)b->destination_count * esize);
-  }
+  b->second_phase = false;
+  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0)
+    ADJ_CALL(adj_bcast_post_sum(op, &b->root_sum, b->root_comm, true, source->data, b->source_count));
+  /* MPI only reads a leaf's block; its signature is not const. */
+  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0)
+    ADJ_CALL(adj_bcast_post_sum(op, &b->leaf_sum, b->leaf_comm, false, (void *)destination->data,
+                                b->destination_count));
   return ADJ_SUCCESS;
 }
 
@@ -184,15 +328,31 @@ static int adj_bcast_begin(adj_op *op, adj_direction direction, const adj_tensor
 }
 
 static int adj_bcast_end(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
-  (void)direction, (void)in, (void)out;
   adj_bcast *b = op->impl;
   int count = b->nrequests;
+  b->nrequests = 0;
+  ADJ_CALL(adj_wait_all(count, b->requests, op->wait));
+  if (!b->second_phase) return ADJ_SUCCESS;
+  /* Reduce-scatter done: gather the summed chunks to each group's root.  Every
+   * first phase this worker takes part in is complete before any gather is
+   * posted, and each of those needed only first-phase posts of the others. */
+  b->second_phase = false;
+  bool copies = (direction == ADJ_FORWARD) != b->swapped;
+  adj_tensor *source = copies ? (adj_tensor *)in : out;
+  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && b->root_sum.algorithm == ADJ_SUM_REDUCE_SCATTER)
+    ADJ_CALL(adj_bcast_post_gather(op, &b->root_sum, b->root_comm, true, source->data, b->source_count));
+  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && b->leaf_sum.algorithm == ADJ_SUM_REDUCE_SCATTER)
+    ADJ_CALL(adj_bcast_post_gather(op, &b->leaf_sum, b->leaf_comm, false, NULL, b->destination_count));
+  count = b->nrequests;
   b->nrequests = 0;
   return adj_wait_all(count, b->requests, op->wait);
 }
 
 static void adj_bcast_free(adj_bcast *b) {
   if (!b) return;
+  free(b->root_sum.counts), free(b->root_sum.displs);
+  free(b->leaf_sum.counts), free(b->leaf_sum.displs);
+  free(b->scratch);
   if (b->root_comm != MPI_COMM_NULL) MPI_Comm_free(&b->root_comm);
   if (b->leaf_comm != MPI_COMM_NULL) MPI_Comm_free(&b->leaf_comm);
   free(b);
@@ -249,6 +409,7 @@ static int adj_bcast_create(const char *name, bool swapped, adj_dtype dtype, con
   }
   status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
   free(members);
+  if (!status) status = adj_bcast_plan_sums(*op);
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);
   return status;

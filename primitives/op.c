@@ -4,12 +4,49 @@
 
 #include "op_impl.h"
 
+const char *adj_check_level_name(adj_check_level level) {
+  switch (level) {
+  case ADJ_CHECK_AUTO: return "auto";
+  case ADJ_CHECK_FULL: return "full";
+  case ADJ_CHECK_FIRST: return "first";
+  case ADJ_CHECK_OFF: return "off";
+  }
+  return "invalid";
+}
+
+int adj_check_level_default(adj_check_level *level) {
+  *level = ADJ_CHECK_FIRST;
+  const char *env = getenv("ADJ_CHECK");
+  if (!env || !*env) return ADJ_SUCCESS;
+  if (!strcmp(env, "full")) *level = ADJ_CHECK_FULL;
+  else if (!strcmp(env, "first")) *level = ADJ_CHECK_FIRST;
+  else if (!strcmp(env, "off")) *level = ADJ_CHECK_OFF;
+  else return adj_error_set(ADJ_ERR_ARG, "ADJ_CHECK='%s' is not one of full, first, off", env);
+  return ADJ_SUCCESS;
+}
+
+/* The strictest level any rank asks for, so that either every rank or none
+ * takes part in an application's agreement. */
+static int adj_op_agree_level(adj_op *op, adj_check_level local) {
+  int mine = (int)local, agreed = mine, size = 1;
+  MPI_Comm_size(op->comm, &size);
+  if (size > 1) {
+    MPI_Request request;
+    ADJ_CALL_MPI(MPI_Iallreduce(&mine, &agreed, 1, MPI_INT, MPI_MIN, op->comm, &request));
+    ADJ_CALL(adj_wait_all(1, &request, op->wait));
+  }
+  op->check = (adj_check_level)agreed;
+  op->agreed[0] = op->agreed[1] = false;
+  return ADJ_SUCCESS;
+}
+
 int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_rank, const int64_t *domain_shape,
                  int range_rank, const int64_t *range_shape, const adj_op_methods *methods, void *impl,
                  adj_op **out) {
   *out = NULL;
+  adj_check_level level = ADJ_CHECK_FIRST;
   adj_op *op = calloc(1, sizeof *op);
-  int local = op ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", name);
+  int local = op ? adj_check_level_default(&level) : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", name);
   int agreed = adj_status_agree(base, local, ADJ_WAIT_YIELD);
   if (agreed) {
     free(op);
@@ -26,9 +63,14 @@ int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_ra
   }
   op->methods = *methods;
   op->impl = impl;
-  op->checks = true;
   int status = adj_comm_dup_with_policy(base, &op->comm, &op->wait);
   if (status) {
+    free(op);
+    return status;
+  }
+  status = adj_op_agree_level(op, level);
+  if (status) {
+    MPI_Comm_free(&op->comm);
     free(op);
     return status;
   }
@@ -57,10 +99,6 @@ static int adj_op_check_tensor(const adj_op *op, const adj_tensor *t, const char
 }
 
 static int adj_op_check_args(const adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
-  ADJ_CHECK(direction == ADJ_FORWARD || direction == ADJ_ADJOINT, ADJ_ERR_ARG, "%s: invalid direction %d",
-            op->name, (int)direction);
-  ADJ_CHECK(!op->pending, ADJ_ERR_STATE, "%s: an application is still outstanding; call adj_op_end first",
-            op->name);
   bool fwd = direction == ADJ_FORWARD;
   const char *in_role = fwd ? "forward input (domain)" : "adjoint input (range)";
   const char *out_role = fwd ? "forward output (range)" : "adjoint output (domain)";
@@ -73,11 +111,47 @@ static int adj_op_check_args(const adj_op *op, adj_direction direction, const ad
   return ADJ_SUCCESS;
 }
 
+/* A rank whose tensors failed the local check at an application that is not
+ * agreed on: the other ranks are already moving data and wait for this one's
+ * part, so it moves zeros from scratch tensors of the operator's own shapes
+ * (the error path may allocate), then returns its error. */
+static int adj_op_fallback(adj_op *op, adj_direction direction, int status) {
+  char message[1024];
+  snprintf(message, sizeof message, "%s", adj_last_error());
+  bool fwd = direction == ADJ_FORWARD;
+  adj_tensor in = {0}, out = {0};
+  int moved = adj_tensor_create(&in, op->dtype, fwd ? op->domain_rank : op->range_rank,
+                                fwd ? op->domain_shape : op->range_shape);
+  if (!moved && !op->in_place)
+    moved = adj_tensor_create(&out, op->dtype, fwd ? op->range_rank : op->domain_rank,
+                              fwd ? op->range_shape : op->domain_shape);
+  if (!moved) moved = op->methods.begin(op, direction, &in, op->in_place ? &in : &out);
+  if (!moved && op->methods.end) moved = op->methods.end(op, direction, &in, op->in_place ? &in : &out);
+  adj_tensor_destroy(&in);
+  adj_tensor_destroy(&out);
+  char full[1200];
+  snprintf(full, sizeof full, "%s (check level %s: found on this rank only%s)", message,
+           adj_check_level_name(op->check), moved ? "; its part of the data movement failed too" : "");
+  adj_error_set_message(full);
+  return status;
+}
+
 int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   if (!op) return adj_error_set(ADJ_ERR_ARG, "adj_op_begin: operator is NULL");
+  /* Errors in how the calls are sequenced, not in the tensors: no data
+   * movement can be made to match, so they are reported on this rank. */
+  ADJ_CHECK(direction == ADJ_FORWARD || direction == ADJ_ADJOINT, ADJ_ERR_ARG, "%s: invalid direction %d",
+            op->name, (int)direction);
+  ADJ_CHECK(!op->pending, ADJ_ERR_STATE, "%s: an application is still outstanding; call adj_op_end first",
+            op->name);
   int status = adj_op_check_args(op, direction, in, out);
-  if (op->checks) status = adj_status_agree(op->comm, status, op->wait);
-  ADJ_CALL(status);
+  bool agree = op->check == ADJ_CHECK_FULL || (op->check == ADJ_CHECK_FIRST && !op->agreed[direction]);
+  if (agree) {
+    ADJ_CALL(adj_status_agree(op->comm, status, op->wait));
+    op->agreed[direction] = true;
+  } else if (status) {
+    return adj_op_fallback(op, direction, status);
+  }
   if (direction == ADJ_FORWARD)
     op->counters.forward_applications++;
   else
@@ -119,6 +193,7 @@ int adj_op_forward(adj_op *op, const adj_tensor *x, adj_tensor *y) { return adj_
 int adj_op_adjoint(adj_op *op, const adj_tensor *y, adj_tensor *x) { return adj_op_apply(op, ADJ_ADJOINT, y, x); }
 
 const char *adj_op_name(const adj_op *op) { return op->name; }
+const char *adj_op_algorithm(const adj_op *op) { return op->algorithm[0] ? op->algorithm : "direct"; }
 adj_dtype adj_op_dtype(const adj_op *op) { return op->dtype; }
 MPI_Comm adj_op_comm(const adj_op *op) { return op->comm; }
 int adj_op_domain_rank(const adj_op *op) { return op->domain_rank; }
@@ -137,7 +212,17 @@ int adj_op_create_range_tensor(const adj_op *op, adj_tensor *t) {
 
 void adj_op_get_counters(const adj_op *op, adj_op_counters *counters) { *counters = op->counters; }
 void adj_op_reset_counters(adj_op *op) { memset(&op->counters, 0, sizeof op->counters); }
-void adj_op_set_checks(adj_op *op, bool enabled) { op->checks = enabled; }
+void adj_op_set_checks(adj_op *op, bool enabled) { adj_op_set_check_level(op, enabled ? ADJ_CHECK_FULL : ADJ_CHECK_OFF); }
+
+void adj_op_set_check_level(adj_op *op, adj_check_level level) {
+  /* A bad ADJ_CHECK was already refused when the operator was created. */
+  if (level == ADJ_CHECK_AUTO && adj_check_level_default(&level)) level = ADJ_CHECK_FULL;
+  if (level < ADJ_CHECK_FULL || level > ADJ_CHECK_OFF) level = ADJ_CHECK_FULL;
+  op->check = level;
+  op->agreed[0] = op->agreed[1] = false;
+}
+
+adj_check_level adj_op_check_level(const adj_op *op) { return op->check; }
 
 void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
   if (policy == ADJ_WAIT_AUTO) adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);

@@ -27,7 +27,9 @@ struct adj_op {
   bool in_place;
   MPI_Comm comm;         /* owned duplicate of the base communicator */
   adj_wait_policy wait;  /* resolved: SPIN or YIELD */
-  bool checks;
+  adj_check_level check;   /* resolved: FULL, FIRST or OFF */
+  bool agreed[2];          /* FIRST: this direction's first application was agreed */
+  char algorithm[48];      /* what the implementation chose at creation, for reports */
   adj_op_methods methods;
   /* Optional nonblocking progress of an outstanding application (adj_op_test);
    * NULL means the operator completes only in end.  Set after adj_op_alloc. */

@@ -22,10 +22,25 @@
  *
  * Both directions overwrite their output; input and output must be distinct
  * tensors.  A source worker that is not a destination of its own block
- * contributes zeros to the sum.  Counters: in each block's group the source
- * counts one message of the block's bytes sent (broadcast) or received
- * (sum-reduce), and every other member one received or sent; a worker that is
- * its own only destination copies locally and counts nothing. */
+ * contributes zeros to the sum.
+ *
+ * The summing direction (a broadcast's adjoint, a sum-reduce's forward) picks
+ * an algorithm per group at creation from the block's size: MPI_Ireduce, or
+ * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root is
+ * several times slower than its all-reduce there), or reduce-scatter + gather.
+ * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter forces one;
+ * adj_op_algorithm names the choice.  An all-reduce or reduce-scatter leaf
+ * keeps a scratch block (the whole block, or its chunk).  A reduce-scatter's
+ * gather is posted by adj_op_end, so a split-phase application overlaps only
+ * its first half.
+ *
+ * Counters, one message per collective contribution: a broadcast's source
+ * sends the block and every other member receives it.  Summing by reduce, a
+ * leaf sends the block and the source receives it; by all-reduce every member
+ * sends and receives the block; by reduce-scatter every member sends the
+ * chunks the others own and receives its own chunk, then a leaf sends its
+ * chunk and the source receives the rest.  A worker that is its own only
+ * destination copies locally and counts nothing. */
 #ifndef ADJOIN_BROADCAST_H
 #define ADJOIN_BROADCAST_H
 

@@ -17,9 +17,10 @@
  * Application is collective over the base communicator the operator was made
  * on: every rank calls it, inactive ranks with zero-volume tensors.  Before any
  * data moves, each rank checks its tensors' dtype and shape against the
- * operator and the outcome is agreed across ranks (adj_status_agree), so a bad
- * tensor on one rank is an error on every rank instead of a hang.  The check is
- * one small nonblocking all-reduce; adj_op_set_checks(op, false) drops it.
+ * operator.  How often the outcome is agreed across ranks (adj_status_agree, one
+ * small nonblocking all-reduce, so that a bad tensor on one rank is an error on
+ * every rank instead of a hang) is the operator's check level
+ * (adj_check_level below, docs/checking.md).
  *
  * Split phase: adj_op_begin posts the communication and returns; adj_op_end
  * completes it.  Between them the caller may compute but must not touch the
@@ -86,6 +87,9 @@ adj_op *adj_op_reference(adj_op *op);
 void adj_op_destroy(adj_op **op);
 
 const char *adj_op_name(const adj_op *op);
+/* The algorithm the operator chose at creation on this worker (e.g. a
+ * sum-reduce's "ibcast, sum allreduce"); "direct" when it has no choice. */
+const char *adj_op_algorithm(const adj_op *op);
 adj_dtype adj_op_dtype(const adj_op *op);
 MPI_Comm adj_op_comm(const adj_op *op);
 /* Local domain / range shapes on this worker. */
@@ -101,7 +105,38 @@ int adj_op_create_range_tensor(const adj_op *op, adj_tensor *t);
 
 void adj_op_get_counters(const adj_op *op, adj_op_counters *counters);
 void adj_op_reset_counters(adj_op *op);
-/* Turns the per-application collective argument check on (default) or off. */
+
+/* How often an application agrees on the argument check across ranks.
+ *   FULL:  every application (the test suite's level).  A bad tensor on any
+ *          rank, at any application, is the same error on every rank.
+ *   FIRST: the first application in each direction, then never: later
+ *          applications check locally only.  A tensor that turns bad after the
+ *          first application is an error on its own rank, which still takes
+ *          part in the data movement with scratch buffers so no other rank
+ *          waits forever; the other ranks complete normally (their output
+ *          includes zeros from that rank).  The default.
+ *   OFF:   no agreement; local checks only, with the same no-hang fallback.
+ * AUTO resolves to the environment variable ADJ_CHECK=full|first|off when set,
+ * else FIRST.  The level is agreed across ranks at creation (the strictest
+ * wins), so ranks never disagree on whether to communicate. */
+typedef enum adj_check_level {
+  ADJ_CHECK_AUTO = 0,
+  ADJ_CHECK_FULL = 1,
+  ADJ_CHECK_FIRST = 2,
+  ADJ_CHECK_OFF = 3
+} adj_check_level;
+
+/* Sets the level.  Collective: every rank must set the same level (a layer
+ * that validates its caller's tensors at its own boundary sets OFF on the
+ * operators it applies to buffers it made itself).  AUTO re-reads the default. */
+void adj_op_set_check_level(adj_op *op, adj_check_level level);
+adj_check_level adj_op_check_level(const adj_op *op);
+/* "auto" / "full" / "first" / "off" */
+const char *adj_check_level_name(adj_check_level level);
+/* The default level: ADJ_CHECK from the environment, else FIRST.  Not
+ * collective; fails with a message naming a bad ADJ_CHECK value. */
+int adj_check_level_default(adj_check_level *level);
+/* enabled true = FULL, false = OFF (kept for the layers written before levels). */
 void adj_op_set_checks(adj_op *op, bool enabled);
 void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy);
 

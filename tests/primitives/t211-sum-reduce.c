@@ -1,6 +1,9 @@
 /* t211: sum-reduce between partitions (the adjoint of a broadcast): forward
  * equals the sequential sum, adjoint the sequential copy, the dot-product test,
  * split-phase forward equals blocking, and its errors. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "bcast_common.h"
 
 /* The compatibility rule is the broadcast's, from P_y to P_x; the message says
@@ -38,10 +41,76 @@ static void check_errors(adj_test *t) {
   adj_partition_destroy(&many);
 }
 
+/* Counters report what the chosen algorithm moves (include/adjoin/broadcast.h)
+ * for a sum-reduce of 10 float64 over the world onto rank 0; the algorithm is
+ * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants).  A
+ * bad value is refused at creation on every rank. */
+static void check_counters(adj_test *t) {
+  adj_partition *all = NULL, *root = NULL;
+  adj_decomposition *y = NULL;
+  adj_op *op = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){t->size}, t->size, NULL, &all));
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &root));
+  ADJ_TEST_OK(t, adj_decomposition_create(root, 1, (const int64_t[]){10}, &y));
+  ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &op));
+  const char *forced = getenv("ADJ_SUM_REDUCE_ALGORITHM"), *chosen = adj_op_algorithm(op);
+  if (forced && *forced && strcmp(forced, "auto") && t->size > 1)
+    ADJ_TEST_CHECK(t, strstr(chosen, forced) != NULL, "ADJ_SUM_REDUCE_ALGORITHM=%s but the operator chose '%s'",
+                   forced, chosen);
+  adj_tensor in, out;
+  adj_op_create_domain_tensor(op, &in);
+  adj_op_create_range_tensor(op, &out);
+  ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
+  adj_op_counters c;
+  adj_op_get_counters(op, &c);
+  uint64_t block = 80, own = 8 * (uint64_t)(10 / t->size + (t->rank < 10 % t->size));
+  uint64_t sent = 0, received = 0, msent = 0, mreceived = 0;
+  bool root_rank = t->rank == 0;
+  if (t->size == 1) {
+    /* the group is the source alone: a local copy */
+  } else if (strstr(chosen, "reduce-scatter")) {
+    sent = block - own, msent = block > own;
+    received = own, mreceived = own > 0;
+    if (root_rank) received += block - own, mreceived += block > own;
+    else sent += own, msent += own > 0;
+  } else if (strstr(chosen, "allreduce")) {
+    sent = received = block, msent = mreceived = 1;
+  } else {
+    if (root_rank) received = block, mreceived = 1;
+    else sent = block, msent = 1;
+  }
+  ADJ_TEST_CHECK(t,
+                 c.bytes_sent == sent && c.bytes_received == received && c.messages_sent == msent &&
+                     c.messages_received == mreceived,
+                 "sum-reduce of [10] onto rank 0 by '%s': counters sent %llu B / %llu msg, received %llu B / %llu msg; "
+                 "expected %llu / %llu, %llu / %llu",
+                 chosen, (unsigned long long)c.bytes_sent, (unsigned long long)c.messages_sent,
+                 (unsigned long long)c.bytes_received, (unsigned long long)c.messages_received,
+                 (unsigned long long)sent, (unsigned long long)msent, (unsigned long long)received,
+                 (unsigned long long)mreceived);
+  adj_test_report(t, "sum-reduce [10] onto rank 0 by '%s': rank 0 received %llu B in %llu messages", chosen,
+                  (unsigned long long)c.bytes_received, (unsigned long long)c.messages_received);
+  adj_tensor_destroy(&in), adj_tensor_destroy(&out);
+  adj_op_destroy(&op);
+
+  char saved[64] = "";
+  if (forced) snprintf(saved, sizeof saved, "%s", forced);
+  setenv("ADJ_SUM_REDUCE_ALGORITHM", "ring", 1);
+  adj_op *bad = NULL;
+  check_error(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &bad),
+              "ADJ_SUM_REDUCE_ALGORITHM='ring' is not one of auto, reduce, allreduce, reduce-scatter",
+              "ADJ_SUM_REDUCE_ALGORITHM=ring");
+  if (forced) setenv("ADJ_SUM_REDUCE_ALGORITHM", saved, 1);
+  else unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
+  adj_decomposition_destroy(&y);
+  adj_partition_destroy(&root), adj_partition_destroy(&all);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t211-sum-reduce");
   bcast_check_table(&t, true);
   check_errors(&t);
+  check_counters(&t);
   return adj_test_finish(&t);
 }

@@ -1,0 +1,176 @@
+/* t202: the operators' check levels (ADJ_CHECK=full|first|off).  At every
+ * level a bad tensor at an agreed application is the same error on every rank;
+ * at first and off a tensor that turns bad later is an error on its own rank,
+ * the others complete with that rank's part taken as zeros, nobody hangs, and
+ * the next good application is exact again.  A bad ADJ_CHECK is refused at
+ * creation on every rank.  Runs an all-sum-reduce over the world and a
+ * sum-reduce onto rank 0 (sub-communicators). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bcast_common.h"
+
+enum { N = 6 };
+
+static adj_partition *world_partition(adj_test *t) {
+  adj_partition *p = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){t->size}, t->size, NULL, &p));
+  return p;
+}
+
+static adj_op *make_allsum(adj_test *t, const adj_partition *p) {
+  adj_op *op = NULL;
+  ADJ_TEST_OK(t, adj_all_sum_reduce_create(ADJ_FLOAT64, p, 1, (const int64_t[]){N}, 1, (const int[]){0}, &op));
+  return op;
+}
+
+/* x_i = rank + 1 + i, so the group sum is size*(size+1)/2 + size*i, less the
+ * contribution of `missing` (-1: none). */
+static void fill(adj_test *t, adj_tensor *x) {
+  double *v = x->data;
+  for (int i = 0; i < N; i++) v[i] = t->rank + 1 + i;
+}
+
+static void check_sum(adj_test *t, const adj_tensor *y, int missing, const char *what) {
+  const double *v = y->data;
+  double worst = 0;
+  for (int i = 0; i < N; i++) {
+    double want = t->size * (t->size + 1) / 2.0 + (double)t->size * i;
+    if (missing >= 0) want -= missing + 1 + i;
+    double d = v[i] > want ? v[i] - want : want - v[i];
+    if (d > worst) worst = d;
+  }
+  ADJ_TEST_CHECK(t, worst == 0, "%s: all-sum differs from the sequential sum by %g", what, worst);
+}
+
+static void check_levels_allsum(adj_test *t, const char *level) {
+  setenv("ADJ_CHECK", level, 1);
+  adj_partition *p = world_partition(t);
+  adj_op *op = make_allsum(t, p);
+  adj_check_level want = !strcmp(level, "full") ? ADJ_CHECK_FULL : !strcmp(level, "first") ? ADJ_CHECK_FIRST : ADJ_CHECK_OFF;
+  ADJ_TEST_CHECK(t, adj_op_check_level(op) == want, "ADJ_CHECK=%s: operator level is %s", level,
+                 adj_check_level_name(adj_op_check_level(op)));
+  adj_tensor x, y, wrong;
+  adj_op_create_domain_tensor(op, &x);
+  adj_op_create_range_tensor(op, &y);
+  adj_tensor_create(&wrong, ADJ_FLOAT64, 1, (const int64_t[]){N + 1});
+  fill(t, &x);
+  int bad = t->size - 1;
+  char what[160];
+
+  /* The first application: agreed at full and first. */
+  int status = adj_op_forward(op, t->rank == bad ? &wrong : &x, &y);
+  snprintf(what, sizeof what, "ADJ_CHECK=%s, wrong shape on rank %d at the first application", level, bad);
+  if (want != ADJ_CHECK_OFF) {
+    check_error(t, status, "local shape [7]", what);
+  } else if (t->rank == bad) {
+    check_error(t, status, "found on this rank only", what);
+  } else {
+    ADJ_TEST_OK(t, status);
+    check_sum(t, &y, bad, what);
+  }
+
+  /* A good application is exact whatever came before. */
+  ADJ_TEST_OK(t, adj_op_forward(op, &x, &y));
+  snprintf(what, sizeof what, "ADJ_CHECK=%s, good application", level);
+  check_sum(t, &y, -1, what);
+
+  /* A later bad application: agreed only at full. */
+  status = adj_op_forward(op, t->rank == bad ? &wrong : &x, &y);
+  snprintf(what, sizeof what, "ADJ_CHECK=%s, wrong shape on rank %d at a later application", level, bad);
+  if (want == ADJ_CHECK_FULL) {
+    check_error(t, status, "local shape [7]", what);
+  } else if (t->rank == bad) {
+    check_error(t, status, "local shape [7]", what);
+    check_error(t, status, "found on this rank only", what);
+  } else {
+    ADJ_TEST_OK(t, status);
+    check_sum(t, &y, t->size > 1 ? bad : -1, what);
+  }
+
+  /* Split phase: a bad begin leaves nothing outstanding, and the next
+   * application completes on every rank. */
+  status = adj_op_begin(op, ADJ_FORWARD, t->rank == bad ? &wrong : &x, &y);
+  if (!status) status = adj_op_end(op);
+  snprintf(what, sizeof what, "ADJ_CHECK=%s, split phase with a wrong shape on rank %d", level, bad);
+  if (want == ADJ_CHECK_FULL || t->rank == bad) check_error(t, status, "local shape [7]", what);
+  else ADJ_TEST_OK(t, status);
+  ADJ_TEST_CHECK(t, !adj_op_pending(op), "%s: an application is left outstanding", what);
+  ADJ_TEST_OK(t, adj_op_forward(op, &x, &y));
+  snprintf(what, sizeof what, "ADJ_CHECK=%s, good application after the errors", level);
+  check_sum(t, &y, -1, what);
+  adj_test_report(t, "ADJ_CHECK=%s: all-sum-reduce of [%d] on %d ranks, errors and recovery as documented", level, N,
+                  t->size);
+
+  adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&wrong);
+  adj_op_destroy(&op);
+  adj_partition_destroy(&p);
+}
+
+/* At first, a sum-reduce onto rank 0 (one sub-communicator per block) whose
+ * leaf passes a bad tensor after the agreement: the root sums the others. */
+static void check_first_sum_reduce(adj_test *t) {
+  setenv("ADJ_CHECK", "first", 1);
+  adj_partition *p = world_partition(t), *root = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &root));
+  adj_decomposition *y = NULL;
+  ADJ_TEST_OK(t, adj_decomposition_create(root, 1, (const int64_t[]){N}, &y));
+  adj_op *op = NULL;
+  ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, p, y, &op));
+  adj_tensor in, out, wrong;
+  adj_op_create_domain_tensor(op, &in);
+  adj_op_create_range_tensor(op, &out);
+  adj_tensor_create(&wrong, ADJ_FLOAT32, 1, (const int64_t[]){N});
+  fill(t, &in);
+  ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
+  if (t->rank == 0) check_sum(t, &out, -1, "sum-reduce, first application");
+  int bad = t->size - 1;
+  int status = adj_op_forward(op, t->rank == bad ? &wrong : &in, &out);
+  if (t->rank == bad) {
+    check_error(t, status, "found on this rank only", "sum-reduce, float32 tensor on the last rank later");
+  } else {
+    ADJ_TEST_OK(t, status);
+    if (t->rank == 0) check_sum(t, &out, bad, "sum-reduce, float32 tensor on the last rank later");
+  }
+  ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
+  if (t->rank == 0) check_sum(t, &out, -1, "sum-reduce, good application after the error");
+  adj_tensor_destroy(&in), adj_tensor_destroy(&out), adj_tensor_destroy(&wrong);
+  adj_op_destroy(&op);
+  adj_decomposition_destroy(&y);
+  adj_partition_destroy(&root), adj_partition_destroy(&p);
+}
+
+static void check_default_and_bad_env(adj_test *t) {
+  adj_check_level level = ADJ_CHECK_AUTO;
+  unsetenv("ADJ_CHECK");
+  ADJ_TEST_OK(t, adj_check_level_default(&level));
+  ADJ_TEST_CHECK(t, level == ADJ_CHECK_FIRST, "default level is %s, expected first", adj_check_level_name(level));
+  adj_partition *p = world_partition(t);
+  adj_op *op = make_allsum(t, p);
+  ADJ_TEST_CHECK(t, adj_op_check_level(op) == ADJ_CHECK_FIRST, "an operator's default level is %s",
+                 adj_check_level_name(adj_op_check_level(op)));
+  adj_op_set_checks(op, false);
+  ADJ_TEST_CHECK(t, adj_op_check_level(op) == ADJ_CHECK_OFF, "set_checks(false) gives level %s",
+                 adj_check_level_name(adj_op_check_level(op)));
+  adj_op_set_checks(op, true);
+  ADJ_TEST_CHECK(t, adj_op_check_level(op) == ADJ_CHECK_FULL, "set_checks(true) gives level %s",
+                 adj_check_level_name(adj_op_check_level(op)));
+  adj_op_destroy(&op);
+  setenv("ADJ_CHECK", "sometimes", 1);
+  adj_op *bad = NULL;
+  int status = adj_all_sum_reduce_create(ADJ_FLOAT64, p, 1, (const int64_t[]){N}, 1, (const int[]){0}, &bad);
+  check_error(t, status, "ADJ_CHECK='sometimes' is not one of full, first, off", "ADJ_CHECK=sometimes");
+  ADJ_TEST_CHECK(t, bad == NULL, "a refused operator is not returned");
+  adj_partition_destroy(&p);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t202-check-level");
+  check_default_and_bad_env(&t);
+  check_levels_allsum(&t, "full");
+  check_levels_allsum(&t, "first");
+  check_levels_allsum(&t, "off");
+  check_first_sum_reduce(&t);
+  return adj_test_finish(&t);
+}

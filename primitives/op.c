@@ -15,7 +15,7 @@ const char *adj_check_level_name(adj_check_level level) {
 }
 
 int adj_check_level_default(adj_check_level *level) {
-  *level = ADJ_CHECK_FIRST;
+  *level = ADJ_CHECK_FULL;
   const char *env = getenv("ADJ_CHECK");
   if (!env || !*env) return ADJ_SUCCESS;
   if (!strcmp(env, "full")) *level = ADJ_CHECK_FULL;

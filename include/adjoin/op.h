@@ -117,7 +117,7 @@ void adj_op_reset_counters(adj_op *op);
  *          includes zeros from that rank).  The default.
  *   OFF:   no agreement; local checks only, with the same no-hang fallback.
  * AUTO resolves to the environment variable ADJ_CHECK=full|first|off when set,
- * else FIRST.  The level is agreed across ranks at creation (the strictest
+ * else FULL.  The level is agreed across ranks at creation (the strictest
  * wins), so ranks never disagree on whether to communicate. */
 typedef enum adj_check_level {
   ADJ_CHECK_AUTO = 0,
@@ -133,7 +133,7 @@ void adj_op_set_check_level(adj_op *op, adj_check_level level);
 adj_check_level adj_op_check_level(const adj_op *op);
 /* "auto" / "full" / "first" / "off" */
 const char *adj_check_level_name(adj_check_level level);
-/* The default level: ADJ_CHECK from the environment, else FIRST.  Not
+/* The default level: ADJ_CHECK from the environment, else FULL.  Not
  * collective; fails with a message naming a bad ADJ_CHECK value. */
 int adj_check_level_default(adj_check_level *level);
 /* enabled true = FULL, false = OFF (kept for the layers written before levels). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "adjoin/affine15.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/layers.h"
 #include "adjoin/lenet.h"
@@ -24,13 +25,15 @@ typedef struct lenet_layout {
   int batch_parts;    /* P_b of the affine layers */
   int in_parts;       /* P_fi of C5 */
   int out_parts[3];   /* P_fo of C5, F6 and the output layer */
+  int head15[2];      /* P_r x P_c of a 1.5D head (affine15.h); 0 x 0: the DistDL affine layers */
 } lenet_layout;
 
 static const lenet_layout lenet_layouts[] = {
-    {"sequential", 1, {1, 1}, 1, 1, {1, 1, 1}},
-    {"dist2", 2, {2, 1}, 1, 2, {1, 2, 1}},
-    {"dist4", 4, {2, 2}, 1, 2, {2, 2, 2}},
-    {"dist8", 8, {2, 4}, 2, 2, {2, 2, 2}},
+    {"sequential", 1, {1, 1}, 1, 1, {1, 1, 1}, {0, 0}},
+    {"dist2", 2, {2, 1}, 1, 2, {1, 2, 1}, {0, 0}},
+    {"dist4", 4, {2, 2}, 1, 2, {2, 2, 2}, {0, 0}},
+    {"dist8", 8, {2, 4}, 2, 2, {2, 2, 2}, {0, 0}},
+    {"hybrid4", 4, {2, 2}, 1, 1, {1, 1, 1}, {2, 2}},
 };
 enum { LENET_N_LAYOUTS = sizeof lenet_layouts / sizeof lenet_layouts[0], LENET_MAX_STAGES = 24 };
 
@@ -45,7 +48,7 @@ int adj_lenet_layout_ranks(const char *layout) {
   return l ? l->ranks : 0;
 }
 
-const char *adj_lenet_layout_names(void) { return "sequential, dist2, dist4, dist8"; }
+const char *adj_lenet_layout_names(void) { return "sequential, dist2, dist4, dist8, hybrid4"; }
 
 /* ---- the builder's state ------------------------------------------------------------ */
 
@@ -137,6 +140,10 @@ static int lenet_conv_block(lenet_build *b, const char *name, int64_t out_channe
 
 static int lenet_affine(lenet_build *b, int64_t out_features, int out_parts) {
   adj_layer *layer = NULL;
+  if (b->layout->head15[0]) {
+    adj_affine15_layer_config ac = {.dtype = b->config->dtype, .input = b->current, .out_features = out_features};
+    return lenet_push(b, adj_affine15_layer_create(&ac, &layer), &layer);
+  }
   adj_affine_layer_config ac = {.dtype = b->config->dtype, .input = b->current,
                                 .in_features = adj_decomposition_global_shape(b->current)[1],
                                 .out_features = out_features, .out_parts = out_parts};
@@ -153,6 +160,9 @@ static int lenet_flatten(lenet_build *b) {
   adj_flatten_layer_config fc = {.dtype = b->config->dtype, .input = b->current};
   ADJ_CALL(lenet_push(b, adj_flatten_layer_create(&fc, &layer), &layer));
   const lenet_layout *l = b->layout;
+  /* A 1.5D head takes (B, 400) with the batch over P_c and features over P_r. */
+  if (l->head15[0])
+    return lenet_glue(b, 2, (const int[2]){l->head15[1], l->head15[0]}, (const int64_t[2]){batch, 400});
   return lenet_glue(b, 2, (const int[2]){l->batch_parts, l->in_parts}, (const int64_t[2]){batch, 400});
 }
 
@@ -198,6 +208,8 @@ static int lenet_check(const adj_lenet_config *c, const lenet_layout **layout) {
   ADJ_CHECK(c->batch >= 1, ADJ_ERR_ARG, "lenet: batch %lld must be at least 1", (long long)c->batch);
   ADJ_CHECK(c->batch >= (*layout)->batch_parts, ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
             c->layout, (*layout)->batch_parts, (long long)c->batch);
+  ADJ_CHECK(c->batch >= (*layout)->head15[1], ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
+            c->layout, (*layout)->head15[1], (long long)c->batch);
   return ADJ_SUCCESS;
 }
 

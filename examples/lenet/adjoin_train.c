@@ -46,7 +46,7 @@ static const char usage[] =
     "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
-    "  --layout NAME         sequential, dist2, dist4, dist8 [sequential on 1 rank, distN on N]\n"
+    "  --layout NAME         sequential, dist2, dist4, dist8, hybrid4 [sequential on 1 rank, distN on N]\n"
     "  --checkpoint PATH     save parameters and optimizer state after every epoch\n"
     "  --checkpoint-every N  ... and also every N batches\n"
     "  --resume              continue from --checkpoint (a fresh start if it does not exist yet)\n"

@@ -57,9 +57,9 @@ double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
 }
 
 int nc_layouts_fitting(int size, const char **layouts) {
-  static const char *const all[] = {"sequential", "dist2", "dist4", "dist8"};
+  static const char *const all[] = {"sequential", "dist2", "dist4", "dist8", "hybrid4"};
   int n = 0;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (adj_lenet_layout_ranks(all[i]) <= size) layouts[n++] = all[i];
   layouts[n] = NULL;
   return n;

@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
   char dir[256];
   make_dir(&t, dir, sizeof dir);
   adj_dataset *data = nc_synthetic(SAMPLES, 502);
-  const char *layouts[5];
+  const char *layouts[6];
   int n = nc_layouts_fitting(t.size, layouts);
   const char *widest = layouts[n - 1];
   round_trip(&t, dir, widest, "sequential", data);

@@ -20,6 +20,8 @@
 
 #include "adjoin/broadcast.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
+#include "op_after_impl.h"
 
 typedef struct adj_affine_layer {
   bool works;     /* member of the work partition */
@@ -40,18 +42,24 @@ typedef struct adj_affine_layer {
 /* ---- application ------------------------------------------------------------------------ */
 
 /* Applies up to three operators at once in one direction (an entry with a NULL
- * input is skipped), overlapping their communication. */
-static int adj_affine_move(adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+ * input is skipped), overlapping their communication.  `prior`, a local
+ * failure this rank already has, goes to the first operator's check
+ * (adj_op_begin_after) and is returned unless an operator fails. */
+static int adj_affine_move(int prior, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
                            adj_tensor *const *out) {
   int status = ADJ_SUCCESS;
-  bool begun[3] = {false, false, false};
+  bool begun[3] = {false, false, false}, first = true;
   for (int i = 0; i < 3 && !status; i++)
-    if (ops[i] && in[i]) status = adj_op_begin(ops[i], direction, in[i], out[i]), begun[i] = !status;
+    if (ops[i] && in[i]) {
+      status = first ? adj_op_begin_after(&prior, ops[i], direction, in[i], out[i])
+                     : adj_op_begin(ops[i], direction, in[i], out[i]);
+      begun[i] = !status, first = false;
+    }
   for (int i = 0; i < 3; i++) {
     int ended = begun[i] ? adj_op_end(ops[i]) : ADJ_SUCCESS;
     if (!status) status = ended;
   }
-  return status;
+  return status ? status : prior;
 }
 
 /* A view of a caller's or parameter's block in the shape its operator sees. */
@@ -75,11 +83,15 @@ static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tenso
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
+  ADJ_CALL(adj_affine_move(ADJ_SUCCESS, ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
                            (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
-  if (a->works) ADJ_CALL(adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat));
-  ADJ_CALL(adj_affine_range_view(a->reduce_y, y, &yv));
-  return adj_op_forward(a->reduce_y, &a->y_hat, &yv);
+  /* A local failure here reaches every rank at the sum-reduce's check. */
+  int status = ADJ_SUCCESS;
+  if (a->works) status = adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat);
+  status = adj_fault_at(l->name, "forward local", status);
+  int viewed = adj_affine_range_view(a->reduce_y, y, &yv);
+  ADJ_CALL(viewed); /* a view of a checked tensor: fails alike everywhere */
+  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &a->y_hat, &yv);
 }
 
 static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
@@ -92,14 +104,16 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_FORWARD,
+  ADJ_CALL(adj_affine_move(ADJ_SUCCESS, ops, ADJ_FORWARD,
                            (const adj_tensor *[3]){dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL},
                            (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}));
+  int status = ADJ_SUCCESS;
   if (a->works)
-    ADJ_CALL(adj_affine_jvp(&a->x_mat, &a->w_hat, dx ? &a->dx_mat : NULL, &a->dw_hat,
-                            a->bias_here ? &a->db_vec : NULL, &a->dy_mat));
-  ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv));
-  return adj_op_forward(a->reduce_y, &a->dy_hat, &dyv);
+    status = adj_affine_jvp(&a->x_mat, &a->w_hat, dx ? &a->dx_mat : NULL, &a->dw_hat, a->bias_here ? &a->db_vec : NULL,
+                            &a->dy_mat);
+  int viewed = adj_affine_range_view(a->reduce_y, dy, &dyv);
+  ADJ_CALL(viewed); /* a view of a checked tensor: fails alike everywhere */
+  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &a->dy_hat, &dyv);
 }
 
 /* grad += sum, the sum seen in the gradient's shape. */
@@ -119,11 +133,14 @@ static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_ten
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   adj_tensor_zero(&a->dw_hat);
   if (b) adj_tensor_zero(&a->db_hat);
+  /* A local failure here reaches every rank at the broadcasts' adjoints. */
+  int status = ADJ_SUCCESS;
   if (a->works)
-    ADJ_CALL(adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
-                                 a->bias_here ? &a->db_vec : NULL));
+    status = adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
+                                 a->bias_here ? &a->db_vec : NULL);
+  status = adj_fault_at(l->name, "backward local", status);
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_affine_move(ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+  ADJ_CALL(adj_affine_move(status, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                            (adj_tensor *[3]){&dxv, &a->w_sum, &a->b_sum}));
   ADJ_CALL(adj_affine_accumulate(&w->grad, &a->w_sum));
   return b ? adj_affine_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;

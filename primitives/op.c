@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_after_impl.h"
 #include "op_impl.h"
 
 int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_rank, const int64_t *domain_shape,
@@ -134,4 +135,22 @@ void adj_op_set_checks(adj_op *op, bool enabled) { op->checks = enabled; }
 void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
   if (policy == ADJ_WAIT_AUTO) adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
   else op->wait = policy;
+}
+
+int adj_op_begin_after(int *prior, adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  if (!op) return adj_error_set(ADJ_ERR_ARG, "adj_op_begin_after: operator is NULL");
+  if (!op->checks) return adj_op_begin(op, direction, in, out);
+  int status = *prior ? *prior : adj_op_check_args(op, direction, in, out);
+  status = adj_status_agree(op->comm, status, op->wait);
+  if (status) return *prior = status;
+  op->checks = false; /* agreed above */
+  status = adj_op_begin(op, direction, in, out);
+  op->checks = true;
+  return status;
+}
+
+int adj_op_apply_after(int prior, adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  ADJ_CALL(adj_op_begin_after(&prior, op, direction, in, out));
+  int status = adj_op_end(op);
+  return status ? status : prior;
 }

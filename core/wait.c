@@ -34,9 +34,8 @@ static int adj_wait_policy_from_env(adj_wait_policy *policy) {
   return 0;
 }
 
-/* MPI_Comm_split_type costs hundreds of milliseconds on an oversubscribed node
- * (measured ~270 ms with 4 ranks on 2 busy cores), and every partition and
- * operator resolves its policy when it is created.  The agreed answer is
+/* MPI_Comm_split_type is a slow blocking collective on an oversubscribed node,
+ * and every partition and operator resolves its policy when it is created.  The agreed answer is
  * therefore cached on the communicator as an attribute, which MPI_Comm_dup
  * copies, so an operator's duplicate of its base communicator reuses it.  The
  * keyval is the only process-wide state: a handle, the values live on the
@@ -124,9 +123,15 @@ int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy) {
   }
   ADJ_CALL_MPI(MPI_Ibcast(&report, (int)sizeof report, MPI_BYTE, failing, comm, &request));
   ADJ_CALL(adj_wait_all(1, &request, policy));
-  char message[1024];
-  snprintf(message, sizeof message, "rank %d: %s", failing, report.text);
-  adj_error_set_message(message);
+  /* A message already agreed on (nested agreements) keeps its one prefix. */
+  int from = -1, used = 0;
+  if (sscanf(report.text, "rank %d: %n", &from, &used) == 1 && used > 0) {
+    adj_error_set_message(report.text);
+  } else {
+    char message[1024];
+    snprintf(message, sizeof message, "rank %d: %s", failing, report.text);
+    adj_error_set_message(message);
+  }
   return report.code;
 }
 

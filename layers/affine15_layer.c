@@ -44,7 +44,7 @@ static int adj_affine15_layer_forward(adj_layer *l, const adj_tensor *x, adj_ten
   adj_tensor bv;
   if (b) ADJ_CALL(adj_affine15_bias_view(a, &b->value, &bv));
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD, (const adj_tensor *[3]){x, &l->parameters[0]->value, b ? &bv : NULL},
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, (const adj_tensor *[3]){x, &l->parameters[0]->value, b ? &bv : NULL},
                               (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
   return a->works ? adj_affine_forward(&a->x_hat, &a->w_hat, b ? &a->b_vec : NULL, y) : ADJ_SUCCESS;
 }
@@ -55,7 +55,7 @@ static int adj_affine15_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor
   adj_tensor dbv;
   if (b) ADJ_CALL(adj_affine15_bias_view(a, &b->tangent, &dbv));
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD,
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD,
                               (const adj_tensor *[3]){dx, &l->parameters[0]->tangent, b ? &dbv : NULL},
                               (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}));
   if (!a->works) return ADJ_SUCCESS;
@@ -71,7 +71,7 @@ static int adj_affine15_layer_backward(adj_layer *l, const adj_tensor *dy, adj_t
     ADJ_CALL(adj_affine_backward(&a->x_hat, &a->w_hat, dy, dx ? &a->dx_hat : NULL, &a->dw_hat,
                                  b ? &a->db_vec : NULL));
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                               (adj_tensor *[3]){dx, &a->w_sum, &a->b_sum}));
   ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
   return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;

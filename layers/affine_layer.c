@@ -20,6 +20,8 @@
 
 #include "adjoin/broadcast.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
+#include "op_after_impl.h"
 
 typedef struct adj_affine_layer {
   bool works;     /* member of the work partition */
@@ -60,11 +62,15 @@ static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tenso
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
                            (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
-  if (a->works) ADJ_CALL(adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat));
-  ADJ_CALL(adj_affine_range_view(a->reduce_y, y, &yv));
-  return adj_op_forward(a->reduce_y, &a->y_hat, &yv);
+  /* A local failure here reaches every rank at the sum-reduce's check. */
+  int status = ADJ_SUCCESS;
+  if (a->works) status = adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat);
+  status = adj_fault_at(l->name, "forward local", status);
+  int viewed = adj_affine_range_view(a->reduce_y, y, &yv);
+  ADJ_CALL(viewed); /* a view of a checked tensor: fails alike everywhere */
+  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &a->y_hat, &yv);
 }
 
 static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
@@ -77,14 +83,16 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_FORWARD,
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD,
                            (const adj_tensor *[3]){dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL},
                            (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}));
+  int status = ADJ_SUCCESS;
   if (a->works)
-    ADJ_CALL(adj_affine_jvp(&a->x_mat, &a->w_hat, dx ? &a->dx_mat : NULL, &a->dw_hat,
-                            a->bias_here ? &a->db_vec : NULL, &a->dy_mat));
-  ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv));
-  return adj_op_forward(a->reduce_y, &a->dy_hat, &dyv);
+    status = adj_affine_jvp(&a->x_mat, &a->w_hat, dx ? &a->dx_mat : NULL, &a->dw_hat, a->bias_here ? &a->db_vec : NULL,
+                            &a->dy_mat);
+  int viewed = adj_affine_range_view(a->reduce_y, dy, &dyv);
+  ADJ_CALL(viewed); /* a view of a checked tensor: fails alike everywhere */
+  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &a->dy_hat, &dyv);
 }
 
 static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
@@ -97,11 +105,14 @@ static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_ten
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   adj_tensor_zero(&a->dw_hat);
   if (b) adj_tensor_zero(&a->db_hat);
+  /* A local failure here reaches every rank at the broadcasts' adjoints. */
+  int status = ADJ_SUCCESS;
   if (a->works)
-    ADJ_CALL(adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
-                                 a->bias_here ? &a->db_vec : NULL));
+    status = adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
+                                 a->bias_here ? &a->db_vec : NULL);
+  status = adj_fault_at(l->name, "backward local", status);
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+  ADJ_CALL(adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                            (adj_tensor *[3]){&dxv, &a->w_sum, &a->b_sum}));
   ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
   return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "dist_layer_impl.h"
+#include "op_after_impl.h"
 
 int adj_reshape_view(const adj_tensor *t, int rank, const int64_t *shape, adj_tensor *view) {
   adj_box want = adj_box_whole(rank, shape);
@@ -56,19 +57,23 @@ void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src) {
   memcpy(dst->data, src->data, adj_tensor_bytes(src));
 }
 
-int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+int adj_layer_move_ops(int prior, int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
                        adj_tensor *const *out) {
   int status = ADJ_SUCCESS;
-  bool begun[ADJ_LAYER_MAX_MOVES] = {false};
+  bool begun[ADJ_LAYER_MAX_MOVES] = {false}, first = true;
   if (n > ADJ_LAYER_MAX_MOVES) return adj_error_set(ADJ_ERR_ARG, "layer: %d operators at once, at most %d", n,
                                                     ADJ_LAYER_MAX_MOVES);
   for (int i = 0; i < n && !status; i++)
-    if (ops[i] && in[i]) status = adj_op_begin(ops[i], direction, in[i], out[i]), begun[i] = !status;
+    if (ops[i] && in[i]) {
+      status = first ? adj_op_begin_after(&prior, ops[i], direction, in[i], out[i])
+                     : adj_op_begin(ops[i], direction, in[i], out[i]);
+      begun[i] = !status, first = false;
+    }
   for (int i = 0; i < n; i++) {
     int ended = begun[i] ? adj_op_end(ops[i]) : ADJ_SUCCESS;
     if (!status) status = ended;
   }
-  return status;
+  return status ? status : prior;
 }
 
 int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum) {

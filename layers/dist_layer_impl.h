@@ -53,7 +53,12 @@ int adj_layer_create_weighted(const char *name, adj_dtype dtype, const adj_decom
                               adj_decomposition *output, const adj_layer_methods *methods, void *impl,
                               void (*free_impl)(void *), adj_decomposition *weight, adj_decomposition *bias,
                               adj_layer **layer);
-int adj_layer_move_ops(int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
+/* Applies up to ADJ_LAYER_MAX_MOVES operators at once in one direction (an
+ * entry with a NULL input is skipped), overlapping their communication.
+ * `prior`, a local failure this rank already has, goes to the first
+ * operator's check (adj_op_begin_after) and is returned unless an operator
+ * fails, so one rank's failure reaches every rank without a hang. */
+int adj_layer_move_ops(int prior, int n, adj_op *const *ops, adj_direction direction, const adj_tensor *const *in,
                        adj_tensor *const *out);
 
 #endif

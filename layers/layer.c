@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "adjoin/repartition.h"
+#include "fault_impl.h"
 #include "layer_impl.h"
 
 int adj_layer_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int input_rank, const int64_t *input_shape,
@@ -108,34 +109,64 @@ static int adj_layer_check(const adj_layer *l, const adj_tensor *t, const char *
 }
 
 /* Checks an (input-shaped, output-shaped) pair, either of which may be
- * optional, and agrees on the result so a bad tensor on one rank stops all. */
-static int adj_layer_check_pair(const adj_layer *l, const adj_tensor *in_shaped, bool in_optional, const char *in_role,
-                                const adj_tensor *out_shaped, bool out_optional, const char *out_role) {
-  int status = ADJ_SUCCESS;
-  if (in_shaped || !in_optional) status = adj_layer_check(l, in_shaped, in_role, l->input_rank, l->input_shape);
+ * optional, and agrees on the result so a bad tensor on one rank stops all;
+ * `prior`, a failure this rank already has, is agreed on in the same call. */
+static int adj_layer_check_pair(int prior, const adj_layer *l, const adj_tensor *in_shaped, bool in_optional,
+                                const char *in_role, const adj_tensor *out_shaped, bool out_optional,
+                                const char *out_role) {
+  int status = prior;
+  if (!status && (in_shaped || !in_optional))
+    status = adj_layer_check(l, in_shaped, in_role, l->input_rank, l->input_shape);
   if (!status && (out_shaped || !out_optional))
     status = adj_layer_check(l, out_shaped, out_role, l->output_rank, l->output_shape);
   return adj_status_agree(l->comm, status, l->wait);
 }
 
-int adj_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
-  ADJ_CALL(adj_layer_check_pair(l, x, false, "forward input", y, false, "forward output"));
+/* The stage calls run the method after the agreed check; a failure inside it
+ * (or one injected after it, fault_impl.h) is this rank's alone until agreed. */
+int adj_layer_forward_stage(int prior, adj_layer *l, const adj_tensor *x, adj_tensor *y, bool *agreed) {
+  *agreed = true;
+  ADJ_CALL(adj_layer_check_pair(prior, l, x, false, "forward input", y, false, "forward output"));
+  *agreed = false;
   l->input = x;
-  return l->methods.forward(l, x, y);
+  return adj_fault_at(l->name, "forward", l->methods.forward(l, x, y));
+}
+
+int adj_layer_jvp_stage(int prior, adj_layer *l, const adj_tensor *dx, adj_tensor *dy, bool *agreed) {
+  *agreed = true;
+  int status = prior || l->input ? prior : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
+  ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "jvp input perturbation", dy, false, "jvp output"));
+  *agreed = false;
+  return adj_fault_at(l->name, "jvp", l->methods.jvp(l, dx, dy));
+}
+
+int adj_layer_backward_stage(int prior, adj_layer *l, const adj_tensor *dy, adj_tensor *dx, bool *agreed) {
+  *agreed = true;
+  int status = prior || l->input ? prior : adj_error_set(ADJ_ERR_STATE, "%s: backward called before forward", l->name);
+  ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "backward input gradient", dy, false, "backward output gradient"));
+  *agreed = false;
+  return adj_fault_at(l->name, "backward", l->methods.backward(l, dy, dx));
+}
+
+/* The public calls agree on the method's outcome too: a local step that failed
+ * on one rank after the layer's last collective reaches every rank before any
+ * goes on to the next collective. */
+int adj_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  bool agreed;
+  int status = adj_layer_forward_stage(ADJ_SUCCESS, l, x, y, &agreed);
+  return agreed ? status : adj_status_agree(l->comm, status, l->wait);
 }
 
 int adj_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
-  int status = l->input ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
-  ADJ_CALL(status);
-  ADJ_CALL(adj_layer_check_pair(l, dx, true, "jvp input perturbation", dy, false, "jvp output"));
-  return l->methods.jvp(l, dx, dy);
+  bool agreed;
+  int status = adj_layer_jvp_stage(ADJ_SUCCESS, l, dx, dy, &agreed);
+  return agreed ? status : adj_status_agree(l->comm, status, l->wait);
 }
 
 int adj_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
-  int status = l->input ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_STATE, "%s: backward called before forward", l->name);
-  ADJ_CALL(status);
-  ADJ_CALL(adj_layer_check_pair(l, dx, true, "backward input gradient", dy, false, "backward output gradient"));
-  return l->methods.backward(l, dy, dx);
+  bool agreed;
+  int status = adj_layer_backward_stage(ADJ_SUCCESS, l, dy, dx, &agreed);
+  return agreed ? status : adj_status_agree(l->comm, status, l->wait);
 }
 
 const char *adj_layer_name(const adj_layer *l) { return l->name; }

@@ -55,4 +55,15 @@ void adj_layer_set_layouts(adj_layer *layer, adj_decomposition *input, adj_decom
 /* Lists a parameter owned by another layer (a child of a composite). */
 int adj_layer_share_parameter(adj_layer *layer, adj_parameter *parameter);
 
+/* A composite's calls of its stages: adj_layer_forward / jvp / backward
+ * without the agreement on the method's outcome.  `prior` (this rank's status
+ * from the stages before) is agreed on in the stage's argument check, so a
+ * stage that failed on one rank stops every rank at the next stage's check;
+ * the composite's own public call agrees on the last stage's outcome.
+ * *agreed says whether the status returned is the same on every rank (the
+ * check failed: stop) or this rank's own (the method's: carry it on). */
+int adj_layer_forward_stage(int prior, adj_layer *layer, const adj_tensor *x, adj_tensor *y, bool *agreed);
+int adj_layer_jvp_stage(int prior, adj_layer *layer, const adj_tensor *dx, adj_tensor *dy, bool *agreed);
+int adj_layer_backward_stage(int prior, adj_layer *layer, const adj_tensor *dy, adj_tensor *dx, bool *agreed);
+
 #endif

@@ -17,6 +17,8 @@
 
 #include "adjoin/halo.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
+#include "op_after_impl.h"
 
 typedef struct adj_pool_layer {
   adj_pool_kind kind;
@@ -62,11 +64,14 @@ static int adj_pool_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tenso
   adj_pool_layer *p = l->impl;
   if (!dx) return ADJ_SUCCESS;
   if (p->direct) return adj_pool_backward(p->kind, &p->window, l->input, dy, dx);
-  if (p->computes) ADJ_CALL(adj_pool_backward(p->kind, &p->window, &p->point, dy, &p->tangent));
+  /* A local failure here reaches every rank at the halo adjoint's check. */
+  int status = ADJ_SUCCESS;
+  if (p->computes) status = adj_pool_backward(p->kind, &p->window, &p->point, dy, &p->tangent);
   else adj_tensor_zero(&p->tangent);
+  status = adj_fault_at(l->name, "backward local", status);
   adj_tensor_zero(&p->padded);
-  adj_tensor_unpack(&p->padded, &p->local.kernel_input, p->tangent.data, ADJ_UNPACK_COPY);
-  ADJ_CALL(adj_op_adjoint(p->halo, &p->padded, &p->padded));
+  if (!status) adj_tensor_unpack(&p->padded, &p->local.kernel_input, p->tangent.data, ADJ_UNPACK_COPY);
+  ADJ_CALL(adj_op_apply_after(status, p->halo, ADJ_ADJOINT, &p->padded, &p->padded));
   adj_box whole = adj_box_whole(dx->rank, dx->shape);
   adj_tensor_copy_box(dx, &whole, &p->padded, &p->local.bulk, ADJ_UNPACK_COPY);
   return ADJ_SUCCESS;

@@ -54,34 +54,56 @@ static const adj_tensor *adj_stage_input(adj_network *net, const adj_tensor *x, 
   return i == 0 ? x : &net->activations[i - 1];
 }
 
+/* A stage's failure on one rank is carried into the next stage's agreed
+ * argument check (adj_layer_*_stage), which stops every rank there alike; the
+ * last stage's is agreed on by the network's own adj_layer_* call. */
 static int adj_network_forward(adj_layer *layer, const adj_tensor *x, adj_tensor *y) {
   adj_network *net = layer->impl;
-  for (int i = 0; i < net->n; i++)
-    ADJ_CALL(adj_layer_forward(net->layers[i], adj_stage_input(net, x, i), i == net->n - 1 ? y : &net->activations[i]));
-  return ADJ_SUCCESS;
+  int status = ADJ_SUCCESS;
+  for (int i = 0; i < net->n; i++) {
+    bool agreed;
+    status = adj_layer_forward_stage(status, net->layers[i], adj_stage_input(net, x, i),
+                                     i == net->n - 1 ? y : &net->activations[i], &agreed);
+    if (agreed && status) return status;
+  }
+  return status;
 }
 
 /* The tangent flows forward: stage i maps the tangent of its input (dx for the
  * first stage, which may be NULL) to the tangent of its output. */
 static int adj_network_jvp(adj_layer *layer, const adj_tensor *dx, adj_tensor *dy) {
   adj_network *net = layer->impl;
+  int status = ADJ_SUCCESS;
   for (int i = 0; i < net->n; i++) {
     const adj_tensor *in = i == 0 ? dx : &net->gradients[i - 1];
-    ADJ_CALL(adj_layer_jvp(net->layers[i], in, i == net->n - 1 ? dy : &net->gradients[i]));
+    bool agreed;
+    status = adj_layer_jvp_stage(status, net->layers[i], in, i == net->n - 1 ? dy : &net->gradients[i], &agreed);
+    if (agreed && status) return status;
   }
-  return ADJ_SUCCESS;
+  return status;
 }
 
 static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tensor *dx) {
   adj_network *net = layer->impl;
+  int status = ADJ_SUCCESS;
   for (int i = net->n - 1; i >= 0; i--) {
     const adj_tensor *out_grad = i == net->n - 1 ? dy : &net->gradients[i];
     adj_tensor *in_grad = i == 0 ? dx : &net->gradients[i - 1];
-    if (net->hook) ADJ_CALL(net->hook(net->hook_ctx, i, ADJ_BACKWARD_BEGIN));
-    ADJ_CALL(adj_layer_backward(net->layers[i], out_grad, in_grad));
-    if (net->hook) ADJ_CALL(net->hook(net->hook_ctx, i, ADJ_BACKWARD_END));
+    /* The data-parallel hook runs on every rank whatever its status, so its
+     * collectives stay matched; a local failure is agreed at the next stage. */
+    if (net->hook) {
+      int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_BEGIN);
+      if (!status) status = hooked;
+    }
+    bool agreed;
+    status = adj_layer_backward_stage(status, net->layers[i], out_grad, in_grad, &agreed);
+    if (agreed && status) return status;
+    if (net->hook) {
+      int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_END);
+      if (!status) status = hooked;
+    }
   }
-  return ADJ_SUCCESS;
+  return status;
 }
 
 static int adj_network_check(int n, adj_layer *const *layers) {

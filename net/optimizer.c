@@ -6,6 +6,7 @@
 
 #include "adjoin/net.h"
 #include "error_impl.h"
+#include "fault_impl.h"
 #include "kernels_impl.h"
 
 struct adj_optimizer {
@@ -28,9 +29,8 @@ static int adj_optimizer_check(const adj_optimizer_config *c) {
   return ADJ_SUCCESS;
 }
 
-int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer) {
-  *optimizer = NULL;
-  ADJ_CALL(adj_optimizer_check(config));
+static int adj_optimizer_create_local(adj_layer *network, const adj_optimizer_config *config,
+                                      adj_optimizer **optimizer) {
   adj_optimizer *o = calloc(1, sizeof *o);
   ADJ_CHECK(o, ADJ_ERR_MEM, "optimizer: out of memory");
   o->config = *config;
@@ -43,6 +43,21 @@ int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config,
   o->n_state = o->config.kind == ADJ_OPTIMIZER_ADAM ? 2 : (o->config.momentum > 0 ? 1 : 0);
   for (int k = 0; k < o->n_state && !status; k++)
     status = adj_tensor_create(&o->state[k], o->values.dtype, 1, o->values.shape);
+  if (status) adj_optimizer_destroy(&o);
+  *optimizer = o;
+  return status;
+}
+
+/* The allocations can fail on one rank only; every rank agrees on the outcome
+ * so none goes on to train with an optimizer the others do not have. */
+int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer) {
+  *optimizer = NULL;
+  ADJ_CHECK(adj_layer_is_network(network), ADJ_ERR_ARG,
+            "optimizer: the network is not one made by adj_network_create");
+  ADJ_CALL(adj_optimizer_check(config));
+  adj_optimizer *o = NULL;
+  int status = adj_fault_at("optimizer", "create", adj_optimizer_create_local(network, config, &o));
+  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
   if (status) adj_optimizer_destroy(&o);
   *optimizer = o;
   return status;

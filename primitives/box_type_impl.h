@@ -3,8 +3,8 @@
  *
  * A box that is one contiguous run travels as that many elements of the
  * element type; any other box as a subarray of the whole tensor.  Subarrays
- * suit small strided boxes such as halos; for large boxes with short runs
- * MPICH's subarray path measured slower than a pack loop (see repartition.c). */
+ * suit small strided boxes such as halos; large boxes with short runs go
+ * through a pack loop instead (see repartition.c). */
 #ifndef ADJOIN_PRIMITIVES_BOX_TYPE_IMPL_H
 #define ADJOIN_PRIMITIVES_BOX_TYPE_IMPL_H
 

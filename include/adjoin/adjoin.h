@@ -26,6 +26,7 @@
 #include "adjoin/conv_layer.h"
 #include "adjoin/norm_layer.h"
 #include "adjoin/losses.h"
+#include "adjoin/upsample_layer.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"

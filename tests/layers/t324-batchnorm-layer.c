@@ -24,26 +24,6 @@ static const int parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 2,
                                         {2, 2, 1, 1, 1}, {1, 1, 5, 1, 1}, {1, 2, 3, 1, 1}, {1, 1, 1, 7, 1},
                                         {2, 2, 2, 1, 1}};
 
-typedef enum layout_kind { LAYOUT_ALL = 0, LAYOUT_INACTIVE = 1, LAYOUT_CUTS = 2 } layout_kind;
-static const char *const layout_names[] = {"all ranks", "rank 0 inactive", "uneven cuts"};
-
-/* The rank-`rank` layout of `shape` for this run's size; partition dimensions
- * beyond the tensor's rank fold into the last one so every worker is used. */
-static adj_decomposition *bn_layout(adj_test *t, layout_kind kind, int rank, const int64_t *shape) {
-  int workers = kind == LAYOUT_INACTIVE ? t->size - 1 : t->size, ranks[8], parts[5];
-  if (workers < 1) return NULL;
-  for (int i = 0; i < rank; i++) parts[i] = parts_by_size[workers][i];
-  for (int i = rank; i < 5; i++) parts[rank - 1] *= parts_by_size[workers][i];
-  for (int i = 0; i < workers; i++) ranks[i] = (i + 1) % t->size; /* rotated: rank 0 last or absent */
-  int64_t storage[5][9];
-  const int64_t *cuts[5] = {NULL};
-  for (int i = 0; kind == LAYOUT_CUTS && i < rank; i++) {
-    dl_quadratic_cuts(shape[i], parts[i], storage[i]);
-    cuts[i] = storage[i];
-  }
-  return dl_layout(t, rank, shape, parts, ranks, cuts);
-}
-
 typedef struct bn_mode {
   const char *name;
   bool training, no_affine, no_running_stats;
@@ -210,11 +190,11 @@ static void check_layout(adj_test *t, adj_dtype dtype, const bn_mode *m, adj_dec
 static void test_distributed(adj_test *t, int rank, const int64_t *shape, int first, int last) {
   adj_decomposition *root = dl_self_layout(t, rank, shape);
   for (int k = first; k <= last; k++) {
-    adj_decomposition *layout = bn_layout(t, (layout_kind)k, rank, shape);
+    adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)k, rank, shape, parts_by_size);
     if (!layout) continue;
     char where[96], text[48];
     snprintf(where, sizeof where, "%dd %s (%s)", rank == 2 ? 1 : rank - 2,
-             adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), layout_names[k]);
+             adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[k]);
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
       /* The Taylor test checks jvp against forward, which the layout does
        * not change: once per mode, on the first layout. */
@@ -229,7 +209,7 @@ static void test_distributed(adj_test *t, int rank, const int64_t *shape, int fi
 
 static void test_errors(adj_test *t) {
   static const int64_t shape[4] = {3, 4, 5, 2};
-  adj_decomposition *layout = bn_layout(t, LAYOUT_ALL, 4, shape);
+  adj_decomposition *layout = dl_size_layout(t, DL_LAYOUT_ALL, 4, shape, parts_by_size);
   adj_batchnorm_layer_config base = {.dtype = ADJ_FLOAT64, .input = layout, .num_features = 4, .eps = 1e-5,
                                      .momentum = 0.1};
   adj_layer *layer = NULL;
@@ -265,9 +245,9 @@ int main(int argc, char **argv) {
   }
   test_reference(&t, ADJ_FLOAT64, 2, s1, 3);
   test_reference(&t, ADJ_FLOAT64, 5, s3, 3);
-  test_distributed(&t, 4, s2, LAYOUT_ALL, LAYOUT_CUTS);
-  test_distributed(&t, 2, s1, LAYOUT_CUTS, LAYOUT_CUTS);
-  test_distributed(&t, 5, s3, LAYOUT_INACTIVE, LAYOUT_INACTIVE);
+  test_distributed(&t, 4, s2, DL_LAYOUT_ALL, DL_LAYOUT_CUTS);
+  test_distributed(&t, 2, s1, DL_LAYOUT_CUTS, DL_LAYOUT_CUTS);
+  test_distributed(&t, 5, s3, DL_LAYOUT_INACTIVE, DL_LAYOUT_INACTIVE);
   test_errors(&t);
   return adj_test_finish(&t);
 }

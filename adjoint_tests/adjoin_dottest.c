@@ -48,11 +48,11 @@ static void adj_quiet_barrier(MPI_Comm comm) {
 }
 
 int main(int argc, char **argv) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (adj_init(&argc, &argv, &rank, &size)) {
+    fprintf(stderr, "adjoin-dottest: %s\n", adj_last_error());
+    return 1;
+  }
   adj_dottest_options o;
   int code = adj_parse_options(argc, argv, &o, rank);
   adj_battery b;
@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
     code = 1;
   }
   if (code) {
-    MPI_Finalize();
+    adj_finalize();
     return code;
   }
   /* One communicator per rank count: the first n ranks. */
@@ -113,6 +113,6 @@ int main(int argc, char **argv) {
     if (comms[n] != MPI_COMM_NULL) MPI_Comm_free(&comms[n]);
   free(comms);
   adj_battery_free(&b);
-  MPI_Finalize();
+  adj_finalize();
   return failed ? 1 : 0;
 }

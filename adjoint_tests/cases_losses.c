@@ -1,6 +1,6 @@
 /* Battery cases for the losses of losses.h: the Jacobian dot-product test of
  * adj_dottest_layer for every loss that takes a point drawn from [-1, 1) (BCE
- * and Poisson NLL with a linear input need positive inputs: t325 tests them at
+ * and Poisson NLL with a linear input need positive inputs: t327 tests them at
  * chosen points) and every reduction, in both dtypes, on layouts that split
  * batch and classes unevenly, leave ranks inactive, permute them, and put the
  * reduced output on a rank that may hold no input. */

@@ -1,5 +1,7 @@
 /* Local convolution throughput (forward + backward, float32) against OpenBLAS
- * sgemm on a square 2048 matrix measured in the same run.
+ * sgemm on a square 2048 matrix measured in the same run, for the algorithm
+ * the plan chooses and for each algorithm forced (adj_conv_plan), so the
+ * report shows the choice against im2col + GEMM on this host.
  *
  *   bench-conv [repetitions]
  *
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
+#include "bench_host.h"
 
 static double now(void) {
   struct timespec ts;
@@ -54,9 +57,14 @@ static const conv_shape shapes[] = {
     {"large  64->64 3x3 pad 1  56x56 N=32", 32, 64, 64, 56, 56, 3, 1},
 };
 
+enum { N_SHAPES = sizeof shapes / sizeof *shapes, N_ALGORITHMS = 4 }; /* auto, direct, shifted, im2col */
+
+/* One shape's tensors and a plan per algorithm (AUTO: the plan's own
+ * choice), sharing one workspace of the largest plan's size. */
 typedef struct conv_run {
   adj_window_geometry g;
   adj_tensor x, w, b, y, dx, dw, db;
+  adj_conv_plan *plans[N_ALGORITHMS];
   adj_workspace ws;
 } conv_run;
 
@@ -73,7 +81,12 @@ static int conv_setup(const conv_shape *s, conv_run *r, adj_rng *rng) {
   if (!status) status = adj_tensor_create(&r->db, ADJ_FLOAT32, 1, &s->c_out);
   if (!status) status = adj_tensor_create(&r->y, ADJ_FLOAT32, 4, ys);
   size_t bytes = 0;
-  if (!status) status = adj_conv_workspace_size(&r->g, &r->x, &r->w, &bytes);
+  for (int a = 0; a < N_ALGORITHMS && !status; a++) {
+    adj_conv_plan_config config = {.geometry = r->g, .algorithm = (adj_conv_algorithm)a};
+    status = adj_conv_plan_create(&config, &r->x, &r->w, &r->plans[a]);
+    size_t need = adj_conv_plan_workspace_size(r->plans[a]);
+    bytes = need > bytes ? need : bytes;
+  }
   if (!status) status = adj_workspace_reserve(&r->ws, bytes);
   if (status) return status;
   adj_rng_fill_uniform(rng, &r->x, -1, 1);
@@ -86,63 +99,92 @@ static void conv_teardown(conv_run *r) {
   adj_tensor *all[] = {&r->x, &r->w, &r->b, &r->y, &r->dx, &r->dw, &r->db};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) adj_tensor_destroy(all[i]);
   adj_workspace_release(&r->ws);
+  for (int a = 0; a < N_ALGORITHMS; a++) adj_conv_plan_destroy(&r->plans[a]);
 }
 
-/* Best forward and forward+backward times; y doubles as the output gradient. */
-static int conv_time(conv_run *r, int reps, double *forward, double *both) {
-  *forward = *both = 1e30;
+/* Best forward and forward+backward times of each plan; y doubles as the
+ * output gradient.  The plans take turns within each repetition, so a burst
+ * of load on the shared machine hits all of them alike. */
+static int conv_time(conv_run *r, int reps, double forward[N_ALGORITHMS], double both[N_ALGORITHMS]) {
+  for (int a = 0; a < N_ALGORITHMS; a++) forward[a] = both[a] = 1e30;
   /* At least 0.3 s of runs: OpenBLAS's threads keep spinning for about 0.1 s
    * after the sgemm reference, and the first runs share the cores with them. */
   double start = now();
-  for (int rep = 0; rep <= reps || now() - start < 0.3; rep++) {
-    double t0 = now();
-    int status = adj_conv_forward(&r->g, &r->x, &r->w, &r->b, &r->y, &r->ws);
-    double t1 = now();
-    if (!status) status = adj_conv_backward(&r->g, &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
-    double t2 = now();
-    if (status) return status;
-    if (rep == 0) continue;
-    if (t1 - t0 < *forward) *forward = t1 - t0;
-    if (t2 - t0 < *both) *both = t2 - t0;
-  }
+  for (int rep = 0; rep <= reps || now() - start < 0.3; rep++)
+    for (int a = 0; a < N_ALGORITHMS; a++) {
+      double t0 = now();
+      int status = adj_conv_plan_forward(r->plans[a], &r->x, &r->w, &r->b, &r->y, &r->ws);
+      double t1 = now();
+      if (!status) status = adj_conv_plan_backward(r->plans[a], &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
+      double t2 = now();
+      if (status) return status;
+      if (rep == 0) continue;
+      if (t1 - t0 < forward[a]) forward[a] = t1 - t0;
+      if (t2 - t0 < both[a]) both[a] = t2 - t0;
+    }
   return ADJ_SUCCESS;
+}
+
+/* GFLOP/s forward and forward + backward of shape s under each plan, and the
+ * algorithm each plan runs. */
+static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rates[N_ALGORITHMS][2],
+                        adj_conv_algorithm ran[N_ALGORITHMS]) {
+  conv_run r = {0};
+  double forward[N_ALGORITHMS], both[N_ALGORITHMS];
+  int status = conv_setup(s, &r, rng);
+  if (!status) status = conv_time(&r, reps, forward, both);
+  if (!status) {
+    double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
+    for (int a = 0; a < N_ALGORITHMS; a++) {
+      rates[a][0] = flops / forward[a] * 1e-9;
+      rates[a][1] = 3.0 * flops / both[a] * 1e-9;
+      ran[a] = adj_conv_plan_algorithm(r.plans[a]);
+    }
+  }
+  conv_teardown(&r);
+  return status;
 }
 
 int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 5;
   if (reps < 1) reps = 1;
-  char host[256] = "?";
+  char host[256] = "?", cpu[256];
   gethostname(host, sizeof host);
+  bench_cpu_model(cpu, sizeof cpu);
   const char *threads = getenv("OPENBLAS_NUM_THREADS");
-  printf("bench-conv: host %s, %ld online cores, OPENBLAS_NUM_THREADS=%s, %d kernel threads, best of %d\n", host,
-         sysconf(_SC_NPROCESSORS_ONLN), threads ? threads : "(unset)", adj_threads_get(), reps);
+  printf("bench-conv: host %s, CPU %s, kernels %s, %ld online cores, OPENBLAS_NUM_THREADS=%s, %d kernel threads, "
+         "best of %d\n", host, cpu, adj_kernels_isa(), sysconf(_SC_NPROCESSORS_ONLN), threads ? threads : "(unset)",
+         adj_threads_get(), reps);
   double sgemm = sgemm_rate(reps);
   printf("sgemm 2048^3: %.1f GFLOP/s\n", sgemm);
   adj_rng *rng;
   if (adj_rng_create(7, &rng)) return 1;
-  double results[sizeof shapes / sizeof *shapes][2];
-  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-    conv_run r = {0};
-    int status = conv_setup(&shapes[i], &r, rng);
-    double forward = 0, both = 0;
-    if (!status) status = conv_time(&r, reps, &forward, &both);
-    if (status) {
+  /* [shape][algorithm][fwd, fwd+bwd]; the algorithm each plan ran (a forced
+   * one that does not apply runs im2col and is not reported). */
+  double results[N_SHAPES][N_ALGORITHMS][2] = {{{0}}};
+  adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS];
+  for (size_t i = 0; i < N_SHAPES; i++)
+    if (conv_measure(&shapes[i], reps, rng, results[i], ran[i])) {
       fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
       return 1;
     }
-    const conv_shape *s = &shapes[i];
-    double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
-    results[i][0] = flops / forward * 1e-9;
-    results[i][1] = 3.0 * flops / both * 1e-9;
-    conv_teardown(&r);
-  }
   double again = sgemm_rate(reps);
   printf("sgemm 2048^3 (after): %.1f GFLOP/s\n", again);
   if (again > sgemm) sgemm = again;
-  printf("%-46s %12s %16s %10s\n", "float32 convolution", "fwd GFLOP/s", "fwd+bwd GFLOP/s", "of sgemm");
-  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-    printf("%-46s %12.1f %16.1f %9.0f%%\n", shapes[i].name, results[i][0], results[i][1],
-           100.0 * results[i][1] / sgemm);
+  printf("%-46s %-8s %12s %16s %10s\n", "float32 convolution", "chosen", "fwd GFLOP/s", "fwd+bwd GFLOP/s",
+         "of sgemm");
+  for (size_t i = 0; i < N_SHAPES; i++)
+    printf("%-46s %-8s %12.1f %16.1f %9.0f%%\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
+           results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm);
+  printf("each algorithm forced, fwd+bwd GFLOP/s (chosen / im2col: the choice against im2col + GEMM)\n");
+  printf("%-46s %10s %10s %10s %16s\n", "", "direct", "shifted", "im2col", "chosen / im2col");
+  for (size_t i = 0; i < N_SHAPES; i++) {
+    printf("%-46s", shapes[i].name);
+    for (int a = ADJ_CONV_ALGORITHM_DIRECT; a <= ADJ_CONV_ALGORITHM_IM2COL; a++)
+      if (ran[i][a] == (adj_conv_algorithm)a) printf(" %10.1f", results[i][a][1]);
+      else printf(" %10s", "n/a");
+    printf(" %15.2fx\n", results[i][0][1] / results[i][ADJ_CONV_ALGORITHM_IM2COL][1]);
+  }
   adj_rng_destroy(&rng);
   return 0;
 }

@@ -252,11 +252,11 @@ static bench_options parse(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int me, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (adj_init(&argc, &argv, &me, &size)) {
+    fprintf(stderr, "bench-halo: %s\n", adj_last_error());
+    return 1;
+  }
   bench_options o = parse(argc, argv);
   if (me == 0) {
     char host[128] = "?";
@@ -272,6 +272,6 @@ int main(int argc, char **argv) {
   static const int64_t shapes3[][3] = {{48, 48, 48}, {128, 128, 128}};
   for (int i = 0; i < 2; i++) bench_shape(&o, 2, shapes2[i], size, me);
   for (int i = 0; i < 2; i++) bench_shape(&o, 3, shapes3[i], size, me);
-  MPI_Finalize();
+  adj_finalize();
   return 0;
 }

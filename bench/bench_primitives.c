@@ -212,12 +212,12 @@ static void bench_repartition(const bench_ctx *ctx, int64_t n) {
 }
 
 int main(int argc, char **argv) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   bench_ctx ctx = {.seconds = 0.2, .trials = 7};
   double max_mb = 64;
-  MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
+  if (adj_init(&argc, &argv, &ctx.rank, &ctx.size)) {
+    fprintf(stderr, "bench-primitives: %s\n", adj_last_error());
+    return 1;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--max-mb")) max_mb = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--seconds")) ctx.seconds = atof(argv[i + 1]);
@@ -236,6 +236,6 @@ int main(int argc, char **argv) {
     bench_collectives(&ctx, n);
     bench_repartition(&ctx, n);
   }
-  MPI_Finalize();
+  adj_finalize();
   return 0;
 }

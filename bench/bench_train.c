@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
+#include "bench_host.h"
 
 /* ---- per-stage breakdown -------------------------------------------------------------- */
 
@@ -62,7 +63,10 @@ static void breakdown(adj_layer *net, int rank, int repetitions) {
     double forward = time_call(adj_layer_forward, &s, false, repetitions);
     double backward = time_call(adj_layer_backward, &s, true, repetitions);
     total[0] += forward, total[1] += backward;
-    if (rank == 0) printf("    %2d %-18s forward %7.3f ms  backward %7.3f ms\n", i, adj_layer_name(s.layer), forward, backward);
+    adj_conv_algorithm algorithm = adj_conv_layer_algorithm(s.layer); /* rank 0's, for a convolution */
+    if (rank == 0)
+      printf("    %2d %-18s forward %7.3f ms  backward %7.3f ms%s%s\n", i, adj_layer_name(s.layer), forward, backward,
+             algorithm ? "  algorithm " : "", algorithm ? adj_conv_algorithm_name(algorithm) : "");
     adj_tensor_destroy(&s.x), adj_tensor_destroy(&s.dx), adj_tensor_destroy(&s.y), adj_tensor_destroy(&s.dy);
   }
   if (rank == 0) printf("    total              forward %7.3f ms  backward %7.3f ms per batch\n", total[0], total[1]);
@@ -122,12 +126,13 @@ int main(int argc, char **argv) {
   int threads = adj_train_share_cores(MPI_COMM_WORLD);
   adj_dataset *data = NULL;
   if (images > 0) adj_dataset_random(images, 28, 28, 10, 1, &data);
-  char host[64] = "?";
+  char host[64] = "?", cpu[256];
   gethostname(host, sizeof host);
+  bench_cpu_model(cpu, sizeof cpu);
   if (rank == 0)
-    printf("bench-train: host %s, %ld online cores, %d ranks x %d kernel threads, LeNet-5 %s, batch %lld, "
-           "%lld images per epoch, Adam, best of %d epochs\n", host, sysconf(_SC_NPROCESSORS_ONLN), size, threads,
-           layout, (long long)batch, (long long)images, repetitions);
+    printf("bench-train: host %s, CPU %s, kernels %s, %ld online cores, %d ranks x %d kernel threads, LeNet-5 %s, "
+           "batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu, adj_kernels_isa(),
+           sysconf(_SC_NPROCESSORS_ONLN), size, threads, layout, (long long)batch, (long long)images, repetitions);
   const char *dtypes = argc > 5 ? argv[5] : "both";
   int failed = !data;
   for (int d = 0; d < 2 && data; d++) {

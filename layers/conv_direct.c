@@ -24,78 +24,48 @@
  * the output channels along the vectors and visit only the real outputs. */
 #include <string.h>
 
+#include "conv_direct_impl.h"
 #include "conv_impl.h"
 
 enum {
-  ADJ_VECTOR_BYTES = 64,      /* one AVX-512 register */
-  ADJ_DIRECT_CHANNELS = 6,    /* correlation block: 6 channels x 2 vectors = 12 sums */
-  ADJ_GRADIENT_CHANNELS = 6,  /* weight-gradient block: 6 channels x 4 taps = 24 sums (4 x 5 left
-                               * LeNet's conv1, 6 channels, in blocks of 4 + 2: 5% slower) */
-  ADJ_GRADIENT_TAPS = 4,
-  ADJ_CHANNEL_VECTORS = 2,    /* channel-vector weight gradient: 2 vectors of channels x 12 taps */
-  ADJ_CHANNEL_TAPS = 12,
-  ADJ_CHANNEL_POSITIONS = 12, /* channel-vector forward: 12 positions x 1 or 2 vectors of channels */
   ADJ_DIRECT_MAX_CHANNELS = 16, /* from 16 input channels the shifted GEMMs are faster */
   ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
 };
 
-/* For each vector v of positions, at in_at[v] on the input and out_at[v] on
- * the output (both v * vector length when the tables are NULL), lanes l:
- *   out[o * out_stride + out_at[v] + l] = bias[o] (0 without)
- *       + sum_i sum_t w[o * w_out + i * w_in + t] * in[i * in_stride + in_at[v] + l + offset[t]],
- * the taps t limited to [tap_lo[v], tap_hi[v]) when those tables are given
- * (with in_at): the others read only zeros there. */
-typedef struct adj_correlation {
-  int64_t n_out, n_in, taps, vectors;
-  const int64_t *offset, *in_at, *out_at, *tap_lo, *tap_hi;
-  const void *w, *bias, *in;
-  int64_t w_out, w_in, in_stride, out_stride;
-  void *out;
-} adj_correlation;
+/* The kernel fn of d's level and dtype. */
+#define ADJ_KERNEL(d, fn) ((d)->kernels->fn[(d)->dtype == ADJ_FLOAT64])
 
-/* dw[o * w_out + i * w_in + t] += sum_g sum_v sum_l dy[g * dy_image + o * dy_stride + dy_at[v] + l]
- *                                 * in[g * in_image + i * in_stride + in_at[v] + l + offset[t]],
- * the tables as above, and lanes l < repeated left out of the vectors flagged
- * in `partial` (NULL: none), which repeat positions of the vector before. */
-typedef struct adj_correlation_gradient {
-  int64_t n_out, n_in, taps, vectors, images, repeated;
-  const int64_t *offset, *dy_at, *in_at;
-  const unsigned char *partial;
-  const void *dy, *in;
-  int64_t dy_stride, dy_image, in_stride, in_image, w_out, w_in;
-  void *dw;
-} adj_correlation_gradient;
-
-/* dw[o * w_out + i * w_in + t] += sum_g sum_p dy_t[g * positions * c_out + p * c_out + o]
- *                                 * x[g * x_image + i * x_stride + grid_at[p] + offset[t]],
- * with c_out a multiple of the vector length: dy transposed (position-major)
- * and each output position's place on the x grid. */
-typedef struct adj_channel_gradient {
-  int64_t c_out, c_in, taps, positions, images;
-  const int64_t *offset, *grid_at;
-  const void *dy_t, *x;
-  int64_t x_image, x_stride, w_out, w_in;
-  void *dw;
-} adj_channel_gradient;
-
-/* y[o * positions + p] = bias[o] (0 without) + sum_i sum_t w_t[(i * taps + t) * c_out + o]
- *                        * x[i * x_stride + grid_at[p] + offset[t]]   for one image,
- * with c_out a multiple of the vector length and w transposed. */
-typedef struct adj_channel_forward {
-  int64_t c_out, c_in, taps, positions;
-  const int64_t *offset, *grid_at;
-  const void *w_t, *bias, *x;
-  int64_t x_stride;
-  void *y;
-} adj_channel_forward;
-
-#define ADJ_TYPED_FILE "conv_direct_typed.inc"
-#include "instantiate.h"
+/* The levels built are named by ADJ_DIRECT_HAVE_V4, _V3 and _BASELINE
+ * (layers/meson.build): all three under kernel_isa=auto on x86-64, the best
+ * the CPU runs chosen here; one alone when the build pins a level (the rest
+ * of the library is then compiled for that level too, so it runs only on
+ * CPUs that have it) or the target is not x86-64. */
+const adj_direct_kernels *adj_direct_kernels_select(void) {
+  static const adj_direct_kernels *chosen;
+  const adj_direct_kernels *k = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+  if (k) return k;
+#if defined(ADJ_DIRECT_HAVE_BASELINE)
+  k = &adj_direct_kernels_baseline;
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+#endif
+#if defined(ADJ_DIRECT_HAVE_V3)
+  if (!k || __builtin_cpu_supports("x86-64-v3")) k = &adj_direct_kernels_v3;
+#endif
+#if defined(ADJ_DIRECT_HAVE_V4)
+  if (!k || __builtin_cpu_supports("x86-64-v4")) k = &adj_direct_kernels_v4;
+#endif
+  __atomic_store_n(&chosen, k, __ATOMIC_RELEASE);
+  return k;
+}
 
 static int64_t adj_round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-/* Elements of dtype in one vector. */
-static int64_t adj_vector_length(adj_dtype dtype) { return ADJ_VECTOR_BYTES / (int64_t)adj_dtype_size(dtype); }
+/* Elements of d's dtype in one vector of its kernels' level. */
+static int64_t adj_vector_length(const adj_conv_direct *d) {
+  return d->kernels->vector_bytes / (int64_t)adj_dtype_size(d->dtype);
+}
 
 /* Workspace, in order: the tables (tap offsets, vector positions, tap ranges,
  * output positions, partial-vector flags), then the buffers. */
@@ -152,10 +122,13 @@ static void adj_direct_rows(const adj_window_plan *p, int64_t vl, adj_conv_direc
   d->repeated = d->row_vectors ? d->row_vectors * vl - width : 0;
 }
 
-bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, adj_conv_direct *d) {
-  if (!adj_conv_grid_make(p, &d->grid) || p->channels >= ADJ_DIRECT_MAX_CHANNELS || p->batch == 0) return false;
-  int64_t vl = adj_vector_length(dtype);
+bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, bool any_shape,
+                          adj_conv_direct *d) {
+  if (!adj_conv_grid_make(p, &d->grid) || p->batch == 0) return false;
+  if (!any_shape && p->channels >= ADJ_DIRECT_MAX_CHANNELS) return false;
+  d->kernels = adj_direct_kernels_select();
   d->dtype = dtype;
+  int64_t vl = adj_vector_length(d);
   d->c_in = p->channels;
   d->c_out = c_out;
   d->taps = p->kernel_volume;
@@ -174,13 +147,13 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
   d->bytes = adj_direct_layout(d, NULL, NULL);
-  return 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+  return any_shape || 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
 }
 
 /* Rows of at least a vector: each vector's place on the grid and on y (or
  * dy), the last of a row flagged as repeating lanes of the one before. */
 static void adj_direct_row_tables(const adj_window_plan *p, const adj_conv_direct *d, adj_direct_buffers *b) {
-  int64_t width = p->out[2], vl = adj_vector_length(d->dtype);
+  int64_t width = p->out[2], vl = adj_vector_length(d);
   for (int64_t r = 0, v = 0; r < d->rows; r++)
     for (int64_t k = 0; k < d->row_vectors; k++, v++) {
       int64_t column = k + 1 < d->row_vectors ? k * vl : width - vl;
@@ -194,7 +167,7 @@ static void adj_direct_row_tables(const adj_window_plan *p, const adj_conv_direc
  * each needs: position q reads dy grid position q - offset[t], nonzero only
  * in [0, span), and offsets grow with t, so those taps are a range. */
 static void adj_direct_plane_tables(const adj_conv_direct *d, adj_direct_buffers *b) {
-  int64_t vl = adj_vector_length(d->dtype);
+  int64_t vl = adj_vector_length(d);
   for (int64_t v = 0; v < d->plane_vectors; v++) {
     int64_t first = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
     b->plane_at[v] = first;
@@ -228,7 +201,6 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
   return b;
 }
 
-static void adj_correlate(adj_dtype dtype, const adj_correlation *a) { ADJ_DISPATCH(dtype, correlate, a); }
 
 /* One image's forward with the output channels along the vectors. */
 static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direct_buffers *buf, const void *x_grid,
@@ -236,7 +208,7 @@ static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direc
   adj_channel_forward a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
                            .offset = buf->offset, .grid_at = buf->grid_at, .w_t = buf->w_t,
                            .bias = b ? b->data : NULL, .x = x_grid, .x_stride = d->grid.volume, .y = y_n};
-  ADJ_DISPATCH(d->dtype, channel_forward, &a);
+  ADJ_KERNEL(d, channel_forward)(&a);
 }
 
 /* With the output channels along the vectors, or whole-vector rows, each
@@ -246,7 +218,7 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
                              const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
   adj_direct_buffers buf = adj_direct_setup(p, d, ws);
   bool rows = d->row_vectors > 0, channel = d->channel_vectors;
-  if (channel) ADJ_DISPATCH(d->dtype, transpose_weights, d->c_out, d->c_in * d->taps, w->data, buf.w_t);
+  if (channel) ADJ_KERNEL(d, transpose)(d->c_out, d->c_in * d->taps, w->data, buf.w_t);
   adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .offset = buf.offset,
                        .w = w->data, .bias = b ? b->data : NULL, .in = buf.x_grid, .w_out = d->c_in * d->taps,
                        .w_in = d->taps, .in_stride = d->grid.volume};
@@ -254,7 +226,7 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
     a.vectors = d->rows * d->row_vectors, a.in_at = buf.in_at, a.out_at = buf.out_at;
     a.out_stride = p->out_volume;
   } else {
-    a.vectors = d->span_rounded / adj_vector_length(d->dtype), a.out = buf.dy_grid;
+    a.vectors = d->span_rounded / adj_vector_length(d), a.out = buf.dy_grid;
     a.out_stride = d->span_rounded;
   }
   for (int64_t n = 0; n < p->batch; n++) {
@@ -269,7 +241,7 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
       continue;
     }
     if (rows) a.out = y_n;
-    adj_correlate(d->dtype, &a);
+    ADJ_KERNEL(d, correlate)(&a);
     if (!rows)
       adj_grid_copy(d->dtype, d->c_out, p->out, y_n, p->out_volume, d->grid.padded, buf.dy_grid, d->span_rounded, 0,
                     false);
@@ -284,7 +256,7 @@ static void adj_direct_channel_gradient(const adj_conv_direct *d, const adj_dire
                             .images = count, .offset = buf->offset, .grid_at = buf->grid_at, .dy_t = buf->dy_t,
                             .x = x_grids, .x_image = d->c_in * d->grid.volume, .x_stride = d->grid.volume,
                             .w_out = d->c_in * d->taps, .w_in = d->taps, .dw = dw->data};
-  ADJ_DISPATCH(d->dtype, channel_gradient, &a);
+  ADJ_KERNEL(d, channel_gradient)(&a);
 }
 
 /* The weight gradient of a chunk whose x grids start at x_grids, from dy on
@@ -300,10 +272,10 @@ static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direc
     a.vectors = d->rows * d->row_vectors, a.dy_at = buf->out_at, a.in_at = buf->in_at, a.partial = buf->partial;
     a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = d->positions, a.dy_image = d->c_out * d->positions;
   } else {
-    a.vectors = d->span_rounded / adj_vector_length(d->dtype);
+    a.vectors = d->span_rounded / adj_vector_length(d);
     a.dy = adj_at(buf->dy_grid, d->dtype, d->margin), a.dy_stride = d->dy_row, a.dy_image = d->c_out * d->dy_row;
   }
-  ADJ_DISPATCH(d->dtype, correlation_gradient, &a);
+  ADJ_KERNEL(d, correlation_gradient)(&a);
 }
 
 /* The input gradient of one image from its dy grid: written in place when
@@ -319,10 +291,10 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
     a.tap_lo = buf->tap_lo, a.tap_hi = buf->tap_hi;
     a.out = dx_n, a.out_stride = d->grid.volume;
   } else {
-    a.vectors = d->volume_rounded / adj_vector_length(d->dtype);
+    a.vectors = d->volume_rounded / adj_vector_length(d);
     a.out = buf->dx_grid, a.out_stride = d->volume_rounded;
   }
-  adj_correlate(d->dtype, &a);
+  ADJ_KERNEL(d, correlate)(&a);
   if (!in_place)
     adj_grid_copy(d->dtype, d->c_in, p->in, dx_n, p->in_volume, d->grid.padded, buf->dx_grid, d->volume_rounded,
                   d->grid.origin, false);
@@ -347,8 +319,7 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
       adj_grid_copy(d->dtype, d->c_out, p->out, (void *)dy_n, p->out_volume, d->grid.padded,
                     adj_at(buf->dy_grid, d->dtype, g * dy_image), d->dy_row, d->margin, true);
     if (channel)
-      ADJ_DISPATCH(d->dtype, transpose_image, d->c_out, d->positions, dy_n,
-                   adj_at(buf->dy_t, d->dtype, g * d->positions * d->c_out));
+      ADJ_KERNEL(d, transpose)(d->c_out, d->positions, dy_n, adj_at(buf->dy_t, d->dtype, g * d->positions * d->c_out));
     if (db) adj_rows_sum_add(d->dtype, dy_n, d->c_out, p->out_volume, p->out_volume, db->data);
     if (dw && !x_in_place)
       adj_grid_copy(d->dtype, d->c_in, p->in, (void *)adj_at_const(x_n0, d->dtype, g * d->c_in * p->in_volume),

@@ -1,6 +1,9 @@
-/* Private to the convolution kernels (conv.c, conv_direct.c): the zero-padded
- * input grid of a unit-stride convolution, on which every kernel tap is one
- * fixed shift, and the direct path that works on it. */
+/* Private to the convolution kernels: the validated shape of one call and
+ * the three algorithms that compute it, each in its own file -- im2col +
+ * GEMM (conv_im2col.c), shifted GEMMs (conv_shifted.c) and the direct loops
+ * (conv_direct.c) -- the last two on the zero-padded input grid of a
+ * unit-stride convolution (conv_grid.c); conv.c validates, chooses and
+ * splits the batch over a thread team. */
 #ifndef ADJOIN_LAYERS_CONV_IMPL_H
 #define ADJOIN_LAYERS_CONV_IMPL_H
 
@@ -10,7 +13,40 @@
  * workspace itself does. */
 static inline size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/* With unit strides, output position o reads input o - pad + k * dilation, so
+/* A validated convolution and the algorithm its forward and backward run. */
+typedef struct adj_conv_shape {
+  adj_window_plan win;
+  adj_dtype dtype;
+  int rank;
+  int64_t c_out;
+  int64_t rows;       /* C_in * kernel_volume: the GEMM inner dimension */
+  int64_t lines;      /* output lines per image: out[0] * out[1], each out[2] long */
+  int64_t line_bytes; /* workspace one output line needs: its columns and its output */
+  int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
+  adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL */
+} adj_conv_shape;
+
+/* ---- im2col + GEMM (conv_im2col.c) -------------------------------------------------- */
+
+/* One output term: conv(x; w) contributes when both are given (the jvp's dx or dw may be NULL). */
+typedef struct adj_conv_term {
+  const adj_tensor *x; /* (N, C_in, in...) */
+  const adj_tensor *w; /* (C_out, C_in, kernel...) */
+} adj_conv_term;
+
+/* Tile shape (images per tile, lines per tile) for a workspace of `budget`
+ * bytes; *images is 0 when there is nothing to compute. */
+void adj_conv_tiling(const adj_conv_shape *cp, size_t budget, int64_t *images, int64_t *lines);
+/* y = sum_t conv(x_t; w_t) + b (b may be NULL), in tiles that fit ws. */
+void adj_im2col_forward(const adj_conv_shape *cp, int n_terms, const adj_conv_term *terms, const adj_tensor *b,
+                        adj_tensor *y, const adj_workspace *ws);
+/* dx = J_x^T dy, dw += J_w^T dy, db += J_b^T dy (each may be NULL), in tiles that fit ws. */
+void adj_im2col_backward(const adj_conv_shape *cp, const adj_tensor *x, const adj_tensor *w, const adj_tensor *dy,
+                         adj_tensor *dx, adj_tensor *dw, adj_tensor *db, const adj_workspace *ws);
+
+/* ---- the padded grid (conv_grid.c) ---------------------------------------------------
+ *
+ * With unit strides, output position o reads input o - pad + k * dilation, so
  * on the input padded to out + (kernel - 1) * dilation per dimension, tap k is
  * the same shift for every output.  Output positions sit on the grid with the
  * padded input's row lengths: from the first to the last output there are
@@ -32,13 +68,34 @@ int64_t adj_conv_grid_offset(const adj_window_plan *p, const adj_conv_grid *g, i
 void adj_grid_copy(adj_dtype dtype, int64_t count, const int64_t *n, void *dense, int64_t dense_stride,
                    const int64_t *padded, void *grid, int64_t grid_stride, int64_t origin, bool to_grid);
 
+/* ---- shifted GEMMs (conv_shifted.c) ------------------------------------------------- */
+
+typedef struct adj_shift_plan {
+  adj_conv_grid grid;
+  int64_t bytes; /* workspace: padded input, output span, tap-major weights, columns */
+} adj_shift_plan;
+
+/* Fills s and returns true when the path applies (unit strides, images to
+ * compute) and, unless any_shape, suits the shape: 16 or more input channels
+ * and at most 25% of the grid positions dropped. */
+bool adj_shift_plan_make(const adj_conv_shape *cp, bool any_shape, adj_shift_plan *s);
+/* y = conv(x; w) + b (b may be NULL); ws holds s->bytes. */
+void adj_shift_forward(const adj_conv_shape *cp, const adj_shift_plan *s, const adj_tensor *x, const adj_tensor *w,
+                       const adj_tensor *b, adj_tensor *y, void *ws);
+/* dx = J_x^T dy, dw += J_w^T dy, db += J_b^T dy (each may be NULL). */
+void adj_shift_backward(const adj_conv_shape *cp, const adj_shift_plan *s, const adj_tensor *x, const adj_tensor *w,
+                        const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw, adj_tensor *db, void *ws);
+
 /* ---- direct path (conv_direct.c) ----------------------------------------------------
  *
  * For convolutions with few input channels (LeNet's 1 and 6), whose GEMMs are
  * too thin for BLAS to run at speed: the forward, the input gradient and the
  * weight gradient as vectorized loops over the grid, sums in registers. */
 
+struct adj_direct_kernels;
+
 typedef struct adj_conv_direct {
+  const struct adj_direct_kernels *kernels; /* the instruction-set level's kernels (conv_direct_impl.h) */
   adj_conv_grid grid;
   adj_dtype dtype;
   int64_t c_in, c_out, taps;
@@ -64,9 +121,11 @@ typedef struct adj_conv_direct {
   size_t bytes;           /* workspace for the whole call */
 } adj_conv_direct;
 
-/* Fills d and returns true when the direct path suits the plan: unit strides,
- * fewer than 16 input channels, and at most half the grid positions dropped. */
-bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, adj_conv_direct *d);
+/* Fills d and returns true when the direct path applies (unit strides, images
+ * to compute) and, unless any_shape, suits the plan: fewer than 16 input
+ * channels and at most half the grid positions dropped. */
+bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, bool any_shape,
+                          adj_conv_direct *d);
 /* y = conv(x; w) + b (b may be NULL); ws holds d->bytes. */
 void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                              const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws);

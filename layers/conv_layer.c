@@ -397,9 +397,8 @@ static int adj_conv_make_buffers(adj_layer *l) {
   if (!c->computes) return ADJ_SUCCESS;
   adj_tensor x_template = {.dtype = t, .rank = c->rank};
   memcpy(x_template.shape, c->w_local.kernel_input.extent, sizeof x_template.shape);
-  size_t bytes;
-  ADJ_CALL(adj_conv_workspace_size(&c->local, &x_template, &c->w_hat, &bytes));
-  return adj_workspace_reserve(&c->ws, bytes);
+  ADJ_CALL(adj_conv_plan_create(&(adj_conv_plan_config){.geometry = c->local}, &x_template, &c->w_hat, &c->plan));
+  return adj_workspace_reserve(&c->ws, adj_conv_plan_workspace_size(c->plan));
 }
 
 /* ---- the layer ---------------------------------------------------------------------------- */
@@ -417,6 +416,7 @@ static void adj_conv_layer_free(adj_layer *l) {
   adj_partition *grids[] = {c->pw, c->py, c->py_wide, c->pr, c->pb, c->pw_bias};
   for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) adj_partition_destroy(&grids[i]);
   adj_halo_geometry_destroy(&c->geometry);
+  adj_conv_plan_destroy(&c->plan);
   adj_workspace_release(&c->ws);
   free(c);
   l->impl = NULL;
@@ -443,6 +443,13 @@ static int adj_conv_build(adj_layer *l, const adj_conv_layer_config *cfg, const 
   memcpy(l->input_shape, in.extent, sizeof(int64_t) * (size_t)c->rank);
   memcpy(l->output_shape, out.extent, sizeof(int64_t) * (size_t)c->rank);
   return ADJ_SUCCESS;
+}
+
+adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer) {
+  if (!layer || layer->methods.forward != adj_conv_layer_methods.forward || !layer->impl)
+    return ADJ_CONV_ALGORITHM_AUTO;
+  const adj_conv_layer *c = layer->impl;
+  return c->plan ? adj_conv_plan_algorithm(c->plan) : ADJ_CONV_ALGORITHM_AUTO;
 }
 
 int adj_conv_layer_create(const adj_conv_layer_config *cfg, adj_layer **layer) {

@@ -153,7 +153,7 @@ int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
   adj_tensor *y_hat = c->y_reduce ? &c->y_hat : y;
   if (!status && c->computes)
-    status = adj_conv_forward(&c->local, c->x_kernel, &c->w_hat, adj_conv_local_bias(c, &c->b_hat), y_hat,
+    status = adj_conv_plan_forward(c->plan, c->x_kernel, &c->w_hat, adj_conv_local_bias(c, &c->b_hat), y_hat,
                               &c->ws);
   return adj_conv_first_error(status, adj_conv_output_forward(c, y_hat, y));
 }
@@ -170,7 +170,7 @@ int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
   adj_tensor *dy_hat = c->y_reduce ? &c->dy_hat : dy;
   if (!status && c->computes)
-    status = adj_conv_jvp(&c->local, c->x_kernel, &c->w_hat, dx_kernel, &c->dw_hat,
+    status = adj_conv_plan_jvp(c->plan, c->x_kernel, &c->w_hat, dx_kernel, &c->dw_hat,
                           adj_conv_local_bias(c, &c->db_hat), dy_hat, &c->ws);
   return adj_conv_first_error(status, adj_conv_output_forward(c, dy_hat, dy));
 }
@@ -185,7 +185,7 @@ int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) 
   if (c->b_bcast) adj_tensor_zero(&c->db_hat);
   adj_tensor *kernel_dx = c->direct ? dx : any_dx ? adj_conv_kernel_dx(c) : NULL;
   if (!status && c->computes)
-    status = adj_conv_backward(&c->local, c->x_kernel, &c->w_hat, dy_hat, kernel_dx, &c->dw_hat,
+    status = adj_conv_plan_backward(c->plan, c->x_kernel, &c->w_hat, dy_hat, kernel_dx, &c->dw_hat,
                                adj_conv_local_bias(c, &c->db_hat), &c->ws);
   int posted = adj_conv_gradients_begin(c);
   status = adj_conv_first_error(status, any_dx && !c->direct ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);

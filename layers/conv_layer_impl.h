@@ -42,6 +42,7 @@ typedef struct adj_conv_layer {
   adj_tensor y_hat, dy_hat;        /* P_w: (N, C_out_blk, out...) partial sums */
   adj_tensor w_sum, b_sum;         /* P_r, P_b: reduced gradients before they are accumulated */
   const adj_tensor *x_kernel;      /* kernel input of the last forward (one of x_pad, x_hat, x_k) */
+  adj_conv_plan *plan;             /* the local kernel, planned once (NULL when nothing to compute) */
   adj_workspace ws;
 } adj_conv_layer;
 

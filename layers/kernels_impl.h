@@ -95,16 +95,18 @@ static inline bool adj_taps_next(adj_taps *it, int64_t *offset) {
 #define ADJ_IVDEP
 #endif
 
-/* Before a hot kernel: compiled for AVX-512, AVX2 and the baseline, the best
- * the CPU runs chosen when the library loads (GCC's target_clones), so one
- * build uses wide vectors where they exist and still runs everywhere.
- * ADJ_NO_KERNEL_CLONES builds the baseline alone: tools/test.sh's sanitizer
- * build uses it, so the tests also run the code an older CPU gets (the
- * normal build, on an AVX-512 machine, only ever runs the avx512f clone). */
+/* Before a hot loop left to the compiler's vectorizer: compiled for
+ * x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA) and the baseline, the best the
+ * CPU runs chosen when the library loads (GCC's target_clones), so one build
+ * uses wide vectors where they exist and still runs everywhere.  A build that
+ * pins one level (meson option kernel_isa) defines ADJ_NO_KERNEL_CLONES and
+ * compiles everything for that level.  The direct convolution's hand-blocked
+ * kernels are built per level instead (conv_direct_kernels.c): their
+ * register blocks depend on the level's register file. */
 #if !defined(ADJ_NO_KERNEL_CLONES) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define ADJ_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define ADJ_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 #endif
 #ifndef ADJ_KERNEL_CLONES

@@ -196,15 +196,37 @@ int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_la
   return ADJ_SUCCESS;
 }
 
-int adj_network_depth(const adj_layer *network) { return ((const adj_network *)network->impl)->n; }
+/* A layer is a network exactly when its methods are the network's; the impl
+ * of any other layer is a different struct, so it is read only after this. */
+bool adj_layer_is_network(const adj_layer *layer) { return layer && layer->methods.forward == adj_network_forward; }
+
+/* The checked downcast: the network behind `layer`, or NULL with a message. */
+static adj_network *adj_network_of(const adj_layer *layer, const char *caller) {
+  if (adj_layer_is_network(layer)) return layer->impl;
+  adj_error_set(ADJ_ERR_ARG, "%s: layer '%s' is not a network (adj_network_create makes one)", caller,
+                layer ? layer->name : "NULL");
+  return NULL;
+}
+
+int adj_network_depth(const adj_layer *network) {
+  const adj_network *net = adj_network_of(network, "adj_network_depth");
+  return net ? net->n : -1;
+}
 
 adj_layer *adj_network_layer(adj_layer *network, int index) {
-  adj_network *net = network->impl;
-  return index >= 0 && index < net->n ? net->layers[index] : NULL;
+  adj_network *net = adj_network_of(network, "adj_network_layer");
+  if (!net) return NULL;
+  if (index < 0 || index >= net->n) {
+    adj_error_set(ADJ_ERR_ARG, "adj_network_layer: stage %d of network '%s' is outside 0..%d", index, network->name,
+                  net->n - 1);
+    return NULL;
+  }
+  return net->layers[index];
 }
 
 int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tensor *grads) {
-  adj_network *net = network->impl;
+  adj_network *net = adj_network_of(network, "adj_network_flat_parameters");
+  if (!net) return ADJ_ERR_ARG;
   int64_t n = net->parameter_volume;
   ADJ_CALL(adj_tensor_view(values, network->dtype, 1, &n, net->parameter_storage[0]));
   return adj_tensor_view(grads, network->dtype, 1, &n, net->parameter_storage[1]);

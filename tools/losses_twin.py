@@ -4,8 +4,8 @@
 Writes, for each loss and reduction, the loss value (for 'none' the sum of the
 elementwise losses) and the gradient of the
 loss (summed with weight 1 for reduction 'none') with respect to the input, on
-fixed inputs of shape (3, 4) that tests/layers/t325-losses.c rebuilds from the
-same integer formulas.  Run: python3 tools/losses_twin.py > tests/layers/data/t325-losses-torch.txt
+fixed inputs of shape (3, 4) that tests/layers/t327-losses.c rebuilds from the
+same integer formulas.  Run: python3 tools/losses_twin.py > tests/layers/data/t327-losses-torch.txt
 """
 import math
 import torch

@@ -1,31 +1,47 @@
 #!/bin/sh
-# The whole test suite: installs what is missing, builds, runs `meson test` on
-# the normal build, then the unit and mpi suites again under AddressSanitizer
-# and UndefinedBehaviorSanitizer.  Exits non-zero if anything fails.
+# The whole test suite: installs what is missing, builds, runs `meson test
+# --setup full` (every suite, 'slow' included) on the normal build, the layer
+# kernel tests again with the kernels pinned to x86-64-v3, then the unit and mpi
+# suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
+# at the baseline level.  Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
 sh tools/build.sh
 # The real-data test (t501) reads the provisioned MNIST digits.
 sh tools/provision-data.sh mnist
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
+
+# The kernels at the x86-64-v3 level (AVX2 + FMA, 16 registers), which an
+# AVX-512 host's normal build never runs: only the layer kernel tests (3xx
+# unit), built alone, on hosts that can execute that level.
+v3_logs=
+if /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v3 (supported'; then
+  [ -f build-v3/build.ninja ] || meson setup build-v3 --werror -Dkernel_isa=x86-64-v3 >/dev/null
+  v3_tests="t300-conv t301-pool t302-affine t303-activations-losses"
+  ninja -C build-v3 $(for t in $v3_tests; do printf 'tests/%s ' "$t"; done) >/dev/null
+  meson test -C build-v3 --no-rebuild --print-errorlogs --num-processes 2 \
+    $(for t in $v3_tests; do printf '%s-np1 ' "$t"; done)
+  v3_logs=build-v3/meson-logs/testlog.json
+fi
 
 # Sanitizers.  MPICH unloads its UCX plugins at exit, which turns their live
 # allocations into unattributable "leaks"; tools/keep_modules.c keeps them
 # loaded so LeakSanitizer reports only real leaks (see that file).  This build
-# compiles the kernels for the baseline CPU only (ADJ_NO_KERNEL_CLONES,
-# layers/kernels_impl.h), so the suites below also run the code a CPU without
-# AVX-512 gets; the build above runs the AVX-512 clones.
+# pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
+# target_clones), so the suites below also run the code a CPU without AVX2
+# gets; the first build runs the best level of this CPU.
 BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
-  -Dc_args=-DADJ_NO_KERNEL_CLONES
+  -Dkernel_isa=baseline
 cc -shared -fPIC -O2 -o build-sanitize/libadjoin-keep-modules.so tools/keep_modules.c
 LD_PRELOAD="$(pwd)/build-sanitize/libadjoin-keep-modules.so" \
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   meson test -C build-sanitize --print-errorlogs --num-processes 2 --suite unit --suite mpi
 
-# One closing line a person (and CI) can read: totals over both runs.
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json <<'PY'
+# One closing line a person (and CI) can read: totals over every run.
+# shellcheck disable=SC2086
+python3 - build/meson-logs/testlog.json $v3_logs build-sanitize/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:

@@ -2,11 +2,11 @@
 """PyTorch reference numbers for include/adjoin/upsample_layer.h.
 
 For each configuration of CASES (the same table, in the same order, as
-tests/layers/t326-upsample-layer.c), on the input x_i = ((7 i + 3) mod 13) / 13
+tests/layers/t328-upsample-layer.c), on the input x_i = ((7 i + 3) mod 13) / 13
 of the given shape, writes one line: the case index, the output count and the
 outputs, then the input count and the gradient of sum(y_j w_j) with
 w_j = ((5 j + 1) mod 11) / 11 - 0.5.
-Run: python3 tools/upsample_twin.py > tests/layers/data/t326-upsample-torch.txt
+Run: python3 tools/upsample_twin.py > tests/layers/data/t328-upsample-torch.txt
 """
 import torch
 import torch.nn.functional as F

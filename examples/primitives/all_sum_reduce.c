@@ -44,6 +44,6 @@ int main(int argc, char **argv) {
   adj_tensor_destroy(&y);
   adj_op_destroy(&sum);
   adj_partition_destroy(&p);
-  MPI_Finalize();
+  EXAMPLE_CHECK(adj_finalize());
   return 0;
 }

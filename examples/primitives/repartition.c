@@ -70,6 +70,6 @@ int main(int argc, char **argv) {
   adj_decomposition_destroy(&columns);
   adj_partition_destroy(&p_x);
   adj_partition_destroy(&p_y);
-  MPI_Finalize();
+  EXAMPLE_CHECK(adj_finalize());
   return 0;
 }

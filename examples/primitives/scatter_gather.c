@@ -61,6 +61,6 @@ int main(int argc, char **argv) {
   adj_op_destroy(&gather);
   adj_decomposition_destroy(&pieces);
   adj_partition_destroy(&line);
-  MPI_Finalize();
+  EXAMPLE_CHECK(adj_finalize());
   return 0;
 }

@@ -43,6 +43,6 @@ int main(int argc, char **argv) {
   example_begin(&argc, &argv, "example-send-receive");
   demonstrate(ADJ_TRANSFER_COPY, 2, "copy 0 -> 2: the adjoint adds rank 2's part to rank 0's (1 + 3 = 4)");
   demonstrate(ADJ_TRANSFER_MOVE, 3, "move 0 -> 3: the adjoint moves rank 3's part back (4)");
-  MPI_Finalize();
+  EXAMPLE_CHECK(adj_finalize());
   return 0;
 }

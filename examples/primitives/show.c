@@ -26,14 +26,11 @@ void show_blocks(MPI_Comm comm, const char *title, const adj_tensor *t) {
 }
 
 int example_begin(int *argc, char ***argv, const char *name) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  EXAMPLE_CHECK(adj_init(argc, argv, &rank, &size));
   if (size < 4) {
     if (rank == 0) fprintf(stderr, "%s needs at least 4 ranks: mpiexec -n 4 %s\n", name, name);
-    MPI_Finalize();
+    adj_finalize();
     exit(1);
   }
   return rank;

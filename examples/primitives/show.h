@@ -9,7 +9,7 @@
  * values.  Collective on comm. */
 void show_blocks(MPI_Comm comm, const char *title, const adj_tensor *t);
 
-/* MPI_Init, and a clear stop when the world has fewer than 4 ranks (extra
+/* adj_init, and a clear stop when the world has fewer than 4 ranks (extra
  * ranks are fine: they sit outside the partitions and only watch).  Returns
  * this process's rank. */
 int example_begin(int *argc, char ***argv, const char *name);

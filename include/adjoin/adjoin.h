@@ -3,7 +3,9 @@
 #ifndef ADJOIN_ADJOIN_H
 #define ADJOIN_ADJOIN_H
 
+#include "adjoin/export.h"
 #include "adjoin/status.h"
+#include "adjoin/init.h"
 #include "adjoin/dtype.h"
 #include "adjoin/tensor.h"
 #include "adjoin/rng.h"
@@ -23,6 +25,8 @@
 #include "adjoin/halo.h"
 #include "adjoin/layer.h"
 #include "adjoin/layers.h"
+#include "adjoin/phantom.h"
+#include "adjoin/energy.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/norm_layer.h"
 #include "adjoin/losses.h"

@@ -18,6 +18,9 @@
 
 #include "adjoin/op.h"
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_dottest_result {
   double range_inner;    /* <F x, y> */
@@ -68,5 +71,7 @@ int adj_taylor_test_layer(struct adj_layer *layer, uint64_t seed, double h0, int
 /* Tolerances of DESIGN.md section 5: data movement 1e-13 (float64), layers
  * 1e-12 (float64), 1e-5 for float32. */
 double adj_dottest_tolerance(adj_dtype dtype, int is_layer);
+
+ADJ_END_DECLS
 
 #endif

@@ -18,9 +18,14 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/op.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 int adj_all_gather_create(adj_dtype dtype, const adj_decomposition *x, int dim, adj_op **op);
 /* Forward is reduce-scatter onto y's blocks; adjoint is all-gather. */
 int adj_reduce_scatter_create(adj_dtype dtype, const adj_decomposition *y, int dim, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

@@ -11,6 +11,9 @@
 
 #include "adjoin/op.h"
 #include "adjoin/partition.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* local_shape: this worker's block shape (ignored, zero volume, when inactive;
  * may be NULL there).  rank is 1..ADJ_MAX_RANK (hold a scalar as shape [1]).
@@ -20,5 +23,7 @@
  * application may be the same tensor.  Collective on the base. */
 int adj_all_sum_reduce_create(adj_dtype dtype, const adj_partition *p, int rank, const int64_t *local_shape,
                               int ndims, const int *dims, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

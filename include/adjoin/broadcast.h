@@ -31,6 +31,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/op.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* Broadcast from x (a decomposition on P_x) to partition p_y. */
 int adj_broadcast_create(adj_dtype dtype, const adj_decomposition *x, const adj_partition *p_y, adj_op **op);
@@ -39,5 +42,7 @@ int adj_broadcast_create(adj_dtype dtype, const adj_decomposition *x, const adj_
  * the broadcast from y to p_x.  A worker of P_x holds a block shaped like the
  * block of the P_y worker it reduces into. */
 int adj_sum_reduce_create(adj_dtype dtype, const adj_partition *p_x, const adj_decomposition *y, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

@@ -27,6 +27,9 @@
 #include "adjoin/layer.h"
 #include "adjoin/net.h"
 #include "adjoin/rng.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 enum { ADJ_CHECKPOINT_VERSION = 1 };
 
@@ -51,5 +54,7 @@ int adj_checkpoint_save(const char *path, adj_layer *network, adj_optimizer *opt
  * is an error. */
 int adj_checkpoint_load(const char *path, adj_layer *network, adj_optimizer *optimizer, adj_rng *rng,
                         adj_checkpoint_position *position);
+
+ADJ_END_DECLS
 
 #endif

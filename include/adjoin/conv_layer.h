@@ -46,6 +46,9 @@
 #include "adjoin/decomposition.h"
 #include "adjoin/kernels.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_conv_layer_config {
   MPI_Comm comm;                     /* base communicator of every partition */
@@ -79,5 +82,11 @@ typedef struct adj_conv_layer_config {
 /* Creates the layer.  Parameters: 0 "weight" (C_out, C_in, kernel...) on
  * P_co x P_ci workers, 1 "bias" (C_out) on P_co workers unless config->no_bias. */
 int adj_conv_layer_create(const adj_conv_layer_config *config, adj_layer **layer);
+
+/* The algorithm this rank's local convolution runs (adjoin/kernels.h); AUTO
+ * when the layer is not a convolution or this rank computes no block. */
+adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer);
+
+ADJ_END_DECLS
 
 #endif

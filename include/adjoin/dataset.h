@@ -21,6 +21,9 @@
 
 #include "adjoin/rng.h"
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_dataset {
   int64_t count;     /* N: number of samples */
@@ -70,5 +73,7 @@ int adj_dataset_batch(const adj_dataset *ds, const int64_t *indices, int64_t b, 
  * [1, ADJ_MAX_RANK] extents in [0, 2^32), gzip-compressed when gzip is true.
  * Not collective. Errors: ADJ_ERR_ARG, ADJ_ERR_IO. */
 int adj_idx_write_ubyte(const char *path, int ndims, const int64_t *dims, const uint8_t *data, bool gzip);
+
+ADJ_END_DECLS
 
 #endif

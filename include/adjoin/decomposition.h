@@ -16,6 +16,9 @@
 
 #include "adjoin/partition.h"
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_decomposition adj_decomposition;
 
@@ -47,5 +50,7 @@ void adj_balanced_block(int64_t n, int parts, int part, int64_t *start, int64_t 
 /* Zero-filled local tensor of this worker's block shape. */
 int adj_decomposition_create_local(const adj_decomposition *decomposition, adj_dtype dtype,
                                    adj_tensor *local);
+
+ADJ_END_DECLS
 
 #endif

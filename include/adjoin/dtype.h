@@ -5,6 +5,9 @@
 #define ADJOIN_DTYPE_H
 
 #include <stddef.h>
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef enum adj_dtype { ADJ_FLOAT32 = 0, ADJ_FLOAT64 = 1 } adj_dtype;
 
@@ -19,5 +22,7 @@ int adj_dtype_valid(adj_dtype dtype);
 
 /* Parses "f32", "float32", "f64", "float64". Returns ADJ_ERR_ARG on anything else. */
 int adj_dtype_parse(const char *text, adj_dtype *dtype);
+
+ADJ_END_DECLS
 
 #endif

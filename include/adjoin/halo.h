@@ -32,6 +32,9 @@
 #include "adjoin/halo_geometry.h"
 #include "adjoin/op.h"
 #include "adjoin/partition.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* Creates the halo exchange for `geometry` on `partition`, whose shape must
  * equal the geometry's parts.  Workers outside the partition get zero-volume
@@ -39,5 +42,7 @@
  * base communicator; every rank passes the same geometry (checked: ranks that
  * disagree all fail instead of deadlocking later). */
 int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *geometry, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

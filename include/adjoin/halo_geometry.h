@@ -45,6 +45,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* Kernel parameters per dimension.  Zero means the default for size, stride
  * and dilation (1), so dimensions like batch and channel need no entry:
@@ -104,5 +107,7 @@ const adj_halo_kernel *adj_halo_geometry_kernel(const adj_halo_geometry *geometr
 const adj_halo_dim *adj_halo_geometry_dim(const adj_halo_geometry *geometry, int dim, int part);
 /* The worker at coords; coords == NULL gives an inactive worker's zero-volume view. */
 void adj_halo_geometry_local(const adj_halo_geometry *geometry, const int *coords, adj_halo_local *local);
+
+ADJ_END_DECLS
 
 #endif

@@ -37,6 +37,9 @@
 #include <stdint.h>
 
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* ---- window geometry (convolution and pooling) ------------------------------------ */
 
@@ -76,9 +79,11 @@ void adj_workspace_release(adj_workspace *ws);
 
 /* ---- convolution ------------------------------------------------------------------- */
 
-/* Cross-correlation (the deep-learning "convolution") with zero padding, computed
- * by im2col on groups of images followed by one GEMM per group (OpenBLAS
- * sgemm/dgemm): y[n, co, o] = b[co] + sum_{ci, k} w[co, ci, k] x[n, ci, o*s - p + k*d].
+/* Cross-correlation (the deep-learning "convolution") with zero padding:
+ * y[n, co, o] = b[co] + sum_{ci, k} w[co, ci, k] x[n, ci, o*s - p + k*d].
+ * Three algorithms compute it (adj_conv_algorithm below); the functions here
+ * plan on every call, with the algorithm the rule (or ADJ_CONV_ALGORITHM)
+ * picks; an adj_conv_plan plans once for many calls.
  *
  * Workspace: *bytes is the size that lets the kernel group several small
  * images into one large GEMM; any workspace of at least one image's share
@@ -114,6 +119,63 @@ int adj_conv_backward(const adj_window_geometry *g,
                       adj_tensor *dw,       /* (C_out, C_in, kernel...) +=, or NULL */
                       adj_tensor *db,       /* (C_out) +=, or NULL */
                       adj_workspace *ws);
+
+/* ---- convolution plan ---------------------------------------------------------------
+ *
+ * Created once per layer (shapes, dtype and geometry fixed), applied many
+ * times.  Creation validates the geometry and the shapes, chooses the
+ * algorithm of the forward and backward passes and sizes the workspace:
+ *   direct   vectorized loops on the zero-padded input grid, sums in
+ *            registers, built per instruction-set level (unit strides);
+ *   shifted  one GEMM per kernel tap on the padded grid (unit strides);
+ *   im2col   im2col + GEMM on tiles of images (any geometry; the jvp's).
+ * The rule (ADJ_CONV_ALGORITHM_AUTO): direct below 16 input channels,
+ * shifted from 16, when their grids waste few positions; im2col otherwise.
+ * A forced algorithm (config or the environment variable ADJ_CONV_ALGORITHM
+ * = auto|direct|shifted|im2col, which a config's AUTO defers to) runs
+ * wherever it can: direct and shifted need unit strides, else im2col runs.
+ * A workspace smaller than adj_conv_plan_workspace_size() makes any
+ * algorithm fall back to im2col tiles that fit. */
+
+typedef enum adj_conv_algorithm {
+  ADJ_CONV_ALGORITHM_AUTO = 0,
+  ADJ_CONV_ALGORITHM_DIRECT,
+  ADJ_CONV_ALGORITHM_SHIFTED,
+  ADJ_CONV_ALGORITHM_IM2COL,
+} adj_conv_algorithm;
+
+typedef struct adj_conv_plan_config {
+  adj_window_geometry geometry;
+  adj_conv_algorithm algorithm; /* AUTO (0): the rule, or ADJ_CONV_ALGORITHM */
+} adj_conv_plan_config;
+
+typedef struct adj_conv_plan adj_conv_plan;
+
+/* x and w give the shapes and dtype only (their data is not read). */
+int adj_conv_plan_create(const adj_conv_plan_config *config,
+                         const adj_tensor *x, /* (N, C_in, in...) */
+                         const adj_tensor *w, /* (C_out, C_in, kernel...) */
+                         adj_conv_plan **plan);
+void adj_conv_plan_destroy(adj_conv_plan **plan);
+/* The workspace the plan's passes want (0 for a NULL plan). */
+size_t adj_conv_plan_workspace_size(const adj_conv_plan *plan);
+/* The algorithm of the forward and backward passes (never AUTO). */
+adj_conv_algorithm adj_conv_plan_algorithm(const adj_conv_plan *plan);
+/* "auto", "direct", "shifted", "im2col" ("?" for other values). */
+const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm);
+/* The instruction-set level of the direct kernels this CPU runs:
+ * "x86-64-v4", "x86-64-v3" or "baseline". */
+const char *adj_kernels_isa(void);
+
+/* As adj_conv_forward / _jvp / _backward, on tensors of the plan's shapes. */
+int adj_conv_plan_forward(const adj_conv_plan *plan, const adj_tensor *x, const adj_tensor *w,
+                          const adj_tensor *b, adj_tensor *y, adj_workspace *ws);
+int adj_conv_plan_jvp(const adj_conv_plan *plan, const adj_tensor *x, const adj_tensor *w,
+                      const adj_tensor *dx, const adj_tensor *dw, const adj_tensor *db, adj_tensor *dy,
+                      adj_workspace *ws);
+int adj_conv_plan_backward(const adj_conv_plan *plan, const adj_tensor *x, const adj_tensor *w,
+                           const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw, adj_tensor *db,
+                           adj_workspace *ws);
 
 /* ---- pooling ------------------------------------------------------------------------ */
 
@@ -222,5 +284,7 @@ int adj_mse_jvp(const adj_tensor *y, const adj_tensor *target, adj_reduction red
 /* dy = dloss * scale * 2 (y - target), overwritten. */
 int adj_mse_backward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double dloss,
                      adj_tensor *dy);
+
+ADJ_END_DECLS
 
 #endif

@@ -35,6 +35,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_layer adj_layer;
 
@@ -92,5 +95,7 @@ int adj_layer_move_parameter_data(adj_layer *layer, int index, int root, bool sc
 
 adj_layer *adj_layer_reference(adj_layer *layer);
 void adj_layer_destroy(adj_layer **layer);
+
+ADJ_END_DECLS
 
 #endif

@@ -58,6 +58,9 @@
 #include "adjoin/decomposition.h"
 #include "adjoin/kernels.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* ---- pointwise ------------------------------------------------------------------------ */
 
@@ -118,5 +121,7 @@ typedef struct adj_repartition_layer_config {
 } adj_repartition_layer_config;
 
 int adj_repartition_layer_create(const adj_repartition_layer_config *config, adj_layer **layer);
+
+ADJ_END_DECLS
 
 #endif

@@ -49,6 +49,9 @@
 
 #include "adjoin/kernels.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_lenet_config {
   MPI_Comm comm;          /* every rank of it calls adj_lenet_create */
@@ -81,5 +84,7 @@ const char *adj_lenet_layout_names(void);
  * scattered onto each parameter's layout, so every layout starts from the same
  * global parameters.  Works for any network; collective. */
 int adj_network_init_uniform(adj_layer *network, uint64_t seed);
+
+ADJ_END_DECLS
 
 #endif

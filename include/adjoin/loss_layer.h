@@ -23,6 +23,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_loss_layer_config {
   adj_dtype dtype;
@@ -47,5 +50,7 @@ int adj_xent_layer_set_labels(adj_layer *layer, const int64_t *labels, int64_t c
  * (the first, on ties) at the label.  0 on other workers.  Not collective. */
 double adj_xent_layer_loss(const adj_layer *layer);
 int64_t adj_xent_layer_correct(const adj_layer *layer);
+
+ADJ_END_DECLS
 
 #endif

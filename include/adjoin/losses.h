@@ -44,6 +44,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef enum adj_loss_kind {
   ADJ_LOSS_L1 = 0,
@@ -94,5 +97,7 @@ double adj_loss_layer_value(const adj_layer *layer);
 
 /* "l1", "mse", "bce", "bce_with_logits", "kl_div", "poisson_nll", "nll". */
 const char *adj_loss_kind_name(adj_loss_kind kind);
+
+ADJ_END_DECLS
 
 #endif

@@ -17,6 +17,9 @@
 #define ADJOIN_MEMORY_H
 
 #include "adjoin/op.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 int adj_allocate_create(adj_dtype dtype, int64_t m, int64_t n, adj_op **op);
 int adj_deallocate_create(adj_dtype dtype, int64_t m, int64_t n, adj_op **op);
@@ -35,5 +38,7 @@ typedef enum adj_memory_kind {
  * and not overlap. */
 int adj_memory_in_place_create(adj_dtype dtype, adj_memory_kind kind, int rank, const int64_t *shape,
                                const adj_box *a, const adj_box *b, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

@@ -20,19 +20,32 @@
 #ifndef ADJOIN_NET_H
 #define ADJOIN_NET_H
 
+#include <stdbool.h>
+
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 /* Composes n layers (references taken).  Consecutive local output/input shapes
  * and dtypes must match on every worker.  Collective on the layers' base
  * communicator. */
 int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_layer **network);
 
-/* The layer-th stage of a network, and the number of stages. */
+/* Whether `layer` is a network made by adj_network_create (false for NULL).
+ * The functions below check it: given any other layer they fail with
+ * ADJ_ERR_ARG (or -1 / NULL) and a message naming the layer. */
+bool adj_layer_is_network(const adj_layer *layer);
+
+/* The number of stages of a network; -1 if `network` is not one. */
 int adj_network_depth(const adj_layer *network);
+/* The index-th stage of a network; NULL if `network` is not one or index is
+ * outside 0 .. depth - 1 (adj_last_error() says which). */
 adj_layer *adj_network_layer(adj_layer *network, int index);
 
 /* Flat views of this worker's packed parameter values and gradients (rank 1;
- * zero volume if the worker holds no parameter). */
+ * zero volume if the worker holds no parameter).  ADJ_ERR_ARG if `network` is
+ * not a network. */
 int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tensor *grads);
 
 /* ---- optimizers ---------------------------------------------------------------------- */
@@ -65,5 +78,7 @@ void adj_optimizer_set_steps(adj_optimizer *optimizer, int64_t steps);
  * checkpoint can gather them per parameter like the values.  Returns how many
  * (0, 1 or 2) and fills buffers[0..n). */
 int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
+
+ADJ_END_DECLS
 
 #endif

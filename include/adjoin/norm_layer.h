@@ -53,6 +53,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_batchnorm_layer_config {
   adj_dtype dtype;
@@ -79,5 +82,7 @@ int adj_batchnorm_layer_running_stats(adj_layer *layer, adj_tensor *mean, adj_te
 
 /* Training forwards since creation (PyTorch's num_batches_tracked). */
 int64_t adj_batchnorm_layer_batches_tracked(const adj_layer *layer);
+
+ADJ_END_DECLS
 
 #endif

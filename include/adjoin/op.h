@@ -38,6 +38,9 @@
 
 #include "adjoin/tensor.h"
 #include "adjoin/wait.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_op adj_op;
 
@@ -96,5 +99,7 @@ void adj_op_reset_counters(adj_op *op);
 /* Turns the per-application collective argument check on (default) or off. */
 void adj_op_set_checks(adj_op *op, bool enabled);
 void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy);
+
+ADJ_END_DECLS
 
 #endif

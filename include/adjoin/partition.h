@@ -19,6 +19,9 @@
 
 #include "adjoin/tensor.h"
 #include "adjoin/wait.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_partition adj_partition;
 
@@ -72,5 +75,7 @@ int adj_partition_check_broadcast(const adj_partition *source, const adj_partiti
 
 /* Formats "[2, 2]" into buf. */
 const char *adj_partition_format(const adj_partition *partition, char *buf, size_t size);
+
+ADJ_END_DECLS
 
 #endif

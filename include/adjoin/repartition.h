@@ -23,6 +23,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/op.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 int adj_repartition_create(adj_dtype dtype, const adj_decomposition *x, const adj_decomposition *y, adj_op **op);
 
@@ -31,5 +34,7 @@ int adj_repartition_create(adj_dtype dtype, const adj_decomposition *x, const ad
 int adj_scatter_create(adj_dtype dtype, int root, const adj_decomposition *y, adj_op **op);
 /* Gathers x onto root (range: whole tensor on root, zero volume elsewhere). */
 int adj_gather_create(adj_dtype dtype, const adj_decomposition *x, int root, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

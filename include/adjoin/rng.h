@@ -7,6 +7,9 @@
 #include <stdint.h>
 
 #include "adjoin/tensor.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_rng adj_rng;
 
@@ -28,5 +31,7 @@ void adj_rng_fill_normal(adj_rng *rng, adj_tensor *t, double mean, double stddev
 size_t adj_rng_state_size(const adj_rng *rng);
 void adj_rng_state_save(const adj_rng *rng, void *buf);
 int adj_rng_state_load(adj_rng *rng, const void *buf, size_t size);
+
+ADJ_END_DECLS
 
 #endif

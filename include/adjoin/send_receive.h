@@ -21,10 +21,15 @@
 #include <mpi.h>
 
 #include "adjoin/op.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef enum adj_transfer { ADJ_TRANSFER_COPY = 0, ADJ_TRANSFER_MOVE = 1 } adj_transfer;
 
 int adj_send_receive_create(MPI_Comm base, adj_dtype dtype, int src, int dst, int rank, const int64_t *shape,
                             adj_transfer transfer, adj_op **op);
+
+ADJ_END_DECLS
 
 #endif

@@ -13,9 +13,9 @@
 #ifndef ADJOIN_STATUS_H
 #define ADJOIN_STATUS_H
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef enum adj_status {
   ADJ_SUCCESS = 0,
@@ -41,7 +41,6 @@ const char *adj_last_error(void);
 /* Forget the recorded message. */
 void adj_clear_error(void);
 
-#ifdef __cplusplus
-}
-#endif
+ADJ_END_DECLS
+
 #endif

@@ -18,6 +18,9 @@
 #include <stdint.h>
 
 #include "adjoin/dtype.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 #define ADJ_MAX_RANK 8
 
@@ -89,5 +92,7 @@ void adj_tensor_clear_box(adj_tensor *t, const adj_box *box);
  * Both boxes must have the same extents. */
 void adj_tensor_copy_box(adj_tensor *dst, const adj_box *dbox, const adj_tensor *src,
                          const adj_box *sbox, adj_unpack_mode mode);
+
+ADJ_END_DECLS
 
 #endif

@@ -24,6 +24,10 @@
 #ifndef ADJOIN_THREADS_H
 #define ADJOIN_THREADS_H
 
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
+
 /* The kernels' thread count (at least 1). */
 int adj_threads_get(void);
 
@@ -35,5 +39,7 @@ int adj_threads_share_node(int ranks_on_node);
 /* Sets the kernels' thread count; ADJ_ERR_ARG names a count outside 1..4096.
  * Not thread-safe: call it between kernel calls. */
 int adj_threads_set(int threads);
+
+ADJ_END_DECLS
 
 #endif

@@ -29,6 +29,9 @@
 #include "adjoin/dataset.h"
 #include "adjoin/layer.h"
 #include "adjoin/net.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef struct adj_trainer_config {
   adj_layer *network;         /* input (B, 1, rows, cols) on rank 0, output the loss */
@@ -86,5 +89,7 @@ int adj_trainer_load(adj_trainer *trainer, const char *path);
  * and OpenBLAS threads, unless ADJ_NUM_THREADS or OPENBLAS_NUM_THREADS say
  * otherwise, and returns the kernel thread count.  Collective on comm. */
 int adj_train_share_cores(MPI_Comm comm);
+
+ADJ_END_DECLS
 
 #endif

@@ -33,6 +33,9 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef enum adj_interp_mode { ADJ_INTERP_NEAREST = 0, ADJ_INTERP_LINEAR = 1 } adj_interp_mode;
 
@@ -47,5 +50,7 @@ typedef struct adj_upsample_layer_config {
 } adj_upsample_layer_config;
 
 int adj_upsample_layer_create(const adj_upsample_layer_config *config, adj_layer **layer);
+
+ADJ_END_DECLS
 
 #endif

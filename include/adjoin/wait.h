@@ -14,6 +14,9 @@
 #define ADJOIN_WAIT_H
 
 #include <mpi.h>
+#include "adjoin/export.h"
+
+ADJ_BEGIN_DECLS
 
 typedef enum adj_wait_policy {
   ADJ_WAIT_AUTO = 0,  /* decide from ranks-per-node versus cores */
@@ -48,5 +51,7 @@ const char *adj_wait_policy_name(adj_wait_policy policy);
  * the argument errors, which is then returned everywhere.  Collective on comm;
  * uses nonblocking collectives completed with policy. */
 int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy);
+
+ADJ_END_DECLS
 
 #endif

@@ -7,23 +7,14 @@
 
 #include "halo_common.h"
 
-/* Every rank must see status `code` and a message containing `text`. */
-static void expect_everywhere(adj_test *t, const char *what, int status, int code, const char *text) {
-  int ok = status == code && strstr(adj_last_error(), text) != NULL;
-  ADJ_TEST_CHECK(t, ok, "%s: got %s '%s', expected %s containing '%s'", what, adj_status_name(status), adj_last_error(),
-                 adj_status_name(code), text);
-  long long failures = halo_sum(t->comm, !ok);
-  adj_test_report(t, "%-40s %s on all %d ranks: %s", what, failures ? "NOT" : "failed", t->size, adj_last_error());
-}
-
 static void kernel_too_wide(adj_test *t) {
   int64_t shape[2] = {6, 4};
   int parts[2] = {t->size, 1};
   adj_halo_geometry *g = NULL;
   int status = adj_halo_geometry_create(2, shape, parts, NULL,
                                         &(adj_halo_kernel){.size = {3, 6}, .padding = {{1, 1}, {0, 1}}}, &g);
-  expect_everywhere(t, "kernel wider than the padded input", status, ADJ_ERR_SIZE,
-                    "dimension 1: kernel 6 with dilation 1 spans 6 input entries but the padded input has only 5");
+  adj_test_expect_error(t, "kernel wider than the padded input", status, ADJ_ERR_SIZE,
+                        "dimension 1: kernel 6 with dilation 1 spans 6 input entries but the padded input has only 5");
 }
 
 static void partition_mismatch(adj_test *t, adj_partition *row) {
@@ -35,10 +26,11 @@ static void partition_mismatch(adj_test *t, adj_partition *row) {
   char expected[128];
   snprintf(expected, sizeof expected, "dimension 1 of the partition has %d workers but the geometry was made for %d",
            t->size, t->size + 1);
-  expect_everywhere(t, "partition does not match the geometry", adj_halo_create(ADJ_FLOAT64, row, g, &op), ADJ_ERR_SIZE,
-                    expected);
+  adj_test_expect_error(t, "partition does not match the geometry", adj_halo_create(ADJ_FLOAT64, row, g, &op),
+                        ADJ_ERR_SIZE, expected);
   ADJ_TEST_CHECK(t, op == NULL, "a failed creation must leave the operator NULL");
-  expect_everywhere(t, "invalid dtype", adj_halo_create((adj_dtype)7, row, g, &op), ADJ_ERR_DTYPE, "invalid dtype 7");
+  adj_test_expect_error(t, "invalid dtype", adj_halo_create((adj_dtype)7, row, g, &op), ADJ_ERR_DTYPE,
+                        "invalid dtype 7");
   adj_halo_geometry_destroy(&g);
 }
 
@@ -51,8 +43,8 @@ static void ranks_disagree(adj_test *t, adj_partition *row) {
   adj_op *op = NULL;
   int64_t k = t->rank == 0 ? 5 : 3;
   ADJ_TEST_OK(t, adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.size = {1, k}}, &g));
-  expect_everywhere(t, "ranks pass different geometries", adj_halo_create(ADJ_FLOAT64, row, g, &op), ADJ_ERR_ARG,
-                    "ranks passed different geometries");
+  adj_test_expect_error(t, "ranks pass different geometries", adj_halo_create(ADJ_FLOAT64, row, g, &op), ADJ_ERR_ARG,
+                        "ranks passed different geometries");
   adj_halo_geometry_destroy(&g);
 }
 
@@ -71,8 +63,8 @@ static void bad_tensor_then_valid(adj_test *t, adj_partition *row) {
   int64_t bad_shape[2] = {3, 1};
   ADJ_TEST_OK(t, adj_tensor_create(&wrong, ADJ_FLOAT64, 2, bad_shape));
   adj_tensor *use = t->rank == t->size - 1 ? &wrong : &x;
-  expect_everywhere(t, "wrongly shaped tensor on the last rank", adj_op_forward(op, use, use), ADJ_ERR_SIZE,
-                    "forward input (domain) tensor has local shape [3, 1]");
+  adj_test_expect_error(t, "wrongly shaped tensor on the last rank", adj_op_forward(op, use, use), ADJ_ERR_SIZE,
+                        "forward input (domain) tensor has local shape [3, 1]");
   adj_halo_local local;
   adj_halo_geometry_local(g, adj_partition_coords(row), &local);
   for (int64_t i = 0; i < adj_tensor_volume(&x); i++) adj_tensor_set(&x, i, 1.0);

@@ -1,17 +1,18 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 
 enum { ADJ_TEST_MAX_PRINTED = 10 };
 
 void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   *t = (adj_test){.name = name, .comm = MPI_COMM_WORLD};
-  MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &t->size);
+  if (adj_init(argc, argv, &t->rank, &t->size)) {
+    fprintf(stderr, "%s: %s\n", name, adj_last_error());
+    exit(1);
+  }
 }
 
 void adj_test_record(adj_test *t, int ok, const char *file, int line, const char *fmt, ...) {
@@ -45,15 +46,32 @@ int adj_test_finish(adj_test *t) {
     if (errors) printf("%s: Found %d errors in %d checks on %d ranks\n", t->name, errors, checks, t->size);
     else printf("%s: No Errors (%d checks on %d ranks)\n", t->name, checks, t->size);
   }
-  MPI_Finalize();
+  adj_finalize();
   /* A test that checked nothing has not shown anything. */
   return (errors || checks == 0) ? 1 : 0;
 }
 
 int adj_test_skip(adj_test *t, const char *why) {
   if (t->rank == 0) printf("%s: skipped: %s\n", t->name, why);
-  MPI_Finalize();
+  adj_finalize();
   return 77;
+}
+
+int adj_test_expect_error(adj_test *t, const char *label, int status, int code, const char *phrase) {
+  char mine[1024], root[1024];
+  snprintf(mine, sizeof mine, "%s", adj_last_error());
+  memcpy(root, mine, sizeof root);
+  MPI_Bcast(root, (int)sizeof root, MPI_CHAR, 0, t->comm);
+  int ok_code = code == ADJ_TEST_ANY_ERROR ? status != ADJ_SUCCESS : status == code;
+  int ok_phrase = strstr(mine, phrase) != NULL, ok_same = strcmp(mine, root) == 0;
+  ADJ_TEST_CHECK(t, ok_code, "%s: status %s, expected %s (message '%s')", label, adj_status_name(status),
+                 code == ADJ_TEST_ANY_ERROR ? "a failure" : adj_status_name(code), mine);
+  ADJ_TEST_CHECK(t, ok_phrase, "%s: message '%s' lacks '%s'", label, mine, phrase);
+  ADJ_TEST_CHECK(t, ok_same, "%s: message '%s' differs from rank 0's '%s'", label, mine, root);
+  int ok = ok_code && ok_phrase && ok_same, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, t->comm);
+  adj_test_report(t, "  %-40s %s: %s", label, all ? "fails alike on every rank" : "NOT alike on every rank", root);
+  return all;
 }
 
 double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b) {

@@ -20,9 +20,10 @@ typedef struct adj_test {
   int checks;      /* this rank's checks */
 } adj_test;
 
-/* MPI_Init and bookkeeping. */
+/* adj_init (MPI with the kernels' thread level) and bookkeeping; exits with
+ * adj_last_error() if MPI cannot start. */
 void adj_test_begin(adj_test *t, int *argc, char ***argv, const char *name);
-/* Reduces error counts, prints the verdict on rank 0, MPI_Finalize; returns the
+/* Reduces error counts, prints the verdict on rank 0, adj_finalize; returns the
  * process exit code (0, or 1 if any rank failed any check). */
 int adj_test_finish(adj_test *t);
 /* Exit code 77 (meson's skip) when the run has the wrong number of ranks. */
@@ -42,6 +43,14 @@ void adj_test_report(adj_test *t, const char *fmt, ...) __attribute__((format(pr
     adj_test_record((t), adj_test_status_ == 0, __FILE__, __LINE__, "%s failed: %s: %s", #expr,     \
                     adj_status_name(adj_test_status_), adj_last_error());                          \
   } while (0)
+
+/* The one check of an expected failure: status is `code` (ADJ_TEST_ANY_ERROR:
+ * any failure) and adj_last_error() contains `phrase`, on this rank, and the
+ * message is the same on every rank of t->comm (compared with rank 0's), so a
+ * failure seen by one rank has reached all of them.  Rank 0 prints the label
+ * and the message.  Collective on t->comm; returns whether every rank passed. */
+enum { ADJ_TEST_ANY_ERROR = -1 };
+int adj_test_expect_error(adj_test *t, const char *label, int status, int code, const char *phrase);
 
 /* Largest |a_i - b_i| / max(1, max|b_i|) over two tensors of equal shape. */
 double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b);

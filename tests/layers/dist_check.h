@@ -56,7 +56,34 @@ void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq,
 void dl_compare_within(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed,
                        double tolerance);
 
-/* Every rank must see a failure whose message contains `phrase`. */
+/* Global data of a layer test, drawn identically on every rank from a seed
+ * in the layer's dtype: input, input tangent, output gradient, and every
+ * parameter's value and tangent in its global layout. */
+enum { DL_MAX_PARAMS = 4 };
+typedef struct dl_data {
+  int n_params;
+  adj_tensor x, dx, dy, params[DL_MAX_PARAMS], tangents[DL_MAX_PARAMS];
+} dl_data;
+void dl_data_make(adj_layer *layer, uint64_t seed, dl_data *g);
+void dl_data_free(dl_data *g);
+
+/* A layer's results on this worker: output, jvp, input gradient (the
+ * parameter gradients stay in the layer). */
+typedef struct dl_results {
+  adj_tensor y, jy, dx;
+} dl_results;
+/* Loads this worker's blocks of the data into the layer and its parameters,
+ * runs forward, jvp and backward (gradients zeroed first). */
+void dl_run(adj_test *t, adj_layer *layer, const dl_data *g, dl_results *r);
+void dl_results_free(dl_results *r);
+
+/* local = this worker's block (under layout d) of the global tensor. */
+void dl_take_block(const adj_decomposition *d, const adj_tensor *global, adj_tensor *local);
+/* max |local - its block of global| / max(1, max |global|). */
+double dl_block_diff(const adj_decomposition *d, const adj_tensor *local, const adj_tensor *global);
+
+/* Every rank must fail with the same message containing `phrase`
+ * (adj_test_expect_error), and leave *layer NULL. */
 void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **layer, const char *phrase);
 
 #endif

@@ -58,13 +58,6 @@ int layer_finish(adj_test *t, adj_rng *rng) {
   return adj_test_finish(t);
 }
 
-void layer_expect_error(adj_test *t, const char *label, int status, int code, const char *phrase) {
-  const char *message = adj_last_error();
-  adj_test_report(t, "  bad config %-30s -> %s: %s", label, adj_status_name(status), message);
-  ADJ_TEST_CHECK(t, status == code && strstr(message, phrase), "%s: expected %s with \"%s\", got %s: %s", label,
-                 adj_status_name(code), phrase, adj_status_name(status), message);
-}
-
 static int64_t or_one(int64_t v) { return v ? v : 1; }
 
 /* Row-major multi-index of flat over extents ext[0..dims). */

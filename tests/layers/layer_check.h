@@ -29,8 +29,6 @@ void layer_destroy(size_t n, adj_tensor *const *list);
 adj_rng *layer_begin(adj_test *t, int *argc, char ***argv, const char *name, uint64_t seed);
 /* Frees the generator, then adj_test_finish. */
 int layer_finish(adj_test *t, adj_rng *rng);
-/* Checks that a call failed with `code` and a message containing `phrase`. */
-void layer_expect_error(adj_test *t, const char *label, int status, int code, const char *phrase);
 
 /* Naive window indexing for the references: the flat input index (within one
  * channel plane) read by output position o at tap k, or -1 in the padding. */

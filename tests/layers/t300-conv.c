@@ -1,6 +1,9 @@
 /* t300: convolution 1-D/2-D/3-D against a direct loop, its Jacobian dot-product
- * test, its Taylor test and its bad-configuration errors. */
+ * test, its Taylor test and its bad-configuration errors; then every case
+ * again under each algorithm forced (ADJ_CONV_ALGORITHM and the plan
+ * object's flag), and the plan object's own errors. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layer_check.h"
@@ -292,7 +295,121 @@ static void run_case(adj_test *t, const conv_case *c, adj_dtype dtype, adj_rng *
   point_free(&p);
 }
 
+/* ---- every algorithm on every case ---------------------------------------------------- */
+
+static const adj_conv_algorithm forced[] = {ADJ_CONV_ALGORITHM_DIRECT, ADJ_CONV_ALGORITHM_SHIFTED,
+                                            ADJ_CONV_ALGORITHM_IM2COL};
+
+/* What a plan forced to `a` runs: direct and shifted need unit strides. */
+static adj_conv_algorithm expected_algorithm(const conv_case *c, adj_conv_algorithm a) {
+  for (int d = 0; d < c->g.spatial_dims; d++)
+    if (c->g.stride[d] > 1) return ADJ_CONV_ALGORITHM_IM2COL;
+  return a;
+}
+
+/* Plan object forced to a: it reports the algorithm it runs, and its forward
+ * and backward give bit for bit what the stateless calls under
+ * ADJ_CONV_ALGORITHM = a give, twice in a row (the same sums every run). */
+static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_algorithm a, adj_rng *rng,
+                       int rank, const int64_t *ys) {
+  adj_conv_plan *plan = NULL;
+  ADJ_TEST_OK(t, adj_conv_plan_create(&(adj_conv_plan_config){.geometry = c->g, .algorithm = a}, &p->x, &p->w,
+                                      &plan));
+  ADJ_TEST_CHECK(t, adj_conv_plan_algorithm(plan) == expected_algorithm(c, a), "%s plan forced to %s runs %s",
+                 c->name, adj_conv_algorithm_name(a), adj_conv_algorithm_name(adj_conv_plan_algorithm(plan)));
+  adj_workspace ws = {0};
+  ADJ_TEST_OK(t, adj_workspace_reserve(&ws, adj_conv_plan_workspace_size(plan)));
+  adj_tensor dy = layer_random(rng, p->x.dtype, rank, ys), got[2][4], ref[4];
+  const adj_tensor *like[4] = {&dy, &p->x, &p->w, &p->b};
+  for (int i = 0; i < 4; i++) {
+    adj_tensor_create(&ref[i], p->x.dtype, like[i]->rank, like[i]->shape);
+    for (int r = 0; r < 2; r++) adj_tensor_create(&got[r][i], p->x.dtype, like[i]->rank, like[i]->shape);
+  }
+  run_with(t, c, p, &dy, &p->ws, ref);
+  for (int r = 0; r < 2; r++) {
+    ADJ_TEST_OK(t, adj_conv_plan_forward(plan, &p->x, &p->w, maybe(p, &p->b), &got[r][0], &ws));
+    ADJ_TEST_OK(t, adj_conv_plan_backward(plan, &p->x, &p->w, &dy, &got[r][1], &got[r][2],
+                                          p->bias ? &got[r][3] : NULL, &ws));
+  }
+  static const char *const names[4] = {"y", "dx", "dw", "db"};
+  for (int i = 0; i < (p->bias ? 4 : 3); i++) {
+    size_t bytes = (size_t)adj_tensor_volume(&ref[i]) * adj_dtype_size(p->x.dtype);
+    ADJ_TEST_CHECK(t, memcmp(got[0][i].data, ref[i].data, bytes) == 0, "%s plan %s %s equals the stateless call's",
+                   c->name, adj_conv_algorithm_name(a), names[i]);
+    ADJ_TEST_CHECK(t, memcmp(got[0][i].data, got[1][i].data, bytes) == 0, "%s plan %s %s the same on a second run",
+                   c->name, adj_conv_algorithm_name(a), names[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    adj_tensor_destroy(&ref[i]);
+    for (int r = 0; r < 2; r++) adj_tensor_destroy(&got[r][i]);
+  }
+  adj_tensor_destroy(&dy);
+  adj_workspace_release(&ws);
+  adj_conv_plan_destroy(&plan);
+  ADJ_TEST_CHECK(t, plan == NULL, "plan destroy clears the handle");
+}
+
+/* One case with the algorithm forced through ADJ_CONV_ALGORITHM (which the
+ * stateless calls and the workspace size read): against the direct loop,
+ * the dot-product test, and the plan object. */
+static void run_forced(adj_test *t, const conv_case *c, adj_dtype dtype, adj_conv_algorithm a, adj_rng *rng) {
+  setenv("ADJ_CONV_ALGORITHM", adj_conv_algorithm_name(a), 1);
+  conv_point p;
+  point_make(&p, c, dtype, rng);
+  int64_t out[3], ys[5];
+  ADJ_TEST_OK(t, adj_window_output_shape(&c->g, c->in, out));
+  int rank = (int)shape_of(c, c->c_out, out, ys);
+  check_forward_jvp(t, c, &p, rank, ys);
+  check_backward(t, c, &p, rng, rank, ys);
+  adj_tensor domain[3] = {p.x, p.w, p.b};
+  adj_tensor range = {.dtype = dtype, .rank = rank};
+  memcpy(range.shape, ys, sizeof(int64_t) * (size_t)rank);
+  adj_dottest_problem problem = {.comm = t->comm, .n_domain = p.bias ? 3 : 2, .domain = domain, .n_range = 1,
+                                 .range = &range, .forward = conv_jvp_cb, .adjoint = conv_backward_cb, .ctx = &p};
+  char label[200];
+  snprintf(label, sizeof label, "%s J (%s)", c->name, adj_conv_algorithm_name(a));
+  layer_dottest(t, label, &problem);
+  check_plan(t, c, &p, a, rng, rank, ys);
+  point_free(&p);
+  unsetenv("ADJ_CONV_ALGORITHM");
+}
+
 /* ---- bad configurations --------------------------------------------------------------- */
+
+/* The plan object and the algorithm override reject bad values by name. */
+static void check_plan_errors(adj_test *t) {
+  adj_tensor x, w, x_other, y;
+  adj_tensor_create(&x, ADJ_FLOAT32, 4, (const int64_t[]){2, 3, 8, 8});
+  adj_tensor_create(&x_other, ADJ_FLOAT32, 4, (const int64_t[]){3, 3, 8, 8});
+  adj_tensor_create(&w, ADJ_FLOAT32, 4, (const int64_t[]){4, 3, 3, 3});
+  adj_tensor_create(&y, ADJ_FLOAT32, 4, (const int64_t[]){2, 4, 6, 6});
+  adj_window_geometry g = {.spatial_dims = 2, .kernel = {3, 3}};
+  adj_conv_plan *plan = NULL;
+  adj_test_expect_error(t, "plan algorithm 7",
+                     adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g, .algorithm = 7}, &x, &w, &plan),
+                     ADJ_ERR_ARG, "algorithm 7 is not an adj_conv_algorithm");
+  ADJ_TEST_CHECK(t, plan == NULL, "a failed plan create leaves the handle NULL");
+  setenv("ADJ_CONV_ALGORITHM", "fft", 1);
+  adj_test_expect_error(t, "ADJ_CONV_ALGORITHM=fft", adj_conv_forward(&g, &x, &w, NULL, &y, &(adj_workspace){0}),
+                     ADJ_ERR_ARG, "ADJ_CONV_ALGORITHM is \"fft\" but must be auto, direct, shifted or im2col");
+  adj_test_expect_error(t, "plan under ADJ_CONV_ALGORITHM=fft",
+                     adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan), ADJ_ERR_ARG,
+                     "ADJ_CONV_ALGORITHM is \"fft\"");
+  unsetenv("ADJ_CONV_ALGORITHM");
+  adj_test_expect_error(t, "plan config NULL", adj_conv_plan_create(NULL, &x, &w, &plan), ADJ_ERR_ARG,
+                     "config is NULL");
+  ADJ_TEST_OK(t, adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan));
+  adj_workspace ws = {0};
+  ADJ_TEST_OK(t, adj_workspace_reserve(&ws, adj_conv_plan_workspace_size(plan)));
+  adj_test_expect_error(t, "plan input of another shape", adj_conv_plan_forward(plan, &x_other, &w, NULL, &y, &ws),
+                     ADJ_ERR_SIZE, "input x has shape [3, 3, 8, 8] but needs [2, 3, 8, 8]");
+  adj_test_expect_error(t, "plan NULL", adj_conv_plan_forward(NULL, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                     "plan is NULL");
+  adj_workspace_release(&ws);
+  adj_conv_plan_destroy(&plan);
+  layer_destroy(4, (adj_tensor *const[]){&x, &x_other, &w, &y});
+}
+
 
 static void check_errors(adj_test *t) {
   adj_tensor x, w, w_bad, w32, y;
@@ -308,32 +425,32 @@ static void check_errors(adj_test *t) {
   adj_workspace_reserve(&ws, bytes);
   adj_workspace_reserve(&tiny, 64);
   adj_window_geometry big = {.spatial_dims = 2, .kernel = {7, 3}, .padding_left = {1, 0}, .padding_right = {1, 0}};
-  layer_expect_error(t, "kernel 7 > padded input 6", adj_conv_workspace_size(&big, &x, &w, &bytes), ADJ_ERR_SIZE,
-                     "spans 7 but the padded input is only 6");
-  layer_expect_error(t, "channels 2 vs 3", adj_conv_forward(&pad1, &x, &w_bad, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "have 2 input channels but the input [2, 3, 4, 4] has 3");
+  adj_test_expect_error(t, "kernel 7 > padded input 6", adj_conv_workspace_size(&big, &x, &w, &bytes), ADJ_ERR_SIZE,
+                        "spans 7 but the padded input is only 6");
+  adj_test_expect_error(t, "channels 2 vs 3", adj_conv_forward(&pad1, &x, &w_bad, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "have 2 input channels but the input [2, 3, 4, 4] has 3");
   adj_window_geometry k5 = pad1;
   k5.kernel[0] = 5;
   k5.padding_left[0] = k5.padding_right[0] = 2;
-  layer_expect_error(t, "kernel extents vs weights", adj_conv_forward(&k5, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "weights w has shape [5, 3, 3, 3] but needs [5, 3, 5, 3]");
-  layer_expect_error(t, "dtype mix", adj_conv_forward(&pad1, &x, &w32, NULL, &y, &ws), ADJ_ERR_DTYPE,
-                     "float32 but the input is float64");
+  adj_test_expect_error(t, "kernel extents vs weights", adj_conv_forward(&k5, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "weights w has shape [5, 3, 3, 3] but needs [5, 3, 5, 3]");
+  adj_test_expect_error(t, "dtype mix", adj_conv_forward(&pad1, &x, &w32, NULL, &y, &ws), ADJ_ERR_DTYPE,
+                        "float32 but the input is float64");
   adj_window_geometry nopad = {.spatial_dims = 2, .kernel = {3, 3}};
-  layer_expect_error(t, "output shape", adj_conv_forward(&nopad, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "output y has shape [2, 5, 4, 4] but needs [2, 5, 2, 2]");
-  layer_expect_error(t, "workspace too small", adj_conv_forward(&pad1, &x, &w, NULL, &y, &tiny), ADJ_ERR_SIZE,
-                     "workspace holds 64 bytes");
+  adj_test_expect_error(t, "output shape", adj_conv_forward(&nopad, &x, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "output y has shape [2, 5, 4, 4] but needs [2, 5, 2, 2]");
+  adj_test_expect_error(t, "workspace too small", adj_conv_forward(&pad1, &x, &w, NULL, &y, &tiny), ADJ_ERR_SIZE,
+                        "workspace holds 64 bytes");
   adj_window_geometry four = pad1;
   four.spatial_dims = 4;
-  layer_expect_error(t, "spatial_dims 4", adj_conv_forward(&four, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
-                     "spatial_dims is 4");
+  adj_test_expect_error(t, "spatial_dims 4", adj_conv_forward(&four, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                        "spatial_dims is 4");
   adj_window_geometry negative = pad1;
   negative.padding_right[1] = -1;
-  layer_expect_error(t, "negative padding", adj_conv_forward(&negative, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
-                     "is negative");
-  layer_expect_error(t, "input rank", adj_conv_forward(&pad1, &y, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
-                     "have 3 input channels but the input [2, 5, 4, 4] has 5");
+  adj_test_expect_error(t, "negative padding", adj_conv_forward(&negative, &x, &w, NULL, &y, &ws), ADJ_ERR_ARG,
+                        "is negative");
+  adj_test_expect_error(t, "input rank", adj_conv_forward(&pad1, &y, &w, NULL, &y, &ws), ADJ_ERR_SIZE,
+                        "have 3 input channels but the input [2, 5, 4, 4] has 5");
   adj_workspace_release(&ws);
   adj_workspace_release(&tiny);
   layer_destroy(5, (adj_tensor *const[]){&x, &w, &w_bad, &w32, &y});
@@ -352,6 +469,16 @@ int main(int argc, char **argv) {
         run_case(&t, &cases[i], layer_dtypes[d], rng);
       }
   }
+  ADJ_TEST_OK(&t, adj_threads_set(1));
+  adj_test_report(&t, "direct kernels at %s", adj_kernels_isa());
+  for (size_t a = 0; a < sizeof forced / sizeof *forced; a++)
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+      for (int d = 0; d < (forced[a] == ADJ_CONV_ALGORITHM_DIRECT ? 2 : 1); d++) { /* GEMM paths: one dtype */
+        adj_test_report(&t, "case %s %s, algorithm forced to %s", cases[i].name, adj_dtype_name(layer_dtypes[d]),
+                        adj_conv_algorithm_name(forced[a]));
+        run_forced(&t, &cases[i], layer_dtypes[d], forced[a], rng);
+      }
   check_errors(&t);
+  check_plan_errors(&t);
   return layer_finish(&t, rng);
 }

@@ -247,21 +247,21 @@ static void check_errors(adj_test *t) {
   adj_tensor_create(&x, ADJ_FLOAT64, 3, (const int64_t[]){1, 2, 3});
   adj_tensor_create(&y, ADJ_FLOAT64, 3, (const int64_t[]){1, 2, 4});
   adj_window_geometry only_pad = {.spatial_dims = 1, .kernel = {2}, .padding_left = {2}};
-  layer_expect_error(t, "max window all padding", adj_pool_forward(ADJ_POOL_MAX, &only_pad, &x, &y), ADJ_ERR_SIZE,
-                     "the window of output 0 covers only padding");
+  adj_test_expect_error(t, "max window all padding", adj_pool_forward(ADJ_POOL_MAX, &only_pad, &x, &y), ADJ_ERR_SIZE,
+                        "the window of output 0 covers only padding");
   /* Average pooling of an all-padding window is simply 0, so the same geometry passes the checks. */
   ADJ_TEST_OK(t, adj_pool_forward(ADJ_POOL_AVG, &only_pad, &x, &y));
   adj_window_geometry big = {.spatial_dims = 1, .kernel = {3}, .dilation = {2}};
-  layer_expect_error(t, "dilated kernel 5 > input 3", adj_pool_forward(ADJ_POOL_AVG, &big, &x, &y), ADJ_ERR_SIZE,
-                     "spans 5 but the padded input is only 3");
+  adj_test_expect_error(t, "dilated kernel 5 > input 3", adj_pool_forward(ADJ_POOL_AVG, &big, &x, &y), ADJ_ERR_SIZE,
+                        "spans 5 but the padded input is only 3");
   adj_window_geometry k2 = {.spatial_dims = 1, .kernel = {2}};
-  layer_expect_error(t, "output shape", adj_pool_forward(ADJ_POOL_MAX, &k2, &x, &y), ADJ_ERR_SIZE,
-                     "output y has shape [1, 2, 4] but needs [1, 2, 2]");
-  layer_expect_error(t, "unknown kind", adj_pool_forward((adj_pool_kind)7, &k2, &x, &y), ADJ_ERR_ARG,
-                     "unknown pooling kind 7");
+  adj_test_expect_error(t, "output shape", adj_pool_forward(ADJ_POOL_MAX, &k2, &x, &y), ADJ_ERR_SIZE,
+                        "output y has shape [1, 2, 4] but needs [1, 2, 2]");
+  adj_test_expect_error(t, "unknown kind", adj_pool_forward((adj_pool_kind)7, &k2, &x, &y), ADJ_ERR_ARG,
+                        "unknown pooling kind 7");
   adj_window_geometry two_d = {.spatial_dims = 2, .kernel = {2, 2}};
-  layer_expect_error(t, "rank vs spatial_dims", adj_pool_forward(ADJ_POOL_MAX, &two_d, &x, &y), ADJ_ERR_SIZE,
-                     "has rank 3 but needs rank 4");
+  adj_test_expect_error(t, "rank vs spatial_dims", adj_pool_forward(ADJ_POOL_MAX, &two_d, &x, &y), ADJ_ERR_SIZE,
+                        "has rank 3 but needs rank 4");
   adj_tensor_destroy(&x);
   adj_tensor_destroy(&y);
 }

@@ -132,14 +132,14 @@ static void check_errors(adj_test *t) {
   adj_tensor_create(&b_bad, ADJ_FLOAT64, 1, (const int64_t[]){4});
   adj_tensor_create(&y, ADJ_FLOAT64, 2, (const int64_t[]){4, 3});
   adj_tensor_create(&x3, ADJ_FLOAT64, 3, (const int64_t[]){4, 5, 1});
-  layer_expect_error(t, "F_in 6 vs 5", adj_affine_forward(&x, &w_bad, NULL, &y), ADJ_ERR_SIZE,
-                     "weights [3, 6] take 6 input features but the input [4, 5] has 5");
-  layer_expect_error(t, "bias length", adj_affine_forward(&x, &w, &b_bad, &y), ADJ_ERR_SIZE,
-                     "bias b has shape [4] but needs [3]");
-  layer_expect_error(t, "input rank 3", adj_affine_forward(&x3, &w, NULL, &y), ADJ_ERR_SIZE,
-                     "has rank 3 but needs rank 2");
-  layer_expect_error(t, "gradient shape", adj_affine_backward(&x, &w, &x, NULL, NULL, NULL), ADJ_ERR_SIZE,
-                     "output gradient dy has shape [4, 5] but needs [4, 3]");
+  adj_test_expect_error(t, "F_in 6 vs 5", adj_affine_forward(&x, &w_bad, NULL, &y), ADJ_ERR_SIZE,
+                        "weights [3, 6] take 6 input features but the input [4, 5] has 5");
+  adj_test_expect_error(t, "bias length", adj_affine_forward(&x, &w, &b_bad, &y), ADJ_ERR_SIZE,
+                        "bias b has shape [4] but needs [3]");
+  adj_test_expect_error(t, "input rank 3", adj_affine_forward(&x3, &w, NULL, &y), ADJ_ERR_SIZE,
+                        "has rank 3 but needs rank 2");
+  adj_test_expect_error(t, "gradient shape", adj_affine_backward(&x, &w, &x, NULL, NULL, NULL), ADJ_ERR_SIZE,
+                        "output gradient dy has shape [4, 5] but needs [4, 3]");
   layer_destroy(6, (adj_tensor *const[]){&x, &w, &w_bad, &b_bad, &y, &x3});
 }
 

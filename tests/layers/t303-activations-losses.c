@@ -258,8 +258,8 @@ static void check_flatten(adj_test *t) {
   ADJ_TEST_CHECK(t, adj_tensor_same_shape(&back, &x) && back.data == x.data, "unflatten: shape or data differs");
   adj_test_report(t, "  flatten [2, 3, 4, 5] -> [%lld, %lld] and back: views of the same data",
                   (long long)flat.shape[0], (long long)flat.shape[1]);
-  layer_expect_error(t, "unflatten 2x59", adj_unflatten_view(&flat, 2, (const int64_t[]){2, 59}, &wrong),
-                     ADJ_ERR_SIZE, "target shape [2, 59] holds (2, 59) but the gradient is (2, 60)");
+  adj_test_expect_error(t, "unflatten 2x59", adj_unflatten_view(&flat, 2, (const int64_t[]){2, 59}, &wrong),
+                        ADJ_ERR_SIZE, "target shape [2, 59] holds (2, 59) but the gradient is (2, 60)");
   adj_tensor_destroy(&x);
 }
 
@@ -271,20 +271,19 @@ static void check_errors(adj_test *t) {
   adj_tensor_create(&target, ADJ_FLOAT64, 2, (const int64_t[]){4, 3});
   const int64_t bad_labels[3] = {1, 2, 10};
   double loss;
-  layer_expect_error(t, "label 10 of 10 classes",
-                     adj_softmax_xent_forward(&z, bad_labels, ADJ_REDUCE_MEAN, &loss), ADJ_ERR_ARG,
-                     "label 10 of sample 2 is outside [0, 10)");
-  layer_expect_error(t, "logits rank 3", adj_softmax_xent_forward(&z3, bad_labels, ADJ_REDUCE_SUM, &loss),
-                     ADJ_ERR_SIZE, "logits (N, C) has rank 3 but needs rank 2");
-  layer_expect_error(t, "mse target shape", adj_mse_forward(&y, &target, ADJ_REDUCE_MEAN, &loss), ADJ_ERR_SIZE,
-                     "target has shape [4, 3] but needs [3, 4]");
-  layer_expect_error(t, "unknown reduction", adj_mse_forward(&y, &y, (adj_reduction)5, &loss), ADJ_ERR_ARG,
-                     "unknown reduction 5");
-  layer_expect_error(t, "activation shapes",
-                     adj_activation_forward(&(adj_activation){.kind = ADJ_TANH}, &y, &target), ADJ_ERR_SIZE,
-                     "output y has shape [4, 3] but needs [3, 4]");
-  layer_expect_error(t, "unknown activation", adj_activation_forward(&(adj_activation){.kind = 9}, &y, &y),
-                     ADJ_ERR_ARG, "unknown activation kind 9");
+  adj_test_expect_error(t, "label 10 of 10 classes", adj_softmax_xent_forward(&z, bad_labels, ADJ_REDUCE_MEAN, &loss),
+                        ADJ_ERR_ARG, "label 10 of sample 2 is outside [0, 10)");
+  adj_test_expect_error(t, "logits rank 3", adj_softmax_xent_forward(&z3, bad_labels, ADJ_REDUCE_SUM, &loss),
+                        ADJ_ERR_SIZE, "logits (N, C) has rank 3 but needs rank 2");
+  adj_test_expect_error(t, "mse target shape", adj_mse_forward(&y, &target, ADJ_REDUCE_MEAN, &loss), ADJ_ERR_SIZE,
+                        "target has shape [4, 3] but needs [3, 4]");
+  adj_test_expect_error(t, "unknown reduction", adj_mse_forward(&y, &y, (adj_reduction)5, &loss), ADJ_ERR_ARG,
+                        "unknown reduction 5");
+  adj_test_expect_error(t, "activation shapes",
+                        adj_activation_forward(&(adj_activation){.kind = ADJ_TANH}, &y, &target), ADJ_ERR_SIZE,
+                        "output y has shape [4, 3] but needs [3, 4]");
+  adj_test_expect_error(t, "unknown activation", adj_activation_forward(&(adj_activation){.kind = 9}, &y, &y),
+                        ADJ_ERR_ARG, "unknown activation kind 9");
   adj_tensor *all[] = {&z, &z3, &y, &target};
   for (int i = 0; i < 4; i++) adj_tensor_destroy(all[i]);
 }

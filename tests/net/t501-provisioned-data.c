@@ -82,13 +82,17 @@ int main(int argc, char **argv) {
     ADJ_TEST_CHECK(&t, 0, "usage: %s MNIST_DIR FASHION_MNIST_DIR", argv[0]);
     return adj_test_finish(&t);
   }
-  if (!exists_on_root(&t, argv[1])) return adj_test_skip(&t, "no data/mnist: run tools/provision-data.sh");
+  if (!exists_on_root(&t, argv[1])) {
+    char why[1200];
+    snprintf(why, sizeof why, "no MNIST in %s: provision it with `sh tools/provision-data.sh mnist`", argv[1]);
+    return adj_test_skip(&t, why);
+  }
   /* MNIST's pixel mean over its 70,000 digits is 0.1307 and Fashion-MNIST's is
    * 0.2860; a scaling or byte-order slip moves these far more than 0.01. */
   check_set(&t, argv[1], &(expected_set){"mnist", 8000, 2000, 0.1307});
   if (exists_on_root(&t, argv[2]))
     check_set(&t, argv[2], &(expected_set){"fashion-mnist", 60000, 10000, 0.2860});
   else
-    adj_test_report(&t, "no %s: Fashion-MNIST not checked", argv[2]);
+    adj_test_report(&t, "no %s: Fashion-MNIST not checked (`sh tools/provision-data.sh fashion-mnist` provisions it)", argv[2]);
   return adj_test_finish(&t);
 }

@@ -65,13 +65,6 @@ static void rename_parameter(unsigned char *d, long *size) {
 
 /* ---- checks ------------------------------------------------------------------------------ */
 
-static void expect_refusal(adj_test *t, const char *label, int status, const char *phrase) {
-  const char *message = adj_last_error();
-  ADJ_TEST_CHECK(t, status != 0 && strstr(message, phrase), "%s: status %s, message '%s' (wanted '%s')", label,
-                 adj_status_name(status), message, phrase);
-  adj_test_report(t, "%-28s refused: %s", label, message);
-}
-
 /* Trains `from` a few steps, saves, loads into `to` (started from other
  * parameters), then runs both on. */
 static void round_trip(adj_test *t, const char *dir, const char *from, const char *to, const adj_dataset *data) {
@@ -130,13 +123,14 @@ static void refuse_each(adj_test *t, const char *dir, const char *layout, const 
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tamper(t, good, bad, cases[i].edit, cases[i].fix_crc);
-    expect_refusal(t, cases[i].label, adj_trainer_load(b->trainer, bad), cases[i].phrase);
+    adj_test_expect_error(t, cases[i].label, adj_trainer_load(b->trainer, bad), ADJ_TEST_ANY_ERROR, cases[i].phrase);
   }
-  expect_refusal(t, "missing file", adj_trainer_load(b->trainer, missing), "cannot open");
+  adj_test_expect_error(t, "missing file", adj_trainer_load(b->trainer, missing), ADJ_TEST_ANY_ERROR, "cannot open");
   adj_optimizer *sgd = NULL;
   adj_optimizer_config sgd_config = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.1, .momentum = 0.9};
   ADJ_TEST_OK(t, adj_optimizer_create(b->net, &sgd_config, &sgd));
-  if (sgd) expect_refusal(t, "Adam state into SGD", adj_checkpoint_load(good, b->net, sgd, NULL, NULL), "optimizer kind");
+  if (sgd) adj_test_expect_error(t, "Adam state into SGD", adj_checkpoint_load(good, b->net, sgd, NULL, NULL),
+                                 ADJ_TEST_ANY_ERROR, "optimizer kind");
   adj_optimizer_destroy(&sgd);
   bool bitwise;
   nc_run fresh;
@@ -150,7 +144,8 @@ static void refuse_each(adj_test *t, const char *dir, const char *layout, const 
   if (t->rank == 0) mkdir(tmp, 0700);
   adj_train_stats stats;
   ADJ_TEST_OK(t, adj_trainer_run(a->trainer, 1, NULL, NULL, &stats));
-  expect_refusal(t, "save over a blocked PATH.tmp", adj_trainer_save(a->trainer, good), "previous checkpoint is kept");
+  adj_test_expect_error(t, "save over a blocked PATH.tmp", adj_trainer_save(a->trainer, good), ADJ_TEST_ANY_ERROR,
+                        "previous checkpoint is kept");
   ADJ_TEST_OK(t, adj_trainer_load(b->trainer, good));
   ADJ_TEST_CHECK(t, adj_optimizer_steps(b->opt) == 0, "the old checkpoint (0 steps) was not kept: %lld steps",
                  (long long)adj_optimizer_steps(b->opt));

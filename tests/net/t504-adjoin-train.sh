@@ -14,7 +14,7 @@
 #   sh t504-adjoin-train.sh ADJOIN_TRAIN MPIEXEC DATA_DIR
 set -u
 train=$1 mpiexec=$2 data=$3
-[ -r "$data/train-images-idx3-ubyte" ] || { echo "t504: skipped: no MNIST under $data"; exit 77; }
+[ -r "$data/train-images-idx3-ubyte" ] || { echo "t504: skipped: no MNIST under $data: provision it with \`sh tools/provision-data.sh mnist\`"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 errors=0

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bcast_common.h"
+#include "op_check.h"
 
 /* ---- configurations ----------------------------------------------------------------- */
 
@@ -148,14 +149,6 @@ static adj_box destination_block(const bcast_setup *s) {
 
 /* Input and output of op in `direction`, the output prefilled with a value the
  * operator must overwrite. */
-static int make_pair(adj_op *op, adj_direction direction, adj_tensor *in, adj_tensor *out) {
-  bool fwd = direction == ADJ_FORWARD;
-  int status = fwd ? adj_op_create_domain_tensor(op, in) : adj_op_create_range_tensor(op, in);
-  if (!status) status = fwd ? adj_op_create_range_tensor(op, out) : adj_op_create_domain_tensor(op, out);
-  for (int64_t i = 0; !status && i < adj_tensor_volume(out); i++) adj_tensor_set(out, i, -123.0);
-  return status;
-}
-
 static void check_shape(adj_test *t, const char *label, const char *role, const adj_tensor *x, const adj_box *b) {
   adj_tensor expected = {.rank = b->rank};
   memcpy(expected.shape, b->extent, sizeof b->extent);
@@ -196,7 +189,7 @@ static double sum_weight(const bcast_setup *s) {
 void bcast_check_reference(adj_test *t, const bcast_config *c, const bcast_setup *s, adj_op *op,
                            adj_direction direction, bool sums) {
   adj_tensor in, out;
-  ADJ_TEST_OK(t, make_pair(op, direction, &in, &out));
+  ADJ_TEST_OK(t, op_check_make_pair(op, direction, &in, &out));
   adj_box own = adj_decomposition_local_block(s->x), received = destination_block(s);
   /* Copies run from the source block to the destinations, sums back. */
   const adj_box *from = sums ? &received : &own, *to = sums ? &own : &received;
@@ -207,53 +200,6 @@ void bcast_check_reference(adj_test *t, const bcast_config *c, const bcast_setup
   check_fill(t, c->label, &out, to, c->global, sums ? sum_weight(s) : 1.0);
   adj_tensor_destroy(&in);
   adj_tensor_destroy(&out);
-}
-
-/* ---- checks for any reduction operator --------------------------------------------- */
-
-void check_dottest(adj_test *t, const char *label, adj_op *op) {
-  adj_dottest_result r = {0};
-  ADJ_TEST_OK(t, adj_dottest_op(op, 2024, &r));
-  double tolerance = adj_dottest_tolerance(adj_op_dtype(op), 0);
-  ADJ_TEST_CHECK(t, r.relative_error < tolerance, "%s %s: dot-product relative error %.3e exceeds %.0e", label,
-                 adj_dtype_name(adj_op_dtype(op)), r.relative_error, tolerance);
-  adj_test_report(t, "  %s %s %s: dot-product relative error %.3e (<Fx,y> = %.6f)", adj_op_name(op), label,
-                  adj_dtype_name(adj_op_dtype(op)), r.relative_error, r.range_inner);
-}
-
-/* Work the caller does between begin and end. */
-static double local_work(int n) {
-  double acc = 0;
-  for (int i = 0; i < n; i++) acc += sin(0.001 * i);
-  return acc;
-}
-
-void check_split_phase(adj_test *t, const char *label, adj_op *op, adj_direction direction) {
-  adj_tensor in, blocking, split;
-  ADJ_TEST_OK(t, make_pair(op, direction, &in, &blocking));
-  ADJ_TEST_OK(t, adj_tensor_create(&split, blocking.dtype, blocking.rank, blocking.shape));
-  int rank;
-  MPI_Comm_rank(adj_op_comm(op), &rank);
-  /* Non-representable-sum values, so a different summation order would show. */
-  for (int64_t i = 0; i < adj_tensor_volume(&in); i++) adj_tensor_set(&in, i, sin(1.0 + 7.0 * rank + 0.37 * i));
-  ADJ_TEST_OK(t, adj_op_apply(op, direction, &in, &blocking));
-  ADJ_TEST_OK(t, adj_op_begin(op, direction, &in, &split));
-  ADJ_TEST_CHECK(t, adj_op_pending(op), "%s: no application pending after adj_op_begin", label);
-  volatile double sink = local_work(20000);
-  (void)sink;
-  ADJ_TEST_OK(t, adj_op_end(op));
-  ADJ_TEST_CHECK(t, memcmp(blocking.data, split.data, adj_tensor_bytes(&split)) == 0,
-                 "%s %s: split-phase %s differs from the blocking result", label, adj_op_name(op),
-                 direction == ADJ_FORWARD ? "forward" : "adjoint");
-  adj_tensor_destroy(&in);
-  adj_tensor_destroy(&blocking);
-  adj_tensor_destroy(&split);
-}
-
-void check_error(adj_test *t, int status, const char *needle, const char *what) {
-  ADJ_TEST_CHECK(t, status != 0, "%s: expected an error, got success", what);
-  ADJ_TEST_CHECK(t, strstr(adj_last_error(), needle) != NULL, "%s: message '%s' does not contain '%s'", what,
-                 adj_last_error(), needle);
 }
 
 /* ---- the whole table -------------------------------------------------------------- */
@@ -271,8 +217,8 @@ static void check_op(adj_test *t, const bcast_config *c, const bcast_setup *s, a
   adj_direction sums = sum_reduce ? ADJ_FORWARD : ADJ_ADJOINT;
   bcast_check_reference(t, c, s, op, copies, false);
   bcast_check_reference(t, c, s, op, sums, true);
-  check_dottest(t, c->label, op);
-  check_split_phase(t, c->label, op, sums);
+  op_check_dottest(t, c->label, op);
+  op_check_split_phase(t, c->label, op, sums);
   adj_op_destroy(&op);
 }
 

@@ -1,8 +1,8 @@
 /* Shared by the broadcast (t210), sum-reduce (t211) and all-sum-reduce (t212)
  * tests: a table of broadcast configurations (source and destination
  * partitions, rank lists, global shape, cuts) sized to the world, their
- * sequential references, and the checks every reduction operator gets (the
- * dot-product test and split phase against blocking). */
+ * sequential references, and the table run every broadcast-family operator
+ * gets (the generic operator checks are in op_check.h). */
 #ifndef ADJOIN_TESTS_BCAST_COMMON_H
 #define ADJOIN_TESTS_BCAST_COMMON_H
 
@@ -55,13 +55,5 @@ void bcast_check_reference(adj_test *t, const bcast_config *c, const bcast_setup
  * references, the dot-product test and split phase of the summing direction,
  * for a broadcast (sum_reduce false) or a sum-reduce. */
 void bcast_check_table(adj_test *t, bool sum_reduce);
-
-/* Dot-product test with the dtype's tolerance; prints the figure. */
-void check_dottest(adj_test *t, const char *label, adj_op *op);
-/* begin / local work / end equals the blocking application bit for bit. */
-void check_split_phase(adj_test *t, const char *label, adj_op *op, adj_direction direction);
-
-/* Both ranks' statuses nonzero and the message contains `needle`. */
-void check_error(adj_test *t, int status, const char *needle, const char *what);
 
 #endif

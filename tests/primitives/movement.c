@@ -1,6 +1,6 @@
 #include <string.h>
 
-#include "bcast_common.h"
+#include "op_check.h"
 #include "movement.h"
 
 static const double movement_sentinel = -123.0;
@@ -82,7 +82,7 @@ int movement_run_family(adj_test *t, const char *family, movement_check_fn check
     ADJ_TEST_CHECK(t, status == 0, "%s: create failed: %s", c->name, adj_last_error());
     if (status) continue;
     check(t, c, &s);
-    check_dottest(t, c->name, s.op);
+    op_check_dottest(t, c->name, s.op);
     adj_op_destroy(&s.op);
     adj_decomposition_destroy(&s.x);
     adj_decomposition_destroy(&s.y);

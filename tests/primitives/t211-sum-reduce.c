@@ -14,8 +14,8 @@ static void check_errors(adj_test *t) {
   if (n >= 2) {
     ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){2, 1}, 2, NULL, &few));
     ADJ_TEST_OK(t, adj_decomposition_create(few, 2, (const int64_t[]){3, 3}, &y));
-    check_error(t, adj_sum_reduce_create(ADJ_FLOAT32, many, y, &op), "sum-reduce is the adjoint of a broadcast",
-                "sum-reduce [n] -> [2,1]");
+    adj_test_expect_error(t, "sum-reduce [n] -> [2,1]", adj_sum_reduce_create(ADJ_FLOAT32, many, y, &op),
+                          ADJ_TEST_ANY_ERROR, "sum-reduce is the adjoint of a broadcast");
     adj_decomposition_destroy(&y);
     adj_partition_destroy(&few);
   }
@@ -26,8 +26,8 @@ static void check_errors(adj_test *t) {
   adj_op_create_range_tensor(op, &in);
   adj_op_create_domain_tensor(op, &out);
   adj_tensor_create(&wrong, ADJ_FLOAT32, 2, (const int64_t[]){5, 1});
-  check_error(t, adj_op_adjoint(op, t->rank == 0 ? &wrong : &in, &out), "local shape [5, 1]",
-              "rank-2 adjoint input on rank 0");
+  adj_test_expect_error(t, "rank-2 adjoint input on rank 0", adj_op_adjoint(op, t->rank == 0 ? &wrong : &in, &out),
+                        ADJ_TEST_ANY_ERROR, "local shape [5, 1]");
   ADJ_TEST_OK(t, adj_op_adjoint(op, &in, &out));
   adj_tensor_destroy(&in);
   adj_tensor_destroy(&out);

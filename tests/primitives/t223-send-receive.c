@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "op_check.h"
 
 /* The adjoint's input on rank r: distinct per rank and element. */
 static double y_value(int r, int64_t j) { return (1 + r) * 1000.0 + (double)j; }
@@ -62,10 +62,10 @@ static void check_pair(adj_test *t, adj_dtype dtype, adj_transfer transfer, int 
   check_values(t, label, op, transfer, src, dst, shape[0] * shape[1]);
   /* Split phase moves the same bytes whatever the dtype: float64 suffices. */
   if (dtype == ADJ_FLOAT64) {
-    check_split_phase(t, label, op, ADJ_FORWARD);
-    check_split_phase(t, label, op, ADJ_ADJOINT);
+    op_check_split_phase(t, label, op, ADJ_FORWARD);
+    op_check_split_phase(t, label, op, ADJ_ADJOINT);
   }
-  check_dottest(t, label, op);
+  op_check_dottest(t, label, op);
   adj_op_counters counters;
   adj_op_get_counters(op, &counters);
   /* Every application sends one message of x between distinct workers. */
@@ -82,16 +82,21 @@ static void check_errors(adj_test *t) {
   adj_op *op = NULL;
   char needle[64];
   snprintf(needle, sizeof needle, "src %d is outside the communicator of size %d", t->size, t->size);
-  check_error(t, adj_send_receive_create(t->comm, ADJ_FLOAT64, t->size, 0, 2, shape, ADJ_TRANSFER_COPY, &op), needle,
-              "src too large");
-  check_error(t, adj_send_receive_create(t->comm, ADJ_FLOAT64, 0, -2, 2, shape, ADJ_TRANSFER_MOVE, &op), "dst -2",
-              "dst negative");
-  check_error(t, adj_send_receive_create(t->comm, ADJ_FLOAT32, 0, 0, 0, shape, ADJ_TRANSFER_MOVE, &op),
-              "tensor rank 0", "rank 0 tensor");
-  check_error(t, adj_send_receive_create(t->comm, ADJ_FLOAT32, 0, 0, 2, shape, (adj_transfer)4, &op), "transfer 4",
-              "bad transfer");
-  check_error(t, adj_send_receive_create(t->comm, (adj_dtype)3, 0, 0, 2, shape, ADJ_TRANSFER_MOVE, &op),
-              "invalid dtype 3", "invalid dtype");
+  adj_test_expect_error(t, "src too large",
+                        adj_send_receive_create(t->comm, ADJ_FLOAT64, t->size, 0, 2, shape, ADJ_TRANSFER_COPY, &op),
+                        ADJ_TEST_ANY_ERROR, needle);
+  adj_test_expect_error(t, "dst negative",
+                        adj_send_receive_create(t->comm, ADJ_FLOAT64, 0, -2, 2, shape, ADJ_TRANSFER_MOVE, &op),
+                        ADJ_TEST_ANY_ERROR, "dst -2");
+  adj_test_expect_error(t, "rank 0 tensor",
+                        adj_send_receive_create(t->comm, ADJ_FLOAT32, 0, 0, 0, shape, ADJ_TRANSFER_MOVE, &op),
+                        ADJ_TEST_ANY_ERROR, "tensor rank 0");
+  adj_test_expect_error(t, "bad transfer",
+                        adj_send_receive_create(t->comm, ADJ_FLOAT32, 0, 0, 2, shape, (adj_transfer)4, &op),
+                        ADJ_TEST_ANY_ERROR, "transfer 4");
+  adj_test_expect_error(t, "invalid dtype",
+                        adj_send_receive_create(t->comm, (adj_dtype)3, 0, 0, 2, shape, ADJ_TRANSFER_MOVE, &op),
+                        ADJ_TEST_ANY_ERROR, "invalid dtype 3");
   ADJ_TEST_CHECK(t, op == NULL, "a failed create left an operator behind");
 }
 

@@ -1,4 +1,4 @@
-/* t324: distributed batch normalisation (norm_layer.h), 1-D, 2-D and 3-D, in
+/* t326: distributed batch normalisation (norm_layer.h), 1-D, 2-D and 3-D, in
  * float32 and float64, training and evaluation, affine on and off, running
  * statistics on and off:
  *   - the sequential layer against a naive float64 reference written here
@@ -235,9 +235,9 @@ static void test_errors(adj_test *t) {
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t324-batchnorm-layer");
+  adj_test_begin(&t, &argc, &argv, "t326-batchnorm-layer");
   if (t.size > 8) return adj_test_skip(&t, "the partitions are written for 1 to 8 ranks");
-  adj_test_report(&t, "t324 on %d ranks", t.size);
+  adj_test_report(&t, "t326 on %d ranks", t.size);
   static const int64_t s1[2] = {9, 5}, s2[4] = {4, 5, 7, 6}, s3[5] = {3, 4, 5, 3, 4};
   for (int dt = 0; dt < 2; dt++) {
     test_reference(&t, (adj_dtype)dt, 4, s2, 0);

@@ -1,8 +1,8 @@
-/* t325: the losses of losses.h (L1, MSE, BCE, BCE with logits, KL divergence
+/* t327: the losses of losses.h (L1, MSE, BCE, BCE with logits, KL divergence
  * with and without a log target, Poisson NLL with log, linear and full
  * forms, NLL) and their reductions (mean, sum, none, batchmean):
  *   - against PyTorch on fixed inputs (tools/losses_twin.py wrote
- *     data/t325-losses-torch.txt): value and input gradient, both dtypes;
+ *     data/t327-losses-torch.txt): value and input gradient, both dtypes;
  *   - distributed against sequential on layouts with unequal and empty
  *     blocks and inactive ranks: the global value on EVERY rank, the output,
  *     jvp and input gradient (float64 1e-12);
@@ -443,10 +443,10 @@ static void test_errors(adj_test *t) {
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t325-losses");
+  adj_test_begin(&t, &argc, &argv, "t327-losses");
   if (t.size > 8) return adj_test_skip(&t, "the partitions are written for 1 to 8 ranks");
-  if (argc < 2) return adj_test_skip(&t, "usage: t325-losses PYTORCH_REFERENCE_FILE");
-  adj_test_report(&t, "t325 on %d ranks", t.size);
+  if (argc < 2) return adj_test_skip(&t, "usage: t327-losses PYTORCH_REFERENCE_FILE");
+  adj_test_report(&t, "t327 on %d ranks", t.size);
   test_torch(&t, argv[1]);
   test_distributed(&t);
   test_jacobians(&t);

@@ -1,8 +1,8 @@
-/* t326: distributed upsampling (upsample_layer.h): nearest, linear, bilinear
+/* t328: distributed upsampling (upsample_layer.h): nearest, linear, bilinear
  * and trilinear, align_corners on and off, by size and by scale factor,
  * upsampling and downsampling:
  *   - the sequential layer against PyTorch's F.interpolate on fixed inputs
- *     (tools/upsample_twin.py wrote data/t326-upsample-torch.txt): outputs
+ *     (tools/upsample_twin.py wrote data/t328-upsample-torch.txt): outputs
  *     and input gradients, both dtypes;
  *   - the dot-product test (the adjoint is exact), the Taylor test (linear:
  *     round-off) and distributed against sequential, on partitions over
@@ -200,10 +200,10 @@ static void test_errors(adj_test *t) {
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t326-upsample-layer");
+  adj_test_begin(&t, &argc, &argv, "t328-upsample-layer");
   if (t.size > 8) return adj_test_skip(&t, "the partitions are written for 1 to 8 ranks");
-  if (argc < 2) return adj_test_skip(&t, "usage: t326-upsample-layer PYTORCH_REFERENCE_FILE");
-  adj_test_report(&t, "t326 on %d ranks", t.size);
+  if (argc < 2) return adj_test_skip(&t, "usage: t328-upsample-layer PYTORCH_REFERENCE_FILE");
+  adj_test_report(&t, "t328 on %d ranks", t.size);
   test_torch(&t, argv[1]);
   test_distributed(&t);
   test_errors(&t);

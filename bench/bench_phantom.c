@@ -1,0 +1,463 @@
+/* bench-phantom: phantom parallelism (PP) against tensor parallelism (TP) on
+ * the ranks of the run (paper 003).
+ *
+ * Step mode (default): a stack of L layers of width n, ReLU between, forward
+ * and backward of one batch; TP and PP at each k run in turns (TP, PP k1, PP
+ * k2, ..., TP, ...) so shared-machine load hits every configuration alike.
+ * Prints per configuration the step time (min / median / max over rounds, the
+ * slowest rank per round), its ratio to TP, the counted bytes per rank and
+ * step and their ratio, the measured exposed communication t_comm (time inside
+ * the collectives) and t_comp = step - t_comm, and the energy per step
+ * e = A t_comp + B t_comm of all ranks together, measured and modelled
+ * (Table III for t_comm).
+ *
+ *   mpiexec -n 4 bench-phantom [--n 4096] [--layers 2] [--batch 64] [--k 8,16,64]
+ *                              [--rounds 7] [--A 560] [--B 90]
+ *
+ * Teacher mode (--teacher): the paper's experiment scaled down.  Data
+ * y = relu(W relu(x)) with a fixed standard Gaussian W (n x n) scaled by
+ * 1/sqrt(n) and x standard normal; models of L layers (each layer followed
+ * by ReLU) trained with Adam on MSE until the mean training loss of the last
+ * 10 batches falls below --target times the loss of the zero predictor (the
+ * same threshold for every run), or --max-steps.  Per run: steps and wall time to the target,
+ * counted bytes, t_comp and t_comm, energy; a CSV of loss against time and
+ * an SVG plot of all runs, and a Table-I-like summary.
+ *
+ *   mpiexec -n 2 bench-phantom --teacher [--n 512] [--k 2,4,8] [--csv FILE]
+ *
+ * float32 throughout (the paper's runs are float32). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/adjoin.h"
+
+enum { MAX_K = 8, MAX_ROUNDS = 64, MAX_LAYERS = 16 };
+
+typedef struct bench_args {
+  int64_t n, batch;
+  int layers, rounds, n_k, max_steps;
+  int64_t k[MAX_K];
+  double p_busy, p_idle, target, lr;
+  bool teacher;
+  const char *csv;
+} bench_args;
+
+static int parse_ks(const char *text, bench_args *a) {
+  a->n_k = 0;
+  for (const char *p = text; p && *p && a->n_k < MAX_K;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 1) return -1;
+    a->k[a->n_k++] = v;
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return -1;
+  }
+  return a->n_k ? 0 : -1;
+}
+
+static int parse(int argc, char **argv, bench_args *a) {
+  *a = (bench_args){.n = 4096, .batch = 64, .layers = 2, .rounds = 7, .n_k = 3, .k = {8, 16, 64},
+                    .p_busy = ADJ_ENERGY_P_BUSY, .p_idle = ADJ_ENERGY_P_IDLE, .target = 0.5, .lr = 1e-3,
+                    .max_steps = 3000, .csv = "phantom-teacher.csv"};
+  bool n_given = false, k_given = false;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(o, "--teacher")) {
+      a->teacher = true;
+      continue;
+    }
+    if (!v) return fprintf(stderr, "bench-phantom: %s needs a value\n", o), -1;
+    i++;
+    if (!strcmp(o, "--n")) a->n = atoll(v), n_given = true;
+    else if (!strcmp(o, "--batch")) a->batch = atoll(v);
+    else if (!strcmp(o, "--layers")) a->layers = atoi(v);
+    else if (!strcmp(o, "--rounds")) a->rounds = atoi(v);
+    else if (!strcmp(o, "--A")) a->p_busy = atof(v);
+    else if (!strcmp(o, "--B")) a->p_idle = atof(v);
+    else if (!strcmp(o, "--target")) a->target = atof(v);
+    else if (!strcmp(o, "--lr")) a->lr = atof(v);
+    else if (!strcmp(o, "--max-steps")) a->max_steps = atoi(v);
+    else if (!strcmp(o, "--csv")) a->csv = v;
+    else if (!strcmp(o, "--k")) {
+      if (parse_ks(v, a)) return fprintf(stderr, "bench-phantom: --k expects k1,k2,... >= 1, got '%s'\n", v), -1;
+      k_given = true;
+    } else return fprintf(stderr, "bench-phantom: unknown option %s\n", o), -1;
+  }
+  if (a->teacher && !n_given) a->n = 512;
+  if (a->teacher && !k_given) a->n_k = 3, a->k[0] = 2, a->k[1] = 4, a->k[2] = 8;
+  if (a->n < 1 || a->batch < 1 || a->layers < 1 || a->layers > MAX_LAYERS || a->rounds < 1 ||
+      a->rounds > MAX_ROUNDS || a->target <= 0 || a->max_steps < 1)
+    return fprintf(stderr, "bench-phantom: bad sizes (n %lld batch %lld layers %d rounds %d)\n", (long long)a->n,
+                   (long long)a->batch, a->layers, a->rounds),
+           -1;
+  return 0;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "bench-phantom: %s: %s\n", what, adj_last_error());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* ---- a stack of TP or PP layers with ReLU between them --------------------------------- */
+
+typedef struct stack {
+  int depth;                      /* layers */
+  adj_layer *layers[2 * MAX_LAYERS]; /* layer, ReLU, layer, ReLU, ... */
+  adj_layer *net;
+  adj_tensor x, y, dy;
+} stack;
+
+static void stack_create(const bench_args *a, const adj_decomposition *input, int64_t k, stack *s) {
+  *s = (stack){.depth = a->layers};
+  const adj_decomposition *at = input;
+  for (int l = 0; l < a->layers; l++) {
+    adj_phantom_layer_config c = {.dtype = ADJ_FLOAT32, .input = at, .in_features = a->n, .ghosts = k};
+    if (k ? adj_phantom_layer_create(&c, &s->layers[2 * l]) : adj_tp_layer_create(&c, &s->layers[2 * l]))
+      die("layer");
+    adj_activation_layer_config r = {.dtype = ADJ_FLOAT32, .input = adj_layer_output_layout(s->layers[2 * l]),
+                                     .activation = {.kind = ADJ_RELU}};
+    if (adj_activation_layer_create(&r, &s->layers[2 * l + 1])) die("relu");
+    at = adj_layer_output_layout(s->layers[2 * l + 1]);
+  }
+  if (adj_network_create(k ? "phantom-ffn" : "tp-ffn", 2 * a->layers, s->layers, &s->net)) die("network");
+  adj_layer_create_input(s->net, &s->x);
+  adj_layer_create_output(s->net, &s->y), adj_layer_create_output(s->net, &s->dy);
+}
+
+/* Fan-in initialisation (specs A-P4): uniform with variance 2 / fan_in, the
+ * fan-in n/p for L and C, k for D and n for W.  Ranks draw their own
+ * blocks from rank-dependent seeds. */
+static void stack_init(stack *s, int64_t n, int p, int64_t k, uint64_t seed, int rank) {
+  adj_rng *rng;
+  adj_rng_create(seed * 1000003u + (uint64_t)rank, &rng);
+  for (int l = 0; l < s->depth; l++) {
+    adj_layer *layer = s->layers[2 * l];
+    for (int i = 0; i < adj_layer_parameter_count(layer); i++) {
+      adj_parameter *q = adj_layer_parameter(layer, i);
+      double fan = !strcmp(q->name, "decompressor") ? (double)k : k ? (double)n / p : (double)n;
+      double r = sqrt(6.0 / fan);
+      if (!strcmp(q->name, "bias")) adj_tensor_zero(&q->value);
+      else adj_rng_fill_uniform(rng, &q->value, -r, r);
+    }
+    adj_phantom_layer_reset_counters(layer);
+  }
+  adj_rng_destroy(&rng);
+}
+
+static void stack_destroy(stack *s) {
+  adj_layer_destroy(&s->net);
+  for (int i = 0; i < 2 * s->depth; i++) adj_layer_destroy(&s->layers[i]);
+  adj_tensor_destroy(&s->x), adj_tensor_destroy(&s->y), adj_tensor_destroy(&s->dy);
+}
+
+typedef struct stack_totals {
+  uint64_t bytes_sent, bytes_received;
+  double comm_seconds;
+} stack_totals;
+
+static stack_totals stack_totals_get(stack *s) {
+  stack_totals t = {0};
+  for (int l = 0; l < s->depth; l++) {
+    adj_op_counters c;
+    adj_phantom_layer_counters(s->layers[2 * l], &c);
+    t.bytes_sent += c.bytes_sent, t.bytes_received += c.bytes_received;
+    t.comm_seconds += adj_phantom_layer_comm_seconds(s->layers[2 * l]);
+  }
+  return t;
+}
+
+/* ---- step benchmark --------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void run_steps(const bench_args *a, const adj_decomposition *input, int rank, int p) {
+  int configs = 1 + a->n_k;
+  stack *stacks = calloc((size_t)configs, sizeof *stacks);
+  double(*step)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *step), (*comm)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *comm);
+  for (int c = 0; c < configs; c++) {
+    int64_t k = c ? a->k[c - 1] : 0;
+    stack_create(a, input, k, &stacks[c]);
+    stack_init(&stacks[c], a->n, p, k, 7u, rank);
+    adj_rng *rng;
+    adj_rng_create(11u + (uint64_t)rank, &rng);
+    adj_rng_fill_uniform(rng, &stacks[c].x, -1, 1), adj_rng_fill_uniform(rng, &stacks[c].dy, -1, 1);
+    adj_rng_destroy(&rng);
+  }
+  uint64_t bytes[MAX_K + 1] = {0};
+  for (int r = -1; r < a->rounds; r++) /* round -1 warms up */
+    for (int c = 0; c < configs; c++) {
+      stack *s = &stacks[c];
+      for (int l = 0; l < s->depth; l++) adj_phantom_layer_reset_counters(s->layers[2 * l]);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      if (adj_layer_forward(s->net, &s->x, &s->y) || adj_layer_backward(s->net, &s->dy, NULL)) die("step");
+      double t = MPI_Wtime() - t0;
+      stack_totals tot = stack_totals_get(s);
+      if (r < 0) continue;
+      step[c][r] = t, comm[c][r] = tot.comm_seconds, bytes[c] = tot.bytes_sent + tot.bytes_received;
+    }
+  /* The slowest rank decides a round; bytes are summed over ranks. */
+  double(*step_max)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *step_max);
+  double(*comm_max)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *comm_max);
+  uint64_t bytes_all[MAX_K + 1];
+  MPI_Reduce(step, step_max, configs * MAX_ROUNDS, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(comm, comm_max, configs * MAX_ROUNDS, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(bytes, bytes_all, configs, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    adj_comm_model fit = adj_comm_model_table3();
+    printf("bench-phantom: n = %lld, L = %d, batch %lld, p = %d ranks, float32, %d rounds (TP and PP in turns)\n",
+           (long long)a->n, a->layers, (long long)a->batch, p, a->rounds);
+    printf("%-10s %9s %9s %9s %7s %14s %9s %10s %10s %12s %7s %12s\n", "config", "min ms", "median ms", "max ms",
+           "vs TP", "bytes/rank", "vs TP", "t_comp ms", "t_comm ms", "e/step (J)", "vs TP", "model e (J)");
+    double base_med = 0, base_bytes = 0, base_e = 0;
+    for (int c = 0; c < configs; c++) {
+      double sorted[MAX_ROUNDS], comms[MAX_ROUNDS];
+      memcpy(sorted, step_max[c], sizeof(double) * (size_t)a->rounds);
+      memcpy(comms, comm_max[c], sizeof(double) * (size_t)a->rounds);
+      qsort(sorted, (size_t)a->rounds, sizeof(double), cmp_double);
+      qsort(comms, (size_t)a->rounds, sizeof(double), cmp_double);
+      double med = sorted[a->rounds / 2], t_comm = comms[a->rounds / 2], t_comp = fmax(med - t_comm, 0);
+      double per_rank = (double)bytes_all[c] / p;
+      double e = p * adj_energy(a->p_busy, a->p_idle, t_comp, t_comm);
+      adj_ffn_shape shape = {.n = a->n, .p = p, .k = c ? a->k[c - 1] : 0, .layers = a->layers, .batch = a->batch};
+      double model_comm = c ? adj_pp_comm_time(&fit, &shape) : adj_tp_comm_time(&fit, &shape);
+      double model_e = p * adj_energy(a->p_busy, a->p_idle, t_comp, model_comm);
+      if (c == 0) base_med = med, base_bytes = per_rank, base_e = e;
+      char name[32];
+      if (c) snprintf(name, sizeof name, "PP k=%lld", (long long)a->k[c - 1]);
+      else snprintf(name, sizeof name, "TP");
+      printf("%-10s %9.2f %9.2f %9.2f %7.3f %14.0f %9.4f %10.2f %10.2f %12.4f %7.3f %12.4f\n", name, 1e3 * sorted[0],
+             1e3 * med, 1e3 * sorted[a->rounds - 1], med / base_med, per_rank, per_rank / base_bytes, 1e3 * t_comp,
+             1e3 * t_comm, e, e / base_e, model_e);
+    }
+    printf("e = p (A t_comp + B t_comm), A = %.0f W, B = %.0f W; t_comm measured inside the collectives (median), "
+           "model e uses Table III's t_comm with the measured t_comp\n",
+           a->p_busy, a->p_idle);
+  }
+  free(step_max), free(comm_max), free(step), free(comm);
+  for (int c = 0; c < configs; c++) stack_destroy(&stacks[c]);
+  free(stacks);
+}
+
+/* ---- teacher experiment ----------------------------------------------------------------- */
+
+enum { TEACHER_SAMPLES = 2048, TEACHER_WINDOW = 10, MAX_POINTS = 4096, MAX_RUNS = MAX_K + 1 };
+
+typedef struct run_result {
+  char name[32];
+  int64_t k, params;
+  int steps, points;
+  bool reached;
+  double seconds, t_comm, t_comp, energy, bytes_per_rank;
+  double time[MAX_POINTS], loss[MAX_POINTS];
+} run_result;
+
+/* relu(W relu(x)) for the whole data set, on every rank alike (float64). */
+static void teacher_data(int64_t n, uint64_t seed, adj_tensor *x, adj_tensor *y) {
+  adj_tensor w, h;
+  adj_rng *rng;
+  adj_rng_create(seed, &rng);
+  adj_tensor_create(&w, ADJ_FLOAT64, 2, (const int64_t[2]){n, n});
+  adj_tensor_create(x, ADJ_FLOAT64, 2, (const int64_t[2]){TEACHER_SAMPLES, n});
+  adj_tensor_create(&h, ADJ_FLOAT64, 2, (const int64_t[2]){TEACHER_SAMPLES, n});
+  adj_tensor_create(y, ADJ_FLOAT64, 2, (const int64_t[2]){TEACHER_SAMPLES, n});
+  adj_rng_fill_normal(rng, &w, 0, 1 / sqrt((double)n));
+  adj_rng_fill_normal(rng, x, 0, 1);
+  adj_rng_destroy(&rng);
+  double *hd = h.data, *xd = x->data;
+  for (int64_t i = 0; i < TEACHER_SAMPLES * n; i++) hd[i] = fmax(xd[i], 0);
+  if (adj_affine_forward(&h, &w, NULL, y)) die("teacher");
+  double *yd = y->data;
+  for (int64_t i = 0; i < TEACHER_SAMPLES * n; i++) yd[i] = fmax(yd[i], 0);
+  adj_tensor_destroy(&w), adj_tensor_destroy(&h);
+}
+
+/* Rows [first, first + rows) and this rank's feature block of a float64
+ * global (samples, n) into a float32 block. */
+static void take_batch(const adj_tensor *global, int64_t first, const adj_box *block, adj_tensor *out) {
+  int64_t n = global->shape[1], w = block->extent[1], rows = out->shape[0];
+  const double *g = global->data;
+  float *o = out->data;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < w; c++) o[r * w + c] = (float)g[((first + r) % TEACHER_SAMPLES) * n + block->start[1] + c];
+}
+
+static void run_teacher(const bench_args *a, const adj_decomposition *input, int64_t k, double threshold, int rank,
+                        int p, run_result *res) {
+  stack s;
+  stack_create(a, input, k, &s);
+  stack_init(&s, a->n, p, k, 3u, rank);
+  adj_optimizer *opt;
+  if (adj_optimizer_create(s.net, &(adj_optimizer_config){.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = a->lr}, &opt))
+    die("optimizer");
+  adj_tensor gx, gy, target;
+  teacher_data(a->n, 20261124u, &gx, &gy);
+  adj_layer_create_output(s.net, &target);
+  adj_box block = adj_decomposition_local_block(input);
+  int64_t total = a->batch * a->n;
+  *res = (run_result){.k = k};
+  if (k) snprintf(res->name, sizeof res->name, "PP p=%d k=%lld", p, (long long)k);
+  else snprintf(res->name, sizeof res->name, "TP p=%d", p);
+  for (int l = 0; l < s.depth; l++) {
+    adj_phantom_size size = k ? adj_phantom_layer_size(a->n, a->n, p, k, -1) : adj_tp_layer_size(a->n, a->n, p, -1);
+    res->params += size.weights + size.biases;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int step = 0; step < a->max_steps; step++) {
+    take_batch(&gx, step * a->batch, &block, &s.x);
+    take_batch(&gy, step * a->batch, &block, &target);
+    adj_layer_zero_grad(s.net);
+    if (adj_layer_forward(s.net, &s.x, &s.y)) die("forward");
+    /* MSE over all global elements: d/dy = 2 (y - t) / (N n). */
+    float *yv = s.y.data, *tv = target.data, *dv = s.dy.data;
+    double local = 0, loss;
+    for (int64_t i = 0; i < adj_tensor_volume(&s.y); i++) {
+      double d = (double)yv[i] - tv[i];
+      local += d * d, dv[i] = (float)(2 * d / (double)total);
+    }
+    MPI_Request request;
+    MPI_Iallreduce(&local, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+    if (adj_layer_backward(s.net, &s.dy, NULL) || adj_optimizer_step(opt)) die("backward");
+    adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+    loss /= (double)total;
+    double now = MPI_Wtime() - t0;
+    if (res->points < MAX_POINTS) res->time[res->points] = now, res->loss[res->points++] = loss;
+    res->steps = step + 1;
+    /* The target counts as reached when the mean loss of the last WINDOW
+     * batches is below it, so one lucky batch does not end a run. */
+    double recent = 0;
+    int window = res->points < TEACHER_WINDOW ? res->points : TEACHER_WINDOW;
+    for (int i = res->points - window; i < res->points; i++) recent += res->loss[i];
+    if (res->points >= TEACHER_WINDOW && recent / window <= threshold) {
+      res->reached = true;
+      break;
+    }
+  }
+  res->seconds = MPI_Wtime() - t0;
+  stack_totals tot = stack_totals_get(&s);
+  double comm_max, seconds_max;
+  uint64_t bytes_all, bytes_local = tot.bytes_sent + tot.bytes_received;
+  MPI_Allreduce(&tot.comm_seconds, &comm_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&res->seconds, &seconds_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&bytes_local, &bytes_all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  res->seconds = seconds_max, res->t_comm = comm_max, res->t_comp = fmax(seconds_max - comm_max, 0);
+  res->bytes_per_rank = (double)bytes_all / p;
+  res->energy = p * adj_energy(a->p_busy, a->p_idle, res->t_comp, res->t_comm);
+  adj_optimizer_destroy(&opt);
+  adj_tensor_destroy(&gx), adj_tensor_destroy(&gy), adj_tensor_destroy(&target);
+  stack_destroy(&s);
+}
+
+/* Loss against wall time, one polyline per run, log-scale loss. */
+static void write_svg(const char *path, const run_result *runs, int n_runs, double threshold) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "bench-phantom: cannot write %s\n", path);
+    return;
+  }
+  static const char *colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+                                 "#17becf", "#7f7f7f"};
+  double tmax = 0, lo = INFINITY, hi = 0;
+  for (int r = 0; r < n_runs; r++)
+    for (int i = 0; i < runs[r].points; i++)
+      tmax = fmax(tmax, runs[r].time[i]), lo = fmin(lo, runs[r].loss[i]), hi = fmax(hi, runs[r].loss[i]);
+  lo = fmin(lo, threshold) / 1.2, hi *= 1.2;
+  const double L = 70, T = 40, W = 560, H = 320;
+  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", L + W + 170, T + H + 50);
+  fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">Teacher FFN: training loss against wall time</text>\n", L);
+  fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", L, T, W, H);
+  for (int i = 0; i <= 4; i++) {
+    double v = exp(log(lo) + (log(hi) - log(lo)) * i / 4), y = T + H - H * i / 4.0;
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n", L - 4, y + 4, v);
+    double tv = tmax * i / 4, x = L + W * i / 4.0;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.2f</text>\n", x, T + H + 16, tv);
+  }
+  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">seconds</text>\n", L + W / 2, T + H + 36);
+  fprintf(f, "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" text-anchor=\"middle\">MSE (log)</text>\n",
+          T + H / 2, T + H / 2);
+  double ty = T + H - H * (log(threshold) - log(lo)) / (log(hi) - log(lo));
+  fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>\n", L,
+          L + W, ty, ty);
+  for (int r = 0; r < n_runs; r++) {
+    const char *color = colors[r % 9];
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
+    for (int i = 0; i < runs[r].points; i++)
+      fprintf(f, "%.1f,%.1f ", L + W * runs[r].time[i] / (tmax > 0 ? tmax : 1),
+              T + H - H * (log(runs[r].loss[i]) - log(lo)) / (log(hi) - log(lo)));
+    fprintf(f, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", L + W + 10, T + 14 + 16.0 * r, color,
+            runs[r].name);
+  }
+  fprintf(f, "</svg>\n");
+  fclose(f);
+}
+
+static void run_teachers(const bench_args *a, const adj_decomposition *input, int rank, int p) {
+  run_result *runs = calloc(MAX_RUNS, sizeof *runs);
+  /* The threshold: target x the zero predictor's MSE over the data set. */
+  adj_tensor gx, gy;
+  teacher_data(a->n, 20261124u, &gx, &gy);
+  double zero = 0;
+  for (int64_t i = 0; i < adj_tensor_volume(&gy); i++) zero += adj_tensor_get(&gy, i) * adj_tensor_get(&gy, i);
+  zero /= (double)adj_tensor_volume(&gy);
+  adj_tensor_destroy(&gx), adj_tensor_destroy(&gy);
+  double threshold = a->target * zero;
+  int n_runs = 1 + a->n_k;
+  for (int r = 0; r < n_runs; r++) run_teacher(a, input, r ? a->k[r - 1] : 0, threshold, rank, p, &runs[r]);
+  if (rank == 0) {
+    printf("teacher: y = relu(W relu(x)), n = %lld, L = %d, p = %d, batch %lld, Adam lr %.1e, float32; target MSE "
+           "%.4e (%.2f x the zero predictor's %.4e)\n",
+           (long long)a->n, a->layers, p, (long long)a->batch, a->lr, threshold, a->target, zero);
+    printf("%-14s %10s %6s %8s %9s %14s %10s %10s %12s %7s\n", "run", "params", "steps", "reached", "wall s",
+           "bytes/rank", "t_comp s", "t_comm s", "energy J", "vs TP");
+    for (int r = 0; r < n_runs; r++)
+      printf("%-14s %10lld %6d %8s %9.3f %14.0f %10.3f %10.3f %12.2f %7.3f\n", runs[r].name, (long long)runs[r].params,
+             runs[r].steps, runs[r].reached ? "yes" : "no", runs[r].seconds, runs[r].bytes_per_rank, runs[r].t_comp,
+             runs[r].t_comm, runs[r].energy, runs[r].energy / runs[0].energy);
+    FILE *f = fopen(a->csv, "w");
+    if (f) {
+      fprintf(f, "run,p,k,step,seconds,loss\n");
+      for (int r = 0; r < n_runs; r++)
+        for (int i = 0; i < runs[r].points; i++)
+          fprintf(f, "%s,%d,%lld,%d,%.6f,%.6e\n", runs[r].name, p, (long long)runs[r].k, i + 1, runs[r].time[i],
+                  runs[r].loss[i]);
+      fclose(f);
+      char svg[512];
+      snprintf(svg, sizeof svg, "%s", a->csv);
+      char *dot = strrchr(svg, '.');
+      if (dot && !strcmp(dot, ".csv")) strcpy(dot, ".svg");
+      else strncat(svg, ".svg", sizeof svg - strlen(svg) - 1);
+      write_svg(svg, runs, n_runs, threshold);
+      printf("wrote %s and %s\n", a->csv, svg);
+    } else fprintf(stderr, "bench-phantom: cannot write %s\n", a->csv);
+  }
+  free(runs);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, p;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank), MPI_Comm_size(MPI_COMM_WORLD, &p);
+  bench_args a;
+  if (parse(argc, argv, &a)) {
+    MPI_Finalize();
+    return 2;
+  }
+  adj_partition *part;
+  adj_decomposition *input;
+  if (adj_partition_create(MPI_COMM_WORLD, 2, (const int[2]){1, p}, p, NULL, &part) ||
+      adj_decomposition_create(part, 2, (const int64_t[2]){a.batch, a.n}, &input))
+    die("layout");
+  if (a.teacher) run_teachers(&a, input, rank, p);
+  else run_steps(&a, input, rank, p);
+  adj_decomposition_destroy(&input);
+  adj_partition_destroy(&part);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,82 @@
+/* Private to the direct convolution: the arguments of its typed kernels
+ * (conv_direct_typed.inc) and the table through which conv_direct.c calls
+ * the kernels of one instruction-set level.
+ *
+ * conv_direct_kernels.c is compiled once per level the build targets (see
+ * layers/meson.build and the kernel_isa option), each time with that level's
+ * vector width and register blocks, and exports one table named for the
+ * level; adj_direct_kernels_select() picks the best the CPU runs, once. */
+#ifndef ADJOIN_LAYERS_CONV_DIRECT_IMPL_H
+#define ADJOIN_LAYERS_CONV_DIRECT_IMPL_H
+
+#include <stdint.h>
+
+/* For each vector v of positions, at in_at[v] on the input and out_at[v] on
+ * the output (both v * vector length when the tables are NULL), lanes l:
+ *   out[o * out_stride + out_at[v] + l] = bias[o] (0 without)
+ *       + sum_i sum_t w[o * w_out + i * w_in + t] * in[i * in_stride + in_at[v] + l + offset[t]],
+ * the taps t limited to [tap_lo[v], tap_hi[v]) when those tables are given
+ * (with in_at): the others read only zeros there. */
+typedef struct adj_correlation {
+  int64_t n_out, n_in, taps, vectors;
+  const int64_t *offset, *in_at, *out_at, *tap_lo, *tap_hi;
+  const void *w, *bias, *in;
+  int64_t w_out, w_in, in_stride, out_stride;
+  void *out;
+} adj_correlation;
+
+/* dw[o * w_out + i * w_in + t] += sum_g sum_v sum_l dy[g * dy_image + o * dy_stride + dy_at[v] + l]
+ *                                 * in[g * in_image + i * in_stride + in_at[v] + l + offset[t]],
+ * the tables as above, and lanes l < repeated left out of the vectors flagged
+ * in `partial` (NULL: none), which repeat positions of the vector before. */
+typedef struct adj_correlation_gradient {
+  int64_t n_out, n_in, taps, vectors, images, repeated;
+  const int64_t *offset, *dy_at, *in_at;
+  const unsigned char *partial;
+  const void *dy, *in;
+  int64_t dy_stride, dy_image, in_stride, in_image, w_out, w_in;
+  void *dw;
+} adj_correlation_gradient;
+
+/* dw[o * w_out + i * w_in + t] += sum_g sum_p dy_t[g * positions * c_out + p * c_out + o]
+ *                                 * x[g * x_image + i * x_stride + grid_at[p] + offset[t]],
+ * with c_out a multiple of the vector length: dy transposed (position-major)
+ * and each output position's place on the x grid. */
+typedef struct adj_channel_gradient {
+  int64_t c_out, c_in, taps, positions, images;
+  const int64_t *offset, *grid_at;
+  const void *dy_t, *x;
+  int64_t x_image, x_stride, w_out, w_in;
+  void *dw;
+} adj_channel_gradient;
+
+/* y[o * positions + p] = bias[o] (0 without) + sum_i sum_t w_t[(i * taps + t) * c_out + o]
+ *                        * x[i * x_stride + grid_at[p] + offset[t]]   for one image,
+ * with c_out a multiple of the vector length and w transposed. */
+typedef struct adj_channel_forward {
+  int64_t c_out, c_in, taps, positions;
+  const int64_t *offset, *grid_at;
+  const void *w_t, *bias, *x;
+  int64_t x_stride;
+  void *y;
+} adj_channel_forward;
+
+/* The kernels of one level, each as [0] float32 and [1] float64. */
+typedef struct adj_direct_kernels {
+  const char *isa;  /* "x86-64-v4", "x86-64-v3" or "baseline" */
+  int vector_bytes; /* the width the kernels' vectors have at this level */
+  void (*correlate[2])(const adj_correlation *a);
+  void (*correlation_gradient[2])(const adj_correlation_gradient *a);
+  void (*channel_gradient[2])(const adj_channel_gradient *a);
+  void (*channel_forward[2])(const adj_channel_forward *a);
+  /* out (cols, rows) = in (rows, cols)^T */
+  void (*transpose[2])(int64_t rows, int64_t cols, const void *in, void *out);
+} adj_direct_kernels;
+
+/* One table per level built (conv_direct_kernels.c). */
+extern const adj_direct_kernels adj_direct_kernels_v4, adj_direct_kernels_v3, adj_direct_kernels_baseline;
+
+/* The best level both built and run by this CPU (chosen on the first call). */
+const adj_direct_kernels *adj_direct_kernels_select(void);
+
+#endif

@@ -1,0 +1,72 @@
+/* The direct convolution's kernels for one instruction-set level.
+ *
+ * layers/meson.build compiles this file once per level it builds, with
+ * ADJ_KERNEL_LEVEL set to 4 (x86-64-v4: AVX-512, 32 zmm registers), 3
+ * (x86-64-v3: AVX2 + FMA, 16 ymm) or 0 (the baseline: the compiler's default
+ * target, on x86-64 SSE2 with 16 xmm and no FMA) and the matching -march.
+ * Each level gets vectors as wide as its registers and register blocks that
+ * fit its register file, so no level splits a "vector" over several
+ * registers or spills accumulators in the inner loops.  The blocks count, per
+ * multiply-add step: accumulators + the operands kept in registers + one
+ * broadcast scalar (+ one product temporary without FMA). */
+#include <string.h>
+
+#include "conv_direct_impl.h"
+#include "kernels_impl.h"
+
+#if !defined(ADJ_KERNEL_LEVEL)
+#error "ADJ_KERNEL_LEVEL must be set (layers/meson.build)"
+#endif
+
+#if ADJ_KERNEL_LEVEL == 4
+#define ADJ_LEVEL_TABLE adj_direct_kernels_v4
+#define ADJ_LEVEL_NAME "x86-64-v4"
+enum {
+  ADJ_VECTOR_BYTES = 64,      /* one zmm register */
+  ADJ_DIRECT_CHANNELS = 6,    /* correlation: 6 channels x 2 vectors = 12 sums + 2 inputs + 1 weight */
+  ADJ_GRADIENT_CHANNELS = 6,  /* weight gradient: 6 channels x 4 taps = 24 sums + 6 dy + 1 x */
+  ADJ_GRADIENT_TAPS = 4,
+  ADJ_CHANNEL_VECTORS = 2,    /* channel weight gradient: 2 vectors x 12 taps = 24 sums + 2 dy + 1 x */
+  ADJ_CHANNEL_TAPS = 12,
+  ADJ_CHANNEL_POSITIONS = 12, /* channel forward: 12 positions x 2 vectors = 24 sums + 2 w + 1 x */
+};
+#elif ADJ_KERNEL_LEVEL == 3
+#define ADJ_LEVEL_TABLE adj_direct_kernels_v3
+#define ADJ_LEVEL_NAME "x86-64-v3"
+enum {
+  ADJ_VECTOR_BYTES = 32,      /* one ymm register */
+  ADJ_DIRECT_CHANNELS = 6,    /* 6 x 2 = 12 sums + 2 inputs + 1 weight = 15 of 16 */
+  ADJ_GRADIENT_CHANNELS = 3,  /* 3 x 4 = 12 sums + 3 dy + 1 x = 16 */
+  ADJ_GRADIENT_TAPS = 4,
+  ADJ_CHANNEL_VECTORS = 2,    /* 2 x 6 = 12 sums + 2 dy + 1 x = 15 */
+  ADJ_CHANNEL_TAPS = 6,
+  ADJ_CHANNEL_POSITIONS = 6,  /* 6 x 2 = 12 sums + 2 w + 1 x = 15 */
+};
+#elif ADJ_KERNEL_LEVEL == 0
+#define ADJ_LEVEL_TABLE adj_direct_kernels_baseline
+#define ADJ_LEVEL_NAME "baseline"
+enum {
+  ADJ_VECTOR_BYTES = 16,      /* one xmm register (SSE2; NEON on aarch64) */
+  ADJ_DIRECT_CHANNELS = 5,    /* 5 x 2 = 10 sums + 2 inputs + 1 weight + 1 product = 14 of 16 */
+  ADJ_GRADIENT_CHANNELS = 3,  /* 3 x 3 = 9 sums + 3 dy + 1 x + 1 product = 14 */
+  ADJ_GRADIENT_TAPS = 3,
+  ADJ_CHANNEL_VECTORS = 2,    /* 2 x 5 = 10 sums + 2 dy + 1 x + 1 product = 14 */
+  ADJ_CHANNEL_TAPS = 5,
+  ADJ_CHANNEL_POSITIONS = 5,  /* 5 x 2 = 10 sums + 2 w + 1 x + 1 product = 14 */
+};
+#else
+#error "ADJ_KERNEL_LEVEL must be 4, 3 or 0"
+#endif
+
+#define ADJ_TYPED_FILE "conv_direct_typed.inc"
+#include "instantiate.h"
+
+const adj_direct_kernels ADJ_LEVEL_TABLE = {
+    .isa = ADJ_LEVEL_NAME,
+    .vector_bytes = ADJ_VECTOR_BYTES,
+    .correlate = {correlate_f32, correlate_f64},
+    .correlation_gradient = {correlation_gradient_f32, correlation_gradient_f64},
+    .channel_gradient = {channel_gradient_f32, channel_gradient_f64},
+    .channel_forward = {channel_forward_f32, channel_forward_f64},
+    .transpose = {transpose_f32, transpose_f64},
+};

@@ -17,6 +17,15 @@ int adj_battery_add(adj_battery *b, const adj_battery_case *c) {
   return ADJ_SUCCESS;
 }
 
+int adj_battery_add_both_dtypes(adj_battery *b, adj_battery_case *c) {
+  for (int dt = 0; dt < 2; dt++) {
+    c->dtype = (adj_dtype)dt;
+    snprintf(c->name, sizeof c->name, "%.31s/%.60s/%.24s/%s", c->op, c->partitions, c->shape, adj_dtype_name(c->dtype));
+    ADJ_CALL(adj_battery_add(b, c));
+  }
+  return ADJ_SUCCESS;
+}
+
 void adj_battery_free(adj_battery *b) {
   free(b->cases);
   b->cases = NULL;
@@ -50,6 +59,7 @@ static int (*const adj_battery_families[])(adj_battery *) = {
     adj_battery_add_layers,
     adj_battery_add_norm,
     adj_battery_add_losses,
+    adj_battery_add_upsample,
 };
 
 int adj_battery_build(adj_battery *b) {

@@ -37,6 +37,8 @@ typedef struct adj_battery {
 
 /* Appends a copy of c.  Returns ADJ_ERR_MEM on failure. */
 int adj_battery_add(adj_battery *b, const adj_battery_case *c);
+/* Names c "op/partitions/shape/dtype" and appends it once per dtype. */
+int adj_battery_add_both_dtypes(adj_battery *b, adj_battery_case *c);
 /* Builds the full table. */
 int adj_battery_build(adj_battery *b);
 void adj_battery_free(adj_battery *b);
@@ -59,6 +61,7 @@ int adj_battery_add_all_sum_reduce(adj_battery *b);
 int adj_battery_add_layers(adj_battery *b);
 int adj_battery_add_norm(adj_battery *b);
 int adj_battery_add_losses(adj_battery *b);
+int adj_battery_add_upsample(adj_battery *b);
 
 /* The partition of ndim dims listing the ranks given as digits in grid order
  * ("3210"), and one more than the largest of those ranks (cases_broadcast.c). */

@@ -1,6 +1,6 @@
 /* Battery cases for the losses of losses.h: the Jacobian dot-product test of
  * adj_dottest_layer for every loss that takes a point drawn from [-1, 1) (BCE
- * and Poisson NLL with a linear input need positive inputs: t325 tests them at
+ * and Poisson NLL with a linear input need positive inputs: t327 tests them at
  * chosen points) and every reduction, in both dtypes, on layouts that split
  * batch and classes unevenly, leave ranks inactive, permute them, and put the
  * reduced output on a rank that may hold no input. */
@@ -108,12 +108,7 @@ int adj_battery_add_losses(adj_battery *b) {
         adj_battery_format_int64s(c.shape, sizeof c.shape, 2, g->shape);
         int needed = adj_battery_ranks_needed(g->ranks);
         c.ranks = needed > g->root + 1 ? needed : g->root + 1;
-        for (int dt = 0; dt < 2; dt++) {
-          c.dtype = (adj_dtype)dt;
-          snprintf(c.name, sizeof c.name, "%.12s/%.64s/%.32s/%s", c.op, c.partitions, c.shape,
-                   adj_dtype_name(c.dtype));
-          ADJ_CALL(adj_battery_add(b, &c));
-        }
+        ADJ_CALL(adj_battery_add_both_dtypes(b, &c));
       }
     }
   }

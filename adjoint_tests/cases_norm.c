@@ -93,11 +93,7 @@ int adj_battery_add_norm(adj_battery *b) {
                adj_norm_modes[m].name);
       adj_battery_format_int64s(c.shape, sizeof c.shape, s->ndim, s->shape);
       c.ranks = adj_battery_ranks_needed(s->ranks);
-      for (int dt = 0; dt < 2; dt++) {
-        c.dtype = (adj_dtype)dt;
-        snprintf(c.name, sizeof c.name, "%.12s/%.64s/%.32s/%s", c.op, c.partitions, c.shape, adj_dtype_name(c.dtype));
-        ADJ_CALL(adj_battery_add(b, &c));
-      }
+      ADJ_CALL(adj_battery_add_both_dtypes(b, &c));
     }
   }
   return ADJ_SUCCESS;

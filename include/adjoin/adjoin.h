@@ -32,6 +32,7 @@
 #include "adjoin/norm_layer.h"
 #include "adjoin/losses.h"
 #include "adjoin/affine15.h"
+#include "adjoin/upsample_layer.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"

@@ -19,6 +19,24 @@ void dl_quadratic_cuts(int64_t n, int parts, int64_t *cuts) {
   for (int p = 0; p <= parts; p++) cuts[p] = n * p * p / ((int64_t)parts * parts);
 }
 
+const char *const dl_layout_names[3] = {"all ranks", "rank 0 inactive", "uneven cuts"};
+
+adj_decomposition *dl_size_layout(adj_test *t, dl_layout_kind kind, int rank, const int64_t *shape,
+                                  const int (*table)[5]) {
+  int workers = kind == DL_LAYOUT_INACTIVE ? t->size - 1 : t->size, ranks[8], parts[5];
+  if (workers < 1 || workers > 8 || rank > 5) return NULL;
+  for (int i = 0; i < rank; i++) parts[i] = table[workers][i];
+  for (int i = rank; i < 5; i++) parts[rank - 1] *= table[workers][i];
+  for (int i = 0; i < workers; i++) ranks[i] = (i + 1) % t->size;
+  int64_t storage[5][9];
+  const int64_t *cuts[5] = {NULL};
+  for (int i = 0; kind == DL_LAYOUT_CUTS && i < rank; i++) {
+    dl_quadratic_cuts(shape[i], parts[i], storage[i]);
+    cuts[i] = storage[i];
+  }
+  return dl_layout(t, rank, shape, parts, ranks, cuts);
+}
+
 adj_decomposition *dl_self_layout(adj_test *t, int rank, const int64_t *shape) {
   static const int ones[ADJ_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
   adj_partition *p = NULL;

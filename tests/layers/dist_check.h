@@ -16,6 +16,17 @@ adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const 
 /* cuts[0..parts] at n p^2 / P^2: small, often empty, first blocks. */
 void dl_quadratic_cuts(int64_t n, int parts, int64_t *cuts);
 
+/* Layout kinds of the size-driven tests: every rank, rank 0 left out, or
+ * every rank with quadratic cuts (empty first blocks). */
+typedef enum dl_layout_kind { DL_LAYOUT_ALL = 0, DL_LAYOUT_INACTIVE = 1, DL_LAYOUT_CUTS = 2 } dl_layout_kind;
+extern const char *const dl_layout_names[3];
+/* A layout of `shape` (rank <= 5 dims) for this run's size: the partition
+ * shape is table[workers] (5 entries; those beyond the tensor's rank fold into
+ * its last dimension) and the ranks are rotated so rank 0 comes last or, for
+ * DL_LAYOUT_INACTIVE, is left out.  NULL when no worker is left. */
+adj_decomposition *dl_size_layout(adj_test *t, dl_layout_kind kind, int rank, const int64_t *shape,
+                                  const int (*table)[5]);
+
 /* The sequential twin's layout: the whole tensor on a one-worker partition of
  * MPI_COMM_SELF, so every rank holds its own sequential twin (collective on
  * nothing). */

@@ -1,7 +1,10 @@
-/* t324: distributed batch normalisation (norm_layer.h), 1-D, 2-D and 3-D, in
+/* t326: distributed batch normalisation (norm_layer.h), 1-D, 2-D and 3-D, in
  * float32 and float64, training and evaluation, affine on and off, running
  * statistics on and off:
- *   - the sequential layer against a naive float64 reference written here
+ *   - the sequential layer against PyTorch (tools/batchnorm_twin.py wrote
+ *     data/t326-batchnorm-torch.txt: outputs, input and parameter gradients,
+ *     running statistics, evaluation outputs) and against a naive float64
+ *     reference written here
  *     (output, running mean and unbiased running variance after one step);
  *   - the Jacobian dot-product test and the Taylor test;
  *   - distributed against sequential (outputs, jvps, input and parameter
@@ -23,26 +26,6 @@
 static const int parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 2, 1, 1, 1}, {1, 1, 3, 1, 1},
                                         {2, 2, 1, 1, 1}, {1, 1, 5, 1, 1}, {1, 2, 3, 1, 1}, {1, 1, 1, 7, 1},
                                         {2, 2, 2, 1, 1}};
-
-typedef enum layout_kind { LAYOUT_ALL = 0, LAYOUT_INACTIVE = 1, LAYOUT_CUTS = 2 } layout_kind;
-static const char *const layout_names[] = {"all ranks", "rank 0 inactive", "uneven cuts"};
-
-/* The rank-`rank` layout of `shape` for this run's size; partition dimensions
- * beyond the tensor's rank fold into the last one so every worker is used. */
-static adj_decomposition *bn_layout(adj_test *t, layout_kind kind, int rank, const int64_t *shape) {
-  int workers = kind == LAYOUT_INACTIVE ? t->size - 1 : t->size, ranks[8], parts[5];
-  if (workers < 1) return NULL;
-  for (int i = 0; i < rank; i++) parts[i] = parts_by_size[workers][i];
-  for (int i = rank; i < 5; i++) parts[rank - 1] *= parts_by_size[workers][i];
-  for (int i = 0; i < workers; i++) ranks[i] = (i + 1) % t->size; /* rotated: rank 0 last or absent */
-  int64_t storage[5][9];
-  const int64_t *cuts[5] = {NULL};
-  for (int i = 0; kind == LAYOUT_CUTS && i < rank; i++) {
-    dl_quadratic_cuts(shape[i], parts[i], storage[i]);
-    cuts[i] = storage[i];
-  }
-  return dl_layout(t, rank, shape, parts, ranks, cuts);
-}
 
 typedef struct bn_mode {
   const char *name;
@@ -163,6 +146,106 @@ static void test_reference(adj_test *t, adj_dtype dtype, int rank, const int64_t
   adj_decomposition_destroy(&root);
 }
 
+/* ---- PyTorch's numbers ------------------------------------------------------------------ */
+
+/* The table of tools/batchnorm_twin.py, in its order: input shapes and offsets. */
+static const struct {
+  int rank;
+  int64_t shape[5];
+  double offset;
+} torch_cases[] = {
+    {2, {4, 3}, 0}, {3, {3, 2, 5}, 0}, {4, {2, 3, 4, 3}, 0}, {4, {2, 3, 4, 3}, 1000}, {5, {2, 2, 3, 2, 3}, 0},
+};
+enum { TORCH_CASES = (int)(sizeof torch_cases / sizeof torch_cases[0]) };
+
+static bool read_doubles(FILE *f, int64_t n, double *v) {
+  for (int64_t i = 0; i < n; i++)
+    if (fscanf(f, "%lf", &v[i]) != 1) return false;
+  return true;
+}
+
+/* Differences of t's entries from ref, relative to max(1, |ref|). */
+static double diff_from(const adj_tensor *t, const double *ref) {
+  double worst = 0;
+  for (int64_t i = 0; i < adj_tensor_volume(t); i++) worst = fmax(worst, bn_rel(adj_tensor_get(t, i), ref[i]));
+  return worst;
+}
+
+/* One training forward and backward, then an evaluation forward, of the
+ * sequential layer against PyTorch's (y, dx, dgamma, dbeta, running mean and
+ * var, evaluation y). */
+static void check_torch_case(adj_test *t, int k, const double *ref, adj_dtype dtype, double *worst) {
+  int64_t n = 1, c = torch_cases[k].shape[1];
+  for (int d = 0; d < torch_cases[k].rank; d++) n *= torch_cases[k].shape[d];
+  adj_decomposition *root = dl_self_layout(t, torch_cases[k].rank, torch_cases[k].shape);
+  adj_layer *layer = NULL;
+  static const bn_mode train = {"train", true, false, false};
+  ADJ_TEST_OK(t, bn_create(dtype, root, &train, 0.3, &layer));
+  if (layer) {
+    adj_tensor x, y, dy, dx, mean, var;
+    adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
+    adj_layer_create_output(layer, &y), adj_layer_create_output(layer, &dy);
+    for (int64_t i = 0; i < n; i++) adj_tensor_set(&x, i, torch_cases[k].offset + (double)((7 * i + 3) % 13) / 13.0);
+    for (int64_t j = 0; j < n; j++) adj_tensor_set(&dy, j, (double)((5 * j + 1) % 11) / 11.0 - 0.5);
+    adj_parameter *g = adj_layer_parameter(layer, 0), *b = adj_layer_parameter(layer, 1);
+    for (int64_t j = 0; j < c; j++)
+      adj_tensor_set(&g->value, j, 0.5 + (double)j / 4), adj_tensor_set(&b->value, j, (double)j / 8 - 0.25);
+    adj_layer_zero_grad(layer);
+    ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+    ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &dx));
+    ADJ_TEST_OK(t, adj_batchnorm_layer_running_stats(layer, &mean, &var));
+    double e[7] = {diff_from(&y, ref), diff_from(&dx, ref + n), diff_from(&g->grad, ref + 2 * n),
+                   diff_from(&b->grad, ref + 2 * n + c), diff_from(&mean, ref + 2 * n + 2 * c),
+                   diff_from(&var, ref + 2 * n + 3 * c), 0};
+    ADJ_TEST_OK(t, adj_batchnorm_layer_set_training(layer, false));
+    ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+    e[6] = diff_from(&y, ref + 2 * n + 4 * c);
+    double tol = dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12, most = 0;
+    for (int i = 0; i < 7; i++) most = fmax(most, e[i]);
+    /* float32 cannot hold the offset-1000 input to better than 6e-5 of its
+     * spread, so that case is compared in float64 only. */
+    if (!(dtype == ADJ_FLOAT32 && torch_cases[k].offset > 0)) {
+      ADJ_TEST_CHECK(t, most < tol,
+                     "case %d %s: against PyTorch y %.2e, dx %.2e, dgamma %.2e, dbeta %.2e, running mean %.2e, "
+                     "running var %.2e, eval y %.2e",
+                     k, adj_dtype_name(dtype), e[0], e[1], e[2], e[3], e[4], e[5], e[6]);
+      worst[dtype] = fmax(worst[dtype], most);
+    }
+    adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
+  }
+  adj_layer_destroy(&layer);
+  adj_decomposition_destroy(&root);
+}
+
+static void test_torch(adj_test *t, const char *path) {
+  FILE *f = fopen(path, "r");
+  ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
+  if (!f) return;
+  static double ref[2048];
+  int cases = 0, ch;
+  double worst[2] = {0, 0};
+  while ((ch = fgetc(f)) == '#')
+    while ((ch = fgetc(f)) != '\n' && ch != EOF) continue;
+  if (ch != EOF) ungetc(ch, f);
+  int k;
+  long long ny, nx;
+  while (fscanf(f, "%d %lld", &k, &ny) == 2) {
+    bool ok = k >= 0 && k < TORCH_CASES && ny > 0 && ny <= 256 && read_doubles(f, ny, ref) &&
+              fscanf(f, "%lld", &nx) == 1 && nx == ny;
+    int64_t c = ok ? torch_cases[k].shape[1] : 0;
+    ok = ok && read_doubles(f, ny + 4 * c + ny, ref + ny);
+    ADJ_TEST_CHECK(t, ok, "bad reference line for case %d", k);
+    if (!ok) break;
+    for (int dt = 0; dt < 2; dt++) check_torch_case(t, k, ref, (adj_dtype)dt, worst);
+    cases++;
+  }
+  fclose(f);
+  adj_test_report(t, "  against PyTorch: %d cases (y, dx, dgamma, dbeta, running stats, eval y), max rel err float32 "
+                     "%.1e, float64 %.1e",
+                  cases, worst[0], worst[1]);
+  ADJ_TEST_CHECK(t, cases == TORCH_CASES, "%d reference cases, expected %d", cases, TORCH_CASES);
+}
+
 /* ---- distributed ------------------------------------------------------------------------ */
 
 /* max over ranks of the difference between this worker's running statistics
@@ -210,11 +293,11 @@ static void check_layout(adj_test *t, adj_dtype dtype, const bn_mode *m, adj_dec
 static void test_distributed(adj_test *t, int rank, const int64_t *shape, int first, int last) {
   adj_decomposition *root = dl_self_layout(t, rank, shape);
   for (int k = first; k <= last; k++) {
-    adj_decomposition *layout = bn_layout(t, (layout_kind)k, rank, shape);
+    adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)k, rank, shape, parts_by_size);
     if (!layout) continue;
     char where[96], text[48];
     snprintf(where, sizeof where, "%dd %s (%s)", rank == 2 ? 1 : rank - 2,
-             adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), layout_names[k]);
+             adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[k]);
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
       /* The Taylor test checks jvp against forward, which the layout does
        * not change: once per mode, on the first layout. */
@@ -229,7 +312,7 @@ static void test_distributed(adj_test *t, int rank, const int64_t *shape, int fi
 
 static void test_errors(adj_test *t) {
   static const int64_t shape[4] = {3, 4, 5, 2};
-  adj_decomposition *layout = bn_layout(t, LAYOUT_ALL, 4, shape);
+  adj_decomposition *layout = dl_size_layout(t, DL_LAYOUT_ALL, 4, shape, parts_by_size);
   adj_batchnorm_layer_config base = {.dtype = ADJ_FLOAT64, .input = layout, .num_features = 4, .eps = 1e-5,
                                      .momentum = 0.1};
   adj_layer *layer = NULL;
@@ -257,7 +340,9 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t326-batchnorm-layer");
   if (t.size > 8) return adj_test_skip(&t, "the partitions are written for 1 to 8 ranks");
-  adj_test_report(&t, "t324 on %d ranks", t.size);
+  if (argc < 2) return adj_test_skip(&t, "usage: t326-batchnorm-layer PYTORCH_REFERENCE_FILE");
+  adj_test_report(&t, "t326 on %d ranks", t.size);
+  test_torch(&t, argv[1]);
   static const int64_t s1[2] = {9, 5}, s2[4] = {4, 5, 7, 6}, s3[5] = {3, 4, 5, 3, 4};
   for (int dt = 0; dt < 2; dt++) {
     test_reference(&t, (adj_dtype)dt, 4, s2, 0);
@@ -265,9 +350,9 @@ int main(int argc, char **argv) {
   }
   test_reference(&t, ADJ_FLOAT64, 2, s1, 3);
   test_reference(&t, ADJ_FLOAT64, 5, s3, 3);
-  test_distributed(&t, 4, s2, LAYOUT_ALL, LAYOUT_CUTS);
-  test_distributed(&t, 2, s1, LAYOUT_CUTS, LAYOUT_CUTS);
-  test_distributed(&t, 5, s3, LAYOUT_INACTIVE, LAYOUT_INACTIVE);
+  test_distributed(&t, 4, s2, DL_LAYOUT_ALL, DL_LAYOUT_CUTS);
+  test_distributed(&t, 2, s1, DL_LAYOUT_CUTS, DL_LAYOUT_CUTS);
+  test_distributed(&t, 5, s3, DL_LAYOUT_INACTIVE, DL_LAYOUT_INACTIVE);
   test_errors(&t);
   return adj_test_finish(&t);
 }

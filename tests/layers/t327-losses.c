@@ -1,4 +1,4 @@
-/* t325: the losses of losses.h (L1, MSE, BCE, BCE with logits, KL divergence
+/* t327: the losses of losses.h (L1, MSE, BCE, BCE with logits, KL divergence
  * with and without a log target, Poisson NLL with log, linear and full
  * forms, NLL) and their reductions (mean, sum, none, batchmean):
  *   - against PyTorch on fixed inputs (tools/losses_twin.py wrote
@@ -446,7 +446,7 @@ int main(int argc, char **argv) {
   adj_test_begin(&t, &argc, &argv, "t327-losses");
   if (t.size > 8) return adj_test_skip(&t, "the partitions are written for 1 to 8 ranks");
   if (argc < 2) return adj_test_skip(&t, "usage: t327-losses PYTORCH_REFERENCE_FILE");
-  adj_test_report(&t, "t325 on %d ranks", t.size);
+  adj_test_report(&t, "t327 on %d ranks", t.size);
   test_torch(&t, argv[1]);
   test_distributed(&t);
   test_jacobians(&t);

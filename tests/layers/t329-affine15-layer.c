@@ -129,7 +129,7 @@ static void test_errors(adj_test *t) {
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t328-affine15-layer");
+  adj_test_begin(&t, &argc, &argv, "t329-affine15-layer");
   adj_test_report(&t, "t324 on %d ranks (float64 unless noted; grids P_r x P_c)", t.size);
   /* Every grid that fits on up to 3 ranks (so some leave ranks inactive), and
    * beyond that the grids that use every rank, to keep the run short. */

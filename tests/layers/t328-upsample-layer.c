@@ -1,0 +1,211 @@
+/* t328: distributed upsampling (upsample_layer.h): nearest, linear, bilinear
+ * and trilinear, align_corners on and off, by size and by scale factor,
+ * upsampling and downsampling:
+ *   - the sequential layer against PyTorch's F.interpolate on fixed inputs
+ *     (tools/upsample_twin.py wrote data/t328-upsample-torch.txt): outputs
+ *     and input gradients, both dtypes;
+ *   - the dot-product test (the adjoint is exact), the Taylor test (linear:
+ *     round-off) and distributed against sequential, on partitions over
+ *     channels and space at 1-8 ranks, one with rank 0 inactive and one cut
+ *     unevenly with empty blocks, in float64 and float32;
+ *   - bad configurations: a scale factor <= 0, both or neither of size and
+ *     scale factor, align_corners with nearest. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dist_check.h"
+
+typedef struct up_case {
+  int rank;
+  int64_t shape[5];
+  adj_interp_mode mode;
+  bool align_corners;
+  int64_t size[3];
+  double scale[3];
+} up_case;
+
+/* The table of tools/upsample_twin.py, in its order. */
+static const up_case torch_cases[] = {
+    {4, {1, 2, 4, 5}, ADJ_INTERP_NEAREST, false, {7, 8}, {0}},
+    {4, {1, 2, 4, 5}, ADJ_INTERP_NEAREST, false, {0}, {2, 3}},
+    {4, {1, 2, 4, 5}, ADJ_INTERP_LINEAR, false, {7, 9}, {0}},
+    {4, {1, 2, 4, 5}, ADJ_INTERP_LINEAR, true, {7, 9}, {0}},
+    {4, {1, 2, 4, 5}, ADJ_INTERP_LINEAR, false, {0}, {2.5, 1.5}},
+    {4, {1, 2, 6, 5}, ADJ_INTERP_LINEAR, false, {3, 2}, {0}},
+    {3, {2, 1, 5}, ADJ_INTERP_LINEAR, false, {0}, {3}},
+    {3, {2, 1, 5}, ADJ_INTERP_LINEAR, true, {11}, {0}},
+    {5, {1, 1, 3, 4, 2}, ADJ_INTERP_LINEAR, false, {0}, {2, 2, 2}},
+    {5, {1, 1, 3, 4, 2}, ADJ_INTERP_NEAREST, false, {5, 6, 3}, {0}},
+};
+
+static int up_create(const up_case *c, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+  adj_upsample_layer_config config = {.dtype = dtype, .input = input, .spatial_dims = c->rank - 2, .mode = c->mode,
+                                      .align_corners = c->align_corners};
+  memcpy(config.size, c->size, sizeof config.size);
+  memcpy(config.scale_factor, c->scale, sizeof config.scale_factor);
+  return adj_upsample_layer_create(&config, layer);
+}
+
+static void up_format(char *buf, size_t size, const up_case *c) {
+  static const char *const linear[3] = {"linear", "bilinear", "trilinear"};
+  int sd = c->rank - 2;
+  int used = snprintf(buf, size, "%s%s %s", c->mode == ADJ_INTERP_NEAREST ? "nearest" : linear[sd - 1],
+                      c->align_corners ? " ac" : "", c->size[0] ? "size" : "scale");
+  for (int d = 0; d < sd && used < (int)size; d++)
+    used += c->size[0] ? snprintf(buf + used, size - (size_t)used, " %lld", (long long)c->size[d])
+                       : snprintf(buf + used, size - (size_t)used, " %g", c->scale[d]);
+}
+
+/* ---- PyTorch's numbers ------------------------------------------------------------------ */
+
+static void check_torch_case(adj_test *t, const up_case *c, const double *ref_y, int64_t ny, const double *ref_g,
+                             int64_t ng, adj_dtype dtype, double *worst) {
+  adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
+  adj_layer *layer = NULL;
+  ADJ_TEST_OK(t, up_create(c, dtype, root, &layer));
+  char label[96];
+  up_format(label, sizeof label, c);
+  if (layer) {
+    adj_tensor x, y, dy, dx;
+    adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
+    adj_layer_create_output(layer, &y), adj_layer_create_output(layer, &dy);
+    ADJ_TEST_CHECK(t, adj_tensor_volume(&y) == ny && adj_tensor_volume(&x) == ng,
+                   "%s: %lld outputs and %lld inputs; PyTorch has %lld and %lld", label,
+                   (long long)adj_tensor_volume(&y), (long long)adj_tensor_volume(&x), (long long)ny, (long long)ng);
+    if (adj_tensor_volume(&y) == ny && adj_tensor_volume(&x) == ng) {
+      for (int64_t i = 0; i < ng; i++) adj_tensor_set(&x, i, (double)((7 * i + 3) % 13) / 13.0);
+      for (int64_t j = 0; j < ny; j++) adj_tensor_set(&dy, j, (double)((5 * j + 1) % 11) / 11.0 - 0.5);
+      ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+      ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &dx));
+      double ey = 0, eg = 0;
+      for (int64_t j = 0; j < ny; j++) ey = fmax(ey, fabs(adj_tensor_get(&y, j) - ref_y[j]));
+      for (int64_t i = 0; i < ng; i++) eg = fmax(eg, fabs(adj_tensor_get(&dx, i) - ref_g[i]) / fmax(1, fabs(ref_g[i])));
+      double tol = dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12;
+      ADJ_TEST_CHECK(t, ey < tol && eg < tol, "%s %s: against PyTorch y %.3e, grad %.3e", label,
+                     adj_dtype_name(dtype), ey, eg);
+      worst[dtype] = fmax(worst[dtype], fmax(ey, eg));
+    }
+    adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
+  }
+  adj_layer_destroy(&layer);
+  adj_decomposition_destroy(&root);
+}
+
+static void test_torch(adj_test *t, const char *path) {
+  FILE *f = fopen(path, "r");
+  ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
+  if (!f) return;
+  static double y[512], g[512];
+  int cases = 0, index;
+  double worst[2] = {0, 0};
+  char first[8];
+  while (fscanf(f, "%7s", first) == 1) {
+    if (first[0] == '#') {
+      int ch;
+      while ((ch = fgetc(f)) != '\n' && ch != EOF) continue;
+      continue;
+    }
+    long long ny = 0, ng = 0;
+    bool ok = sscanf(first, "%d", &index) == 1 && index >= 0 && index < (int)(sizeof torch_cases / sizeof torch_cases[0]) &&
+              fscanf(f, "%lld", &ny) == 1 && ny > 0 && ny <= 512;
+    for (long long j = 0; ok && j < ny; j++) ok = fscanf(f, "%lf", &y[j]) == 1;
+    ok = ok && fscanf(f, "%lld", &ng) == 1 && ng > 0 && ng <= 512;
+    for (long long i = 0; ok && i < ng; i++) ok = fscanf(f, "%lf", &g[i]) == 1;
+    ADJ_TEST_CHECK(t, ok, "bad reference line for case %s", first);
+    if (!ok) break;
+    for (int dt = 0; dt < 2; dt++) check_torch_case(t, &torch_cases[index], y, ny, g, ng, (adj_dtype)dt, worst);
+    cases++;
+  }
+  fclose(f);
+  adj_test_report(t, "  against PyTorch: %d interpolations, max error float32 %.1e, float64 %.1e", cases, worst[0],
+                  worst[1]);
+  ADJ_TEST_CHECK(t, cases == (int)(sizeof torch_cases / sizeof torch_cases[0]), "%d reference cases, expected %d",
+                 cases, (int)(sizeof torch_cases / sizeof torch_cases[0]));
+}
+
+/* ---- distributed ------------------------------------------------------------------------ */
+
+static const up_case dist_cases[] = {
+    {4, {2, 3, 11, 9}, ADJ_INTERP_LINEAR, false, {0}, {2, 2}},
+    {4, {2, 3, 11, 9}, ADJ_INTERP_LINEAR, true, {8, 5}, {0}},
+    {4, {2, 3, 11, 9}, ADJ_INTERP_NEAREST, false, {17, 20}, {0}},
+    {4, {2, 3, 11, 9}, ADJ_INTERP_LINEAR, false, {0}, {1.5, 2.5}},
+    {3, {2, 2, 17}, ADJ_INTERP_LINEAR, false, {0}, {2.5}},
+    {5, {1, 2, 5, 4, 3}, ADJ_INTERP_LINEAR, false, {0}, {2, 2, 2}},
+};
+
+/* Partitions over (N, C, D1, D2, D3) per worker count 1..8. */
+static const int parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1, 2, 1, 1}, {1, 1, 1, 3, 1},
+                                        {1, 1, 2, 2, 1}, {1, 1, 5, 1, 1}, {1, 2, 3, 1, 1}, {1, 1, 7, 1, 1},
+                                        {2, 1, 2, 2, 1}};
+
+
+static void test_distributed(adj_test *t) {
+  for (size_t k = 0; k < sizeof dist_cases / sizeof dist_cases[0]; k++) {
+    const up_case *c = &dist_cases[k];
+    adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
+    for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind++) {
+      adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, c->rank, c->shape, parts_by_size);
+      if (!layout) continue;
+      for (int dt = ADJ_FLOAT64; dt >= ADJ_FLOAT32; dt--) {
+        if (dt == ADJ_FLOAT32 && kind != DL_LAYOUT_CUTS) continue; /* float32 once per case */
+        adj_layer *dist = NULL, *seq = NULL;
+        ADJ_TEST_OK(t, up_create(c, (adj_dtype)dt, layout, &dist));
+        ADJ_TEST_OK(t, up_create(c, (adj_dtype)dt, root, &seq));
+        if (dist && seq) {
+          char label[160], what[80], text[48];
+          up_format(what, sizeof what, c);
+          snprintf(label, sizeof label, "%s %s %s (%s)", what, adj_dtype_name((adj_dtype)dt),
+                   adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
+          dl_dottest(t, label, dist);
+          if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_LINEAR);
+          dl_compare_within(t, label, dist, seq, 41u, dt == ADJ_FLOAT32 ? 1e-6 : 1e-12);
+        }
+        adj_layer_destroy(&dist), adj_layer_destroy(&seq);
+      }
+      adj_decomposition_destroy(&layout);
+    }
+    adj_decomposition_destroy(&root);
+  }
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static void test_errors(adj_test *t) {
+  static const int64_t shape[4] = {2, 3, 6, 5};
+  adj_decomposition *layout = dl_size_layout(t, DL_LAYOUT_ALL, 4, shape, parts_by_size);
+  adj_layer *layer = NULL;
+  up_case c = {4, {2, 3, 6, 5}, ADJ_INTERP_LINEAR, false, {0}, {2, 0}};
+  dl_expect_error(t, "scale factor 0", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer,
+                  "scale factor 0 in spatial dimension 1 must be > 0");
+  c.scale[1] = -1.5;
+  dl_expect_error(t, "scale factor -1.5", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer,
+                  "scale factor -1.5 in spatial dimension 1 must be > 0");
+  c.size[0] = 4, c.size[1] = 4;
+  dl_expect_error(t, "size and scale", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer, "both are set");
+  c = (up_case){4, {2, 3, 6, 5}, ADJ_INTERP_LINEAR, false, {0}, {0}};
+  dl_expect_error(t, "neither size nor scale", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer,
+                  "neither is set");
+  c = (up_case){4, {2, 3, 6, 5}, ADJ_INTERP_NEAREST, true, {8, 8}, {0}};
+  dl_expect_error(t, "nearest with align_corners", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer,
+                  "align_corners is for the linear modes");
+  c = (up_case){3, {2, 3, 6}, ADJ_INTERP_LINEAR, false, {12}, {0}};
+  dl_expect_error(t, "1-D on a rank-4 input", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer, "need 3");
+  c = (up_case){4, {2, 3, 6, 5}, ADJ_INTERP_LINEAR, false, {0}, {0.1, 1}};
+  dl_expect_error(t, "scale 0.1 of 6 entries", up_create(&c, ADJ_FLOAT64, layout, &layer), &layer,
+                  "maps 6 inputs to 0 outputs");
+  adj_decomposition_destroy(&layout);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t328-upsample-layer");
+  if (t.size > 8) return adj_test_skip(&t, "the partitions are written for 1 to 8 ranks");
+  if (argc < 2) return adj_test_skip(&t, "usage: t328-upsample-layer PYTORCH_REFERENCE_FILE");
+  adj_test_report(&t, "t328 on %d ranks", t.size);
+  test_torch(&t, argv[1]);
+  test_distributed(&t);
+  test_errors(&t);
+  return adj_test_finish(&t);
+}

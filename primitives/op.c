@@ -232,13 +232,17 @@ void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
 
 int adj_op_begin_after(int *prior, adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   if (!op) return adj_error_set(ADJ_ERR_ARG, "adj_op_begin_after: operator is NULL");
-  if (!op->checks) return adj_op_begin(op, direction, in, out);
+  bool valid = direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
+  bool agree = valid && (op->check == ADJ_CHECK_FULL || (op->check == ADJ_CHECK_FIRST && !op->agreed[direction]));
+  if (!agree) return adj_op_begin(op, direction, in, out);
   int status = *prior ? *prior : adj_op_check_args(op, direction, in, out);
   status = adj_status_agree(op->comm, status, op->wait);
   if (status) return *prior = status;
-  op->checks = false; /* agreed above */
+  op->agreed[direction] = true;
+  adj_check_level level = op->check;
+  op->check = ADJ_CHECK_OFF; /* agreed above */
   status = adj_op_begin(op, direction, in, out);
-  op->checks = true;
+  op->check = level;
   return status;
 }
 

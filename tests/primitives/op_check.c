@@ -50,3 +50,9 @@ void op_check_split_phase(adj_test *t, const char *label, adj_op *op, adj_direct
   adj_tensor_destroy(&blocking);
   adj_tensor_destroy(&split);
 }
+
+void op_check_local_error(adj_test *t, int status, const char *needle, const char *what) {
+  ADJ_TEST_CHECK(t, status != 0, "%s: expected an error, got success", what);
+  ADJ_TEST_CHECK(t, strstr(adj_last_error(), needle) != NULL, "%s: message '%s' does not contain '%s'", what,
+                 adj_last_error(), needle);
+}

@@ -13,4 +13,9 @@ void op_check_dottest(adj_test *t, const char *label, adj_op *op);
 /* begin / local work / end equals the blocking application bit for bit. */
 void op_check_split_phase(adj_test *t, const char *label, adj_op *op, adj_direction direction);
 
+/* This rank's call failed and its message contains `needle`: for errors a rank
+ * finds on its own (argument parsing, a check level that does not agree), where
+ * the harness's every-rank adj_test_expect_error does not apply. */
+void op_check_local_error(adj_test *t, int status, const char *needle, const char *what);
+
 #endif

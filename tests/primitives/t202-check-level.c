@@ -9,17 +9,10 @@
 #include <string.h>
 
 #include "bcast_common.h"
+#include "op_check.h"
 
 enum { N = 6 };
 
-/* This rank's call failed and its message contains `needle` (at levels first
- * and off a later bad tensor is an error on its own rank only, so this is not
- * the harness's every-rank adj_test_expect_error). */
-static void check_error(adj_test *t, int status, const char *needle, const char *what) {
-  ADJ_TEST_CHECK(t, status != 0, "%s: expected an error, got success", what);
-  ADJ_TEST_CHECK(t, strstr(adj_last_error(), needle) != NULL, "%s: message '%s' does not contain '%s'", what,
-                 adj_last_error(), needle);
-}
 
 static adj_partition *world_partition(adj_test *t) {
   adj_partition *p = NULL;
@@ -71,9 +64,9 @@ static void check_levels_allsum(adj_test *t, const char *level) {
   int status = adj_op_forward(op, t->rank == bad ? &wrong : &x, &y);
   snprintf(what, sizeof what, "ADJ_CHECK=%s, wrong shape on rank %d at the first application", level, bad);
   if (want != ADJ_CHECK_OFF) {
-    check_error(t, status, "local shape [7]", what);
+    op_check_local_error(t, status, "local shape [7]", what);
   } else if (t->rank == bad) {
-    check_error(t, status, "found on this rank only", what);
+    op_check_local_error(t, status, "found on this rank only", what);
   } else {
     ADJ_TEST_OK(t, status);
     check_sum(t, &y, bad, what);
@@ -88,10 +81,10 @@ static void check_levels_allsum(adj_test *t, const char *level) {
   status = adj_op_forward(op, t->rank == bad ? &wrong : &x, &y);
   snprintf(what, sizeof what, "ADJ_CHECK=%s, wrong shape on rank %d at a later application", level, bad);
   if (want == ADJ_CHECK_FULL) {
-    check_error(t, status, "local shape [7]", what);
+    op_check_local_error(t, status, "local shape [7]", what);
   } else if (t->rank == bad) {
-    check_error(t, status, "local shape [7]", what);
-    check_error(t, status, "found on this rank only", what);
+    op_check_local_error(t, status, "local shape [7]", what);
+    op_check_local_error(t, status, "found on this rank only", what);
   } else {
     ADJ_TEST_OK(t, status);
     check_sum(t, &y, t->size > 1 ? bad : -1, what);
@@ -102,7 +95,7 @@ static void check_levels_allsum(adj_test *t, const char *level) {
   status = adj_op_begin(op, ADJ_FORWARD, t->rank == bad ? &wrong : &x, &y);
   if (!status) status = adj_op_end(op);
   snprintf(what, sizeof what, "ADJ_CHECK=%s, split phase with a wrong shape on rank %d", level, bad);
-  if (want == ADJ_CHECK_FULL || t->rank == bad) check_error(t, status, "local shape [7]", what);
+  if (want == ADJ_CHECK_FULL || t->rank == bad) op_check_local_error(t, status, "local shape [7]", what);
   else ADJ_TEST_OK(t, status);
   ADJ_TEST_CHECK(t, !adj_op_pending(op), "%s: an application is left outstanding", what);
   ADJ_TEST_OK(t, adj_op_forward(op, &x, &y));
@@ -136,7 +129,7 @@ static void check_first_sum_reduce(adj_test *t) {
   int bad = t->size - 1;
   int status = adj_op_forward(op, t->rank == bad ? &wrong : &in, &out);
   if (t->rank == bad) {
-    check_error(t, status, "found on this rank only", "sum-reduce, float32 tensor on the last rank later");
+    op_check_local_error(t, status, "found on this rank only", "sum-reduce, float32 tensor on the last rank later");
   } else {
     ADJ_TEST_OK(t, status);
     if (t->rank == 0) check_sum(t, &out, bad, "sum-reduce, float32 tensor on the last rank later");
@@ -168,7 +161,7 @@ static void check_default_and_bad_env(adj_test *t) {
   setenv("ADJ_CHECK", "sometimes", 1);
   adj_op *bad = NULL;
   int status = adj_all_sum_reduce_create(ADJ_FLOAT64, p, 1, (const int64_t[]){N}, 1, (const int[]){0}, &bad);
-  check_error(t, status, "ADJ_CHECK='sometimes' is not one of full, first, off", "ADJ_CHECK=sometimes");
+  op_check_local_error(t, status, "ADJ_CHECK='sometimes' is not one of full, first, off", "ADJ_CHECK=sometimes");
   ADJ_TEST_CHECK(t, bad == NULL, "a refused operator is not returned");
   adj_partition_destroy(&p);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bcast_common.h"
+#include "op_check.h"
 
 /* The compatibility rule is the broadcast's, from P_y to P_x; the message says
  * so.  A wrong-shape adjoint input on one rank fails on every rank. */
@@ -97,7 +98,7 @@ static void check_counters(adj_test *t) {
   if (forced) snprintf(saved, sizeof saved, "%s", forced);
   setenv("ADJ_SUM_REDUCE_ALGORITHM", "ring", 1);
   adj_op *bad = NULL;
-  check_error(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &bad),
+  op_check_local_error(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &bad),
               "ADJ_SUM_REDUCE_ALGORITHM='ring' is not one of auto, reduce, allreduce, reduce-scatter",
               "ADJ_SUM_REDUCE_ALGORITHM=ring");
   if (forced) setenv("ADJ_SUM_REDUCE_ALGORITHM", saved, 1);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bcast_common.h"
+#include "op_check.h"
 
 enum { NT = 5, MAX_EVENTS = 64 };
 
@@ -185,8 +186,8 @@ static void run_case(adj_test *t, const grid_case *g, adj_dtype dtype, int64_t c
                     label, nb, (unsigned long long)c.bytes, (unsigned long long)c.messages, c.logical_bytes, factor);
   /* The operator face. */
   if (exact && placement == 2) {
-    check_dottest(t, label, adj_gradient_reducer_op(red));
-    check_split_phase(t, label, adj_gradient_reducer_op(red), ADJ_FORWARD);
+    op_check_dottest(t, label, adj_gradient_reducer_op(red));
+    op_check_split_phase(t, label, adj_gradient_reducer_op(red), ADJ_FORWARD);
   }
   adj_gradient_reducer_destroy(&red);
   set_destroy(&s);
@@ -229,7 +230,7 @@ static void check_errors(adj_test *t) {
   adj_gradient_reducer *red = NULL;
   adj_gradient_reducer_config c = {.dtype = ADJ_FLOAT64, .partition = p, .ndims = 1, .dims = (const int[]){0},
                                    .n = NT, .tensors = s.list, .bucket_bytes = -1, .first_bucket_bytes = 0};
-  check_error(t, adj_gradient_reducer_create(&c, &red), "bucket cap -1 bytes is negative", "cap -1");
+  op_check_local_error(t, adj_gradient_reducer_create(&c, &red), "bucket cap -1 bytes is negative", "cap -1");
   ADJ_TEST_CHECK(t, red == NULL, "a failed create left a reducer behind");
   c.bucket_bytes = 0;
   /* A float32 tensor on the last rank only. */
@@ -237,23 +238,23 @@ static void check_errors(adj_test *t) {
   adj_tensor_create(&odd, ADJ_FLOAT32, 1, (const int64_t[]){3});
   adj_tensor *saved = s.list[2];
   if (t->rank == n - 1) s.list[2] = &odd;
-  check_error(t, adj_gradient_reducer_create(&c, &red), "tensor 2 holds float32", "float32 tensor on the last rank");
+  op_check_local_error(t, adj_gradient_reducer_create(&c, &red), "tensor 2 holds float32", "float32 tensor on the last rank");
   s.list[2] = saved;
   adj_tensor_destroy(&odd);
   set_destroy(&s);
   /* Replicas of unequal shape: the last rank's tensors are one longer. */
   if (n >= 2) {
     set_create(&s, ADJ_FLOAT64, t->rank == n - 1 ? 1 : 0, 0);
-    check_error(t, adj_gradient_reducer_create(&c, &red), "replicas must hold equal tensor shapes",
+    op_check_local_error(t, adj_gradient_reducer_create(&c, &red), "replicas must hold equal tensor shapes",
                 "unequal shapes on the last rank");
     set_destroy(&s);
   }
   adj_partition_destroy(&p);
   int64_t cap = 0;
-  check_error(t, adj_bucket_cap_parse("-5", &cap), "'-5' is negative", "cap text -5");
-  check_error(t, adj_bucket_cap_parse("lots", &cap), "'lots' is not a number", "cap text lots");
-  check_error(t, adj_bucket_cap_parse("1.5M", &cap), "'.5M' follows", "cap text 1.5M");
-  check_error(t, adj_bucket_cap_parse("99999999999G", &cap), "too large", "cap text 99999999999G");
+  op_check_local_error(t, adj_bucket_cap_parse("-5", &cap), "'-5' is negative", "cap text -5");
+  op_check_local_error(t, adj_bucket_cap_parse("lots", &cap), "'lots' is not a number", "cap text lots");
+  op_check_local_error(t, adj_bucket_cap_parse("1.5M", &cap), "'.5M' follows", "cap text 1.5M");
+  op_check_local_error(t, adj_bucket_cap_parse("99999999999G", &cap), "too large", "cap text 99999999999G");
   const struct {
     const char *text;
     int64_t bytes;

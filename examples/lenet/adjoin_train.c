@@ -2,6 +2,8 @@
  * (MNIST by default), as in section 5 of the DistDL paper.
  *
  *   mpiexec.mpich -n 4 adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 --optimizer adam
+ *   mpiexec.mpich -n 4 adjoin-train --layout dp              (4 sequential replicas)
+ *   mpiexec.mpich -n 8 adjoin-train --layout dist4 --replicas 2
  *
  * Rank 0 prints a progress bar per epoch (plain lines when stdout is not a
  * terminal), a summary line per epoch, and as its last line the final test
@@ -34,6 +36,11 @@ typedef struct train_options {
   int64_t checkpoint_every;   /* batches between mid-epoch checkpoints; 0: epoch ends only */
   int64_t stop_after;         /* batches after which to stop without saving; -1: never */
   int64_t train_limit, test_limit; /* use only the first N samples; 0: all */
+  int64_t replicas;           /* data-parallel replicas of the layout; 0: 1, or every rank for dp */
+  int64_t micro_batches;      /* per step and replica */
+  int64_t caps[2];            /* first and later gradient buckets, bytes */
+  bool reduce_after_backward;
+  const char *trace;          /* event trace of rank 0; NULL: none */
 } train_options;
 
 static const char usage[] =
@@ -46,7 +53,15 @@ static const char usage[] =
     "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
-    "  --layout NAME         sequential, dist2, dist4, dist8, hybrid4 [sequential on 1 rank, distN on N]\n"
+    "  --layout NAME         sequential, dist2, dist4, dist8, hybrid4, or dp (a sequential\n"
+    "                        replica per rank)\n"
+    "                        [sequential on 1 rank, distN on N]\n"
+    "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
+    "  --micro-batches N     gradient accumulation passes per step [1]; --batch is the global batch\n"
+    "  --bucket-cap BYTES    gradient buckets (0 = one per parameter, 25M, unlimited) [25MiB]\n"
+    "  --first-bucket-cap BYTES  the first bucket's cap [1MiB, at most --bucket-cap]\n"
+    "  --reduce-after-backward   no overlap: reduce gradients after the whole backward\n"
+    "  --trace FILE          rank 0's events (backward stages, buckets, wait, step), one per line\n"
     "  --checkpoint PATH     save parameters and optimizer state after every epoch\n"
     "  --checkpoint-every N  ... and also every N batches\n"
     "  --resume              continue from --checkpoint (a fresh start if it does not exist yet)\n"
@@ -59,6 +74,7 @@ static const char usage[] =
 /* Every rank parses the flags (so all agree on the outcome); rank 0 alone
  * complains. */
 static int speaker = 1;
+static bool first_cap_given; /* --first-bucket-cap was passed */
 
 __attribute__((format(printf, 1, 2))) static void complain(const char *fmt, ...) {
   if (!speaker) return;
@@ -104,7 +120,10 @@ static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
   return 0;
 }
 
-enum { OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT };
+enum {
+  OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
+  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE
+};
 
 static const struct option long_options[] = {
     {"data", required_argument, NULL, 'd'},       {"epochs", required_argument, NULL, 'e'},
@@ -118,7 +137,20 @@ static const struct option long_options[] = {
     {"stop-after-batches", required_argument, NULL, OPT_STOP},
     {"train-limit", required_argument, NULL, OPT_TRAIN_LIMIT},
     {"test-limit", required_argument, NULL, OPT_TEST_LIMIT},
+    {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {"micro-batches", required_argument, NULL, OPT_MICRO},
+    {"bucket-cap", required_argument, NULL, OPT_CAP},
+    {"first-bucket-cap", required_argument, NULL, OPT_FIRST_CAP},
+    {"reduce-after-backward", no_argument, NULL, OPT_AFTER},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+
+/* A bucket cap; -1 (and the parser's message) on a bad one. */
+static int parse_cap(const char *flag, const char *text, int64_t *out) {
+  if (!adj_bucket_cap_parse(text, out)) return 0;
+  complain("%s: %s\n", flag, adj_last_error());
+  return -1;
+}
 
 /* One flag; -1 on a bad value. */
 static int apply_option(train_options *o, int c, const char *arg) {
@@ -144,6 +176,12 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_STOP: return parse_int("--stop-after-batches", arg, 0, &o->stop_after);
   case OPT_TRAIN_LIMIT: return parse_int("--train-limit", arg, 1, &o->train_limit);
   case OPT_TEST_LIMIT: return parse_int("--test-limit", arg, 1, &o->test_limit);
+  case OPT_REPLICAS: return parse_int("--replicas", arg, 1, &o->replicas);
+  case OPT_MICRO: return parse_int("--micro-batches", arg, 1, &o->micro_batches);
+  case OPT_CAP: return parse_cap("--bucket-cap", arg, &o->caps[1]);
+  case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
+  case OPT_AFTER: o->reduce_after_backward = true; return 0;
+  case OPT_TRACE: o->trace = arg; return 0;
   default: return -1; /* getopt has printed what was wrong */
   }
 }
@@ -155,15 +193,29 @@ static int check_options(train_options *o, int ranks) {
     snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : "dist%d", ranks);
     o->layout = default_layout;
   }
+  if (strcmp(o->layout, "dp") == 0) {
+    if (o->replicas && o->replicas != ranks) {
+      complain("--layout dp makes one replica per rank (%d), not --replicas %lld\n", ranks, (long long)o->replicas);
+      return -1;
+    }
+    o->layout = "sequential", o->replicas = ranks;
+  }
+  if (!o->replicas) o->replicas = 1;
   int need = adj_lenet_layout_ranks(o->layout);
   if (!need) {
-    complain("no layout '%s' (layouts: %s)\n", o->layout, adj_lenet_layout_names());
+    complain("no layout '%s' (layouts: %s, dp)\n", o->layout, adj_lenet_layout_names());
     return -1;
   }
-  if (need > ranks) {
-    complain("layout %s needs %d ranks; run it with mpiexec.mpich -n %d\n", o->layout, need, need);
+  if (ranks % o->replicas) {
+    complain("%d ranks do not divide into %lld replicas of layout %s\n", ranks, (long long)o->replicas, o->layout);
     return -1;
   }
+  if (need > ranks / o->replicas) {
+    complain("layout %s needs %d ranks per replica; run %lld replicas with mpiexec.mpich -n %lld\n", o->layout, need,
+             (long long)o->replicas, (long long)(need * o->replicas));
+    return -1;
+  }
+  if (!first_cap_given && o->caps[0] > o->caps[1]) o->caps[0] = o->caps[1];
   if ((o->resume || o->checkpoint_every) && !o->checkpoint) {
     complain("--resume and --checkpoint-every need --checkpoint PATH\n");
     return -1;
@@ -179,7 +231,9 @@ static int check_options(train_options *o, int ranks) {
  * outcome; only rank 0 speaks.  Returns 0, 1 for --help, -1 on a bad flag. */
 static int parse_options(int argc, char **argv, int rank, int ranks, train_options *o) {
   *o = (train_options){.data = "data/mnist", .epochs = 10, .batch = 256, .lr = 1e-3,
-                       .optimizer = ADJ_OPTIMIZER_ADAM, .seed = 1, .dtype = ADJ_FLOAT32, .stop_after = -1};
+                       .optimizer = ADJ_OPTIMIZER_ADAM, .seed = 1, .dtype = ADJ_FLOAT32, .stop_after = -1,
+                       .micro_batches = 1,
+                       .caps = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES}};
   speaker = rank == 0;
   opterr = speaker;
   int c, status = 0;
@@ -203,6 +257,8 @@ typedef struct train_run {
   adj_layer *net;
   adj_optimizer *optimizer;
   adj_trainer *trainer;
+  adj_replicas *replicas;
+  FILE *trace;
   report_row rows[REPORT_MAX_EPOCHS];
   int n_rows;
   int64_t batches_left; /* before --stop-after-batches stops the run; -1: no limit */
@@ -234,14 +290,26 @@ static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u;
 
 static int build(train_run *r) {
   const train_options *o = &r->options;
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = o->dtype, .layout = o->layout, .batch = o->batch};
+  if (adj_replicas_create(MPI_COMM_WORLD, (int)o->replicas, &r->replicas)) return fail(r, "splitting replicas", NULL);
+  int64_t passes = o->replicas * o->micro_batches, local = (o->batch + passes - 1) / passes;
+  adj_lenet_config lc = {.comm = adj_replicas_model_comm(r->replicas), .dtype = o->dtype, .layout = o->layout,
+                         .batch = local};
   if (adj_lenet_create(&lc, &r->net)) return fail(r, "building LeNet-5", NULL);
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
                              .weight_decay = o->weight_decay};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
+  int open_failed = r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w"));
+  MPI_Bcast(&open_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (open_failed) {
+    if (r->rank == 0) complain("--trace: cannot write %s\n", o->trace);
+    return 1;
+  }
+  bool dp = o->replicas > 1;
   adj_trainer_config tc = {.network = r->net, .optimizer = r->optimizer, .train = r->train,
-                           .seed = shuffle_seed(o->seed)};
+                           .seed = shuffle_seed(o->seed), .replicas = dp ? r->replicas : NULL,
+                           .micro_batches = (int)o->micro_batches, .global_batch = o->batch, .bucket_caps = o->caps,
+                           .reduce_after_backward = o->reduce_after_backward, .trace = r->trace};
   if (adj_trainer_create(&tc, &r->trainer)) return fail(r, "creating the trainer", NULL);
   return 0;
 }
@@ -275,6 +343,14 @@ static void print_header(const train_run *r) {
          (unsigned long long)o->seed);
   printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
          (long long)r->test->count);
+  if (o->replicas > 1 || o->micro_batches > 1) {
+    adj_gradient_reducer *red = adj_trainer_reducer(r->trainer);
+    printf("data parallel: %lld replica%s of %s, %lld micro-batch%s per step, %d gradient bucket%s%s\n",
+           (long long)o->replicas, o->replicas == 1 ? "" : "s", o->layout, (long long)o->micro_batches,
+           o->micro_batches == 1 ? "" : "es", red ? adj_gradient_reducer_buckets(red) : 0,
+           red && adj_gradient_reducer_buckets(red) == 1 ? "" : "s",
+           o->reduce_after_backward ? ", reduced after the backward" : ", overlapped with the backward");
+  }
   fflush(stdout);
 }
 
@@ -290,6 +366,9 @@ static void accumulate(adj_train_stats *total, const adj_train_stats *part) {
   total->samples += part->samples;
   total->seconds += part->seconds;
   total->batches += part->batches;
+  total->reduced_bytes += part->reduced_bytes;
+  total->reduced_messages += part->reduced_messages;
+  total->reduce_wait_seconds += part->reduce_wait_seconds;
 }
 
 /* The rest of the current epoch, in runs between mid-epoch checkpoints.
@@ -332,6 +411,10 @@ static int run_epoch(train_run *r) {
                     .test_acc = (double)test.correct / (double)test.samples, .seconds = train.seconds,
                     .images_per_s = train.seconds > 0 ? (double)train.samples / train.seconds : 0};
   report_summary(&row, r->options.epochs);
+  if (r->options.replicas > 1 && train.batches)
+    printf("  gradient reducer per step: %.0f bytes in %.1f messages, wait %.3f ms\n",
+           (double)train.reduced_bytes / (double)train.batches, (double)train.reduced_messages / (double)train.batches,
+           1e3 * train.reduce_wait_seconds / (double)train.batches);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
   char title[160];
   snprintf(title, sizeof title, "LeNet-5 %s, %d rank%s, %s", r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
@@ -352,6 +435,10 @@ static int run(train_run *r) {
              (long long)r->options.stop_after);
     if (status) return status;
   }
+  uint64_t hash;
+  if (adj_trainer_check_sync(r->trainer, &hash)) return fail(r, "checking the replicas", NULL);
+  if (r->rank == 0 && r->options.replicas > 1)
+    printf("replicas in sync: every replica holds parameters with hash %016llx\n", (unsigned long long)hash);
   adj_train_stats test;
   if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
   if (r->rank == 0) printf("test_accuracy=%.4f\n", (double)test.correct / (double)test.samples);
@@ -362,6 +449,8 @@ static void teardown(train_run *r) {
   adj_trainer_destroy(&r->trainer);
   adj_optimizer_destroy(&r->optimizer);
   adj_layer_destroy(&r->net);
+  adj_replicas_destroy(&r->replicas);
+  if (r->trace) fclose(r->trace);
   adj_dataset_destroy(&r->train);
   adj_dataset_destroy(&r->test);
 }

@@ -17,6 +17,7 @@
  *  - bad input on every rank: a replica count that does not divide the
  *    ranks, a negative bucket cap, replicas that start from different
  *    parameters when they must agree. */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,11 @@ static void check_errors(adj_test *t, const adj_dataset *data) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t505-data-parallel");
+  /* The checks compare arithmetic, not speed: one kernel and one BLAS thread
+   * per rank, so thread teams do not spin against each other (and against
+   * the reference replica on every rank) on a shared 2-core host. */
+  adj_threads_set(1);
+  openblas_set_num_threads(1);
   adj_dataset *data = nc_synthetic(SAMPLES, SEED);
   adj_test_report(&t, "LeNet-5, %d samples, global batch %d, SGD lr 0.05 momentum 0.5, %d ranks", SAMPLES, GLOBAL,
                   t.size);

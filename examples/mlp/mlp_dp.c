@@ -1,0 +1,89 @@
+/* example-mlp-dp: ShallowSpeed's reference MLP (paper 004) trained data
+ * parallel on MNIST: sizes 784-128-127-126-125-124-123-10, ReLU, global batch
+ * 128 in 4 micro-batches per replica, SGD with learning rate 0.006, one
+ * sequential replica per rank (1, 2, 4 or 8 ranks all train the same global
+ * batches).  Softmax cross-entropy replaces ShallowSpeed's softmax + MSE
+ * (adjoin's trainer trains a cross-entropy head).
+ *
+ *   mpiexec.mpich -n 4 example-mlp-dp [DATA_DIR [EPOCHS [SEED]]]
+ *
+ * Prints per epoch the mean loss, test accuracy, images/s and the reducer's
+ * bytes and wait per step; at the end the parameter hash, equal on every
+ * replica (ShallowSpeed's assert_sync). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "adjoin/adjoin.h"
+
+enum { GLOBAL_BATCH = 128, MICRO_BATCHES = 4 };
+
+static int fail(int rank, const char *what) {
+  if (rank == 0) fprintf(stderr, "example-mlp-dp: %s: %s\n", what, adj_last_error());
+  return 1;
+}
+
+static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed) {
+  adj_dataset *train_set = NULL, *test_set = NULL;
+  if (adj_dataset_load_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
+      adj_dataset_load_dir(MPI_COMM_WORLD, dir, "test", 10, &test_set))
+    return fail(rank, "loading data (run sh tools/provision-data.sh)");
+  adj_replicas *replicas = NULL;
+  adj_layer *net = NULL;
+  adj_optimizer *opt = NULL;
+  adj_trainer *trainer = NULL;
+  int status = 1;
+  static const int64_t sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
+  int64_t local = (GLOBAL_BATCH + ranks * MICRO_BATCHES - 1) / (ranks * MICRO_BATCHES);
+  if (adj_replicas_create(MPI_COMM_WORLD, ranks, &replicas)) goto done;
+  adj_mlp_config mc = {.comm = adj_replicas_model_comm(replicas), .dtype = ADJ_FLOAT32, .batch = local,
+                       .rows = train_set->rows, .cols = train_set->cols, .n_sizes = 8, .sizes = sizes};
+  if (adj_mlp_create(&mc, &net) || adj_network_init_uniform(net, seed)) goto done;
+  adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.006};
+  if (adj_optimizer_create(net, &oc, &opt)) goto done;
+  adj_trainer_config tc = {.network = net, .optimizer = opt, .train = train_set, .seed = seed,
+                           .replicas = ranks > 1 ? replicas : NULL, .micro_batches = MICRO_BATCHES,
+                           .global_batch = GLOBAL_BATCH};
+  if (adj_trainer_create(&tc, &trainer)) goto done;
+  if (rank == 0)
+    printf("MLP 784-128-127-126-125-124-123-10 on %d rank%s: global batch %d, %d micro-batches of %lld per replica, "
+           "SGD 0.006, %lld training images\n",
+           ranks, ranks == 1 ? "" : "s", GLOBAL_BATCH, MICRO_BATCHES, (long long)local, (long long)train_set->count);
+  for (int e = 0; e < epochs; e++) {
+    adj_train_stats s, test;
+    if (adj_trainer_run(trainer, -1, NULL, NULL, &s) || adj_trainer_evaluate(trainer, test_set, &test)) goto done;
+    if (rank == 0)
+      printf("epoch %d: loss %.4f, test accuracy %.4f, %.0f images/s, reducer per step %.0f bytes, wait %.3f ms\n",
+             e + 1, s.loss, (double)test.correct / (double)test.samples, (double)s.samples / s.seconds,
+             (double)s.reduced_bytes / (double)s.batches, 1e3 * s.reduce_wait_seconds / (double)s.batches);
+  }
+  uint64_t hash;
+  if (adj_trainer_check_sync(trainer, &hash)) goto done;
+  if (rank == 0) printf("replicas in sync (hash %016llx)\n", (unsigned long long)hash);
+  status = 0;
+done:
+  if (status) fail(rank, "training");
+  adj_trainer_destroy(&trainer);
+  adj_optimizer_destroy(&opt);
+  adj_layer_destroy(&net);
+  adj_replicas_destroy(&replicas);
+  adj_dataset_destroy(&train_set);
+  adj_dataset_destroy(&test_set);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank, ranks;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const char *dir = argc > 1 ? argv[1] : "data/mnist";
+  int epochs = argc > 2 ? atoi(argv[2]) : 3;
+  uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
+  int status = epochs >= 1 ? 0 : 2;
+  if (status && rank == 0) fprintf(stderr, "example-mlp-dp: EPOCHS must be a positive integer, got '%s'\n", argv[2]);
+  adj_train_share_cores(MPI_COMM_WORLD);
+  if (!status) status = train(rank, ranks, dir, epochs, seed);
+  MPI_Finalize();
+  return status;
+}

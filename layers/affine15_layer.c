@@ -18,6 +18,7 @@
 #include "adjoin/all_gather.h"
 #include "adjoin/broadcast.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
 
 typedef struct adj_affine15_layer {
   bool works;                     /* member of the grid */
@@ -46,7 +47,10 @@ static int adj_affine15_layer_forward(adj_layer *l, const adj_tensor *x, adj_ten
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
   ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, (const adj_tensor *[3]){x, &l->parameters[0]->value, b ? &bv : NULL},
                               (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
-  return a->works ? adj_affine_forward(&a->x_hat, &a->w_hat, b ? &a->b_vec : NULL, y) : ADJ_SUCCESS;
+  /* A local failure here is agreed at the caller's outcome check (a network's
+   * next stage, or adj_layer_forward), as no operator follows inside. */
+  int status = a->works ? adj_affine_forward(&a->x_hat, &a->w_hat, b ? &a->b_vec : NULL, y) : ADJ_SUCCESS;
+  return adj_fault_at(l->name, "forward local", status);
 }
 
 static int adj_affine15_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
@@ -67,11 +71,13 @@ static int adj_affine15_layer_backward(adj_layer *l, const adj_tensor *dy, adj_t
   adj_parameter *w = l->parameters[0], *b = adj_affine15_bias(l);
   adj_tensor_zero(&a->dw_hat);
   if (b) adj_tensor_zero(&a->db_hat);
+  /* A local failure here reaches every rank at the operators' adjoints. */
+  int status = ADJ_SUCCESS;
   if (a->works)
-    ADJ_CALL(adj_affine_backward(&a->x_hat, &a->w_hat, dy, dx ? &a->dx_hat : NULL, &a->dw_hat,
-                                 b ? &a->db_vec : NULL));
+    status = adj_affine_backward(&a->x_hat, &a->w_hat, dy, dx ? &a->dx_hat : NULL, &a->dw_hat, b ? &a->db_vec : NULL);
+  status = adj_fault_at(l->name, "backward local", status);
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+  ADJ_CALL(adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
                               (adj_tensor *[3]){dx, &a->w_sum, &a->b_sum}));
   ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
   return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;

@@ -16,7 +16,10 @@
 #include "adjoin/wait.h"
 #include "error_impl.h"
 
-const char *const adj_plan_collective_names[ADJ_PLAN_COLLECTIVES] = {"fwd-gather", "bwd-dx", "weights", "halo"};
+const char *adj_plan_collective_name(int k) {
+  static const char *const names[ADJ_PLAN_COLLECTIVES] = {"fwd-gather", "bwd-dx", "weights", "halo"};
+  return k >= 0 && k < ADJ_PLAN_COLLECTIVES ? names[k] : "invalid";
+}
 
 /* ---- parsing ------------------------------------------------------------------------------ */
 

@@ -141,7 +141,7 @@ static void print_header(const plan_args *a, const adj_plan_network *net) {
 static void print_layers(const adj_plan_network *net, const adj_plan_result *r, const char *what) {
   printf("grid %dx%d (%s): seconds per step\n", r->p_r, r->p_c, what);
   printf("%-8s %-4s %-9s", "layer", "kind", "grid");
-  for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) printf(" %11s", adj_plan_collective_names[k]);
+  for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) printf(" %11s", adj_plan_collective_name(k));
   printf(" %11s\n", "total");
   for (int i = 0; i < r->n; i++) {
     const adj_plan_layer_cost *l = &r->layers[i];
@@ -159,7 +159,7 @@ static void print_layers(const adj_plan_network *net, const adj_plan_result *r, 
 static void json_result(const adj_plan_network *net, const adj_plan_result *r, bool layers) {
   printf("{\"grid\": [%d, %d], \"total\": %.9e, \"by_collective\": {", r->p_r, r->p_c, r->total);
   for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++)
-    printf("%s\"%s\": %.9e", k ? ", " : "", adj_plan_collective_names[k], r->time[k]);
+    printf("%s\"%s\": %.9e", k ? ", " : "", adj_plan_collective_name(k), r->time[k]);
   printf("}");
   if (layers) {
     printf(", \"layers\": [");
@@ -170,13 +170,13 @@ static void json_result(const adj_plan_network *net, const adj_plan_result *r, b
              i ? ", " : "", net->layers[i].name, kind_names[net->layers[i].kind], l->p_r, l->p_c,
              l->domain ? "true" : "false", l->total);
       for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++)
-        printf("%s\"%s\": %.9e", k ? ", " : "", adj_plan_collective_names[k], l->time[k]);
+        printf("%s\"%s\": %.9e", k ? ", " : "", adj_plan_collective_name(k), l->time[k]);
       printf("}, \"words\": {");
       for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++)
-        printf("%s\"%s\": %.6f", k ? ", " : "", adj_plan_collective_names[k], l->words[k]);
+        printf("%s\"%s\": %.6f", k ? ", " : "", adj_plan_collective_name(k), l->words[k]);
       printf("}, \"messages\": {");
       for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++)
-        printf("%s\"%s\": %g", k ? ", " : "", adj_plan_collective_names[k], l->messages[k]);
+        printf("%s\"%s\": %g", k ? ", " : "", adj_plan_collective_name(k), l->messages[k]);
       printf("}}");
     }
     printf("]");
@@ -199,7 +199,7 @@ static int plan_one(const plan_args *a, const adj_plan_network *net) {
     else {
       print_header(a, net);
       printf("%-9s", "grid");
-      for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) printf(" %11s", adj_plan_collective_names[k]);
+      for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) printf(" %11s", adj_plan_collective_name(k));
       printf(" %11s %9s\n", "total", "speed-up");
     }
     bool any = false;

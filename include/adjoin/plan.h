@@ -103,7 +103,9 @@ enum {
   ADJ_PLAN_HALO = 3,       /* domain halo exchanges, forward and backward */
   ADJ_PLAN_COLLECTIVES = 4
 };
-extern const char *const adj_plan_collective_names[ADJ_PLAN_COLLECTIVES];
+/* The short name of collective class k ("fwd-gather", "bwd-dx", "weights",
+ * "halo"), or "invalid". */
+const char *adj_plan_collective_name(int k);
 
 typedef struct adj_plan_layer_cost {
   int p_r, p_c;                                /* the grid this layer runs on */

@@ -22,14 +22,17 @@ static int adj_optimizer_check(const adj_optimizer_config *c) {
   ADJ_CHECK(c->learning_rate > 0 && isfinite(c->learning_rate), ADJ_ERR_ARG,
             "optimizer: learning rate %g must be positive", c->learning_rate);
   ADJ_CHECK(c->momentum >= 0 && c->momentum < 1, ADJ_ERR_ARG, "optimizer: momentum %g must lie in [0, 1)", c->momentum);
-  ADJ_CHECK(c->weight_decay >= 0, ADJ_ERR_ARG, "optimizer: weight decay %g must not be negative", c->weight_decay);
+  ADJ_CHECK(c->weight_decay >= 0 && isfinite(c->weight_decay), ADJ_ERR_ARG,
+            "optimizer: weight decay %g must be finite and not negative", c->weight_decay);
   ADJ_CHECK(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1, ADJ_ERR_ARG,
             "optimizer: Adam betas (%g, %g) must lie in [0, 1)", c->beta1, c->beta2);
   return ADJ_SUCCESS;
 }
 
 int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer) {
+  ADJ_CHECK(optimizer, ADJ_ERR_ARG, "optimizer: output optimizer pointer is NULL");
   *optimizer = NULL;
+  ADJ_CHECK(network && config, ADJ_ERR_ARG, "optimizer: network and config are required");
   ADJ_CALL(adj_optimizer_check(config));
   adj_optimizer *o = calloc(1, sizeof *o);
   ADJ_CHECK(o, ADJ_ERR_MEM, "optimizer: out of memory");

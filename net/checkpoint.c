@@ -444,8 +444,11 @@ static int ck_verify(const char *path, adj_layer *net, adj_optimizer *opt, adj_r
   size_t state_at = r->pos;
   ADJ_CHECK(h->rng_bytes <= size - state_at, ADJ_ERR_IO, "checkpoint %s: generator state of %u bytes runs past the "
             "end of the file", path, h->rng_bytes);
-  if (rng && adj_rng_state_check(rng, data + state_at, h->rng_bytes))
-    return adj_error_set(ADJ_ERR_IO, "checkpoint %s: %s", path, adj_last_error());
+  if (rng && adj_rng_state_check(rng, data + state_at, h->rng_bytes)) {
+    char why[256]; /* the message is rewritten in place, so copy it first */
+    snprintf(why, sizeof why, "%s", adj_last_error());
+    return adj_error_set(ADJ_ERR_IO, "checkpoint %s: %s", path, why);
+  }
   r->pos += h->rng_bytes;
   int64_t values;
   ADJ_CALL(ck_check_descriptors(path, r, net, &values));

@@ -6,6 +6,8 @@
  * A case needing more ranks than the run has is skipped (and counted so).
  * --min-ranks leaves out cases needing fewer than N ranks, so a large run can
  * cover only what a smaller run could not. */
+#include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +23,33 @@ typedef struct adj_dottest_options {
   unsigned long long seed;
 } adj_dottest_options;
 
+/* Whole-string unsigned decimal no larger than max: "abc", "-1", "4x" and
+ * values past max are refused (strtoull alone would wrap "-1"). */
+static int adj_parse_count(const char *flag, const char *text, unsigned long long max, unsigned long long *out,
+                           int rank) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || errno || *end || v > max) {
+    if (rank == 0) fprintf(stderr, "adjoin-dottest: %s needs an integer from 0 to %llu, got '%s'\n", flag, max, text);
+    return 2;
+  }
+  *out = v;
+  return 0;
+}
+
 static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int rank) {
   *o = (adj_dottest_options){.seed = 20261122ull};
   for (int i = 1; i < argc; i++) {
+    unsigned long long v = 0;
     if (!strcmp(argv[i], "--list")) o->list = 1;
     else if (!strcmp(argv[i], "--filter") && i + 1 < argc) o->filter = argv[++i];
-    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) o->seed = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--min-ranks") && i + 1 < argc) o->min_ranks = atoi(argv[++i]);
-    else {
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+      if (adj_parse_count("--seed", argv[++i], ULLONG_MAX, &o->seed, rank)) return 2;
+    } else if (!strcmp(argv[i], "--min-ranks") && i + 1 < argc) {
+      if (adj_parse_count("--min-ranks", argv[++i], INT_MAX, &v, rank)) return 2;
+      o->min_ranks = (int)v;
+    } else {
       if (rank == 0)
         fprintf(stderr, "adjoin-dottest: unknown argument '%s'\n"
                 "usage: adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]\n",
@@ -67,13 +88,14 @@ int main(int argc, char **argv) {
   /* One communicator per rank count: the first n ranks. */
   MPI_Comm *comms = calloc((size_t)size + 1, sizeof *comms);
   for (int n = 1; n <= size; n++) MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &comms[n]);
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, matched = 0;
   if (rank == 0 && !o.list)
     printf("%-14s %5s  %-26s %-18s %-7s %12s  %s\n", "operator", "ranks", "partitions", "global shape", "dtype",
            "rel. error", "result");
   for (int i = 0; i < b.count; i++) {
     const adj_battery_case *c = &b.cases[i];
     if ((o.filter && !strstr(c->name, o.filter)) || c->ranks < o.min_ranks) continue;
+    matched++;
     if (o.list) {
       if (rank == 0) printf("%s\n", c->name);
       continue;
@@ -105,7 +127,12 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  if (rank == 0 && !o.list) {
+  /* A filter that selects nothing is most likely a typo: say so and fail
+   * rather than print "0 passed, 0 failed" and exit 0. */
+  if (!matched && rank == 0)
+    fprintf(stderr, "adjoin-dottest: no case matches --filter '%s' with --min-ranks %d (see --list)\n",
+            o.filter ? o.filter : "", o.min_ranks);
+  if (rank == 0 && !o.list && matched) {
     if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     else printf("%d passed, %d failed\n", passed, failed);
   }
@@ -114,5 +141,5 @@ int main(int argc, char **argv) {
   free(comms);
   adj_battery_free(&b);
   adj_finalize();
-  return failed ? 1 : 0;
+  return failed || !matched ? 1 : 0;
 }

@@ -11,7 +11,18 @@ struct adj_rng {
   gsl_rng *gen;
 };
 
+/* The layout of GSL's mt19937 state (gsl/rng/mt.c): 624 words of which only
+ * the low 32 bits are used, and the index of the next word to temper.  A
+ * saved state comes from a file, so it is checked against this before GSL
+ * sees it: an index outside [0, 624] makes GSL read outside its buffer. */
+enum { MT_WORDS = 624 };
+typedef struct mt_state {
+  unsigned long mt[MT_WORDS];
+  int mti;
+} mt_state;
+
 int adj_rng_create(uint64_t seed, adj_rng **rng) {
+  ADJ_CHECK(rng, ADJ_ERR_ARG, "adj_rng_create: output handle is NULL");
   *rng = NULL;
   adj_rng *r = calloc(1, sizeof *r);
   ADJ_CHECK(r, ADJ_ERR_MEM, "adj_rng_create: out of memory");
@@ -62,9 +73,29 @@ void adj_rng_state_save(const adj_rng *rng, void *buf) {
   memcpy(buf, gsl_rng_state(rng->gen), gsl_rng_size(rng->gen));
 }
 
-int adj_rng_state_load(adj_rng *rng, const void *buf, size_t size) {
+int adj_rng_state_check(const adj_rng *rng, const void *buf, size_t size) {
+  ADJ_CHECK(rng && buf, ADJ_ERR_ARG, "adj_rng_state_check: generator and state are required");
   ADJ_CHECK(size == gsl_rng_size(rng->gen), ADJ_ERR_SIZE,
-            "adj_rng_state_load: state has %zu bytes, generator needs %zu", size, gsl_rng_size(rng->gen));
+            "generator state has %zu bytes, the generator needs %zu", size, gsl_rng_size(rng->gen));
+  ADJ_CHECK(size == sizeof(mt_state), ADJ_ERR_SIZE, "generator state: GSL's mt19937 state has %zu bytes, not %zu",
+            size, sizeof(mt_state));
+  mt_state state;
+  memcpy(&state, buf, sizeof state);
+  ADJ_CHECK(state.mti >= 0 && state.mti <= MT_WORDS, ADJ_ERR_ARG,
+            "generator state: Mersenne-Twister index %d is outside [0, %d]", state.mti, MT_WORDS);
+  unsigned long any = 0;
+  for (int i = 0; i < MT_WORDS; i++) {
+    ADJ_CHECK(state.mt[i] <= 0xffffffffUL, ADJ_ERR_ARG, "generator state: word %d is %#lx, wider than 32 bits", i,
+              state.mt[i]);
+    any |= state.mt[i];
+  }
+  ADJ_CHECK(any, ADJ_ERR_ARG, "generator state: every word is zero (the generator would only ever return 0)");
+  return ADJ_SUCCESS;
+}
+
+int adj_rng_state_load(adj_rng *rng, const void *buf, size_t size) {
+  ADJ_CHECK(rng && buf, ADJ_ERR_ARG, "adj_rng_state_load: generator and state are required");
+  ADJ_CALL(adj_rng_state_check(rng, buf, size));
   memcpy(gsl_rng_state(rng->gen), buf, size);
   return ADJ_SUCCESS;
 }

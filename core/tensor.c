@@ -1,3 +1,4 @@
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,26 @@
  * the same code as active ones. */
 enum { ADJ_TENSOR_ALIGN = 64 };
 
-static int adj_check_shape(int rank, const int64_t *shape) {
+/* Valid rank, extents >= 0, and a byte size (volume x element size) that fits
+ * in int64 and size_t, so adj_tensor_volume and adj_tensor_bytes never
+ * overflow for a tensor that exists. */
+static int adj_check_shape(int rank, const int64_t *shape, size_t esize) {
   ADJ_CHECK(rank >= 0 && rank <= ADJ_MAX_RANK, ADJ_ERR_ARG, "tensor rank %d is outside 0..%d", rank,
             ADJ_MAX_RANK);
   ADJ_CHECK(rank == 0 || shape, ADJ_ERR_ARG, "tensor of rank %d needs a shape", rank);
   for (int i = 0; i < rank; i++)
     ADJ_CHECK(shape[i] >= 0, ADJ_ERR_ARG, "tensor extent %lld in dimension %d is negative",
               (long long)shape[i], i);
+  int64_t limit = (int64_t)((uint64_t)INT64_MAX < SIZE_MAX ? (uint64_t)INT64_MAX : (uint64_t)SIZE_MAX) /
+                  (int64_t)esize;
+  int64_t volume = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] == 0) return ADJ_SUCCESS;
+    char text[200];
+    ADJ_CHECK(volume <= limit / shape[i], ADJ_ERR_ARG, "tensor shape %s: %zu-byte elements overflow the address space",
+              adj_shape_format(text, sizeof text, rank, shape), esize);
+    volume *= shape[i];
+  }
   return ADJ_SUCCESS;
 }
 
@@ -30,9 +44,10 @@ static void adj_tensor_set_header(adj_tensor *t, adj_dtype dtype, int rank, cons
 int adj_tensor_create(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape) {
   ADJ_CHECK(t, ADJ_ERR_ARG, "adj_tensor_create: tensor pointer is NULL");
   ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "adj_tensor_create: invalid dtype %d", (int)dtype);
-  ADJ_CALL(adj_check_shape(rank, shape));
+  ADJ_CALL(adj_check_shape(rank, shape, adj_dtype_size(dtype)));
   adj_tensor_set_header(t, dtype, rank, shape);
   size_t bytes = adj_tensor_bytes(t);
+  ADJ_CHECK(bytes <= SIZE_MAX - ADJ_TENSOR_ALIGN, ADJ_ERR_MEM, "adj_tensor_create: cannot allocate %zu bytes", bytes);
   size_t rounded = (bytes + ADJ_TENSOR_ALIGN - 1) / ADJ_TENSOR_ALIGN * ADJ_TENSOR_ALIGN;
   if (rounded == 0) rounded = ADJ_TENSOR_ALIGN;
   t->data = aligned_alloc(ADJ_TENSOR_ALIGN, rounded);
@@ -48,7 +63,7 @@ static const double adj_empty_storage[1];
 int adj_tensor_view(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape, void *data) {
   ADJ_CHECK(t, ADJ_ERR_ARG, "adj_tensor_view: tensor pointer is NULL");
   ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "adj_tensor_view: invalid dtype %d", (int)dtype);
-  ADJ_CALL(adj_check_shape(rank, shape));
+  ADJ_CALL(adj_check_shape(rank, shape, adj_dtype_size(dtype)));
   adj_tensor_set_header(t, dtype, rank, shape);
   ADJ_CHECK(data || adj_tensor_volume(t) == 0, ADJ_ERR_ARG,
             "adj_tensor_view: data is NULL for a tensor of volume %lld", (long long)adj_tensor_volume(t));

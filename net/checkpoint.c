@@ -5,9 +5,14 @@
  * reads and verifies the whole file before anything changes, then scatters
  * each tensor.  Numbers are encoded little-endian byte by byte, so the format
  * does not depend on the host. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -15,14 +20,22 @@
 #include "error_impl.h"
 
 static const char ck_magic[8] = {'A', 'D', 'J', 'C', 'K', 'P', 'T', '\n'};
-enum { CK_HEADER_BYTES = 64, CK_NO_OPTIMIZER = 255, CK_MAX_NAME = 47 };
+/* Version 1 headers end at byte 64; version 2 adds the batch size. */
+enum { CK_HEADER_V1_BYTES = 64, CK_HEADER_BYTES = 72, CK_NO_OPTIMIZER = 255, CK_MAX_NAME = 47 };
+/* Limits on what a file may claim, checked before the value is used: the
+ * generator state is GSL's mt19937 (5,000 bytes here), step counts past 2^53
+ * are not exact in the float64 arithmetic of Adam's bias correction. */
+#define CK_MAX_RNG_BYTES ((uint32_t)1 << 20)
+#define CK_MAX_COUNT ((int64_t)1 << 53)
 
 /* The fixed-size header after the magic; every rank holds a copy after load. */
 typedef struct ck_header {
   uint32_t version, dtype, optimizer_kind, n_state, n_parameters, rng_bytes;
-  int64_t steps, epoch, batch;
+  int64_t steps, epoch, batch, batch_size;
   uint64_t seed;
 } ck_header;
+
+static size_t ck_header_bytes(uint32_t version) { return version == 1 ? CK_HEADER_V1_BYTES : CK_HEADER_BYTES; }
 
 /* ---- little-endian byte buffers -------------------------------------------------------- */
 
@@ -120,6 +133,7 @@ static void ck_write_header(ck_writer *w, adj_layer *net, adj_optimizer *opt, co
   ck_put_uint(w, (uint64_t)pos->epoch, 8);
   ck_put_uint(w, (uint64_t)pos->batch, 8);
   ck_put_uint(w, pos->seed, 8);
+  ck_put_uint(w, (uint64_t)pos->batch_size, 8);
   if (!rng) return;
   size_t n = adj_rng_state_size(rng);
   uint8_t *bytes = malloc(n);
@@ -168,27 +182,68 @@ static int ck_write_parameter(ck_writer *w, adj_layer *net, adj_optimizer *opt, 
   return status;
 }
 
-/* Appends the CRC32 and replaces `path` atomically: PATH.tmp, fsync, rename. */
+int adj_checkpoint_check_target(const char *path) {
+  ADJ_CHECK(path && *path, ADJ_ERR_ARG, "checkpoint: no path given");
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    ADJ_CHECK(S_ISREG(st.st_mode), ADJ_ERR_IO, "checkpoint %s: exists and is not a regular file; refusing to replace it",
+              path);
+  } else {
+    ADJ_CHECK(errno == ENOENT, ADJ_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
+  }
+  char copy[4096];
+  ADJ_CHECK(snprintf(copy, sizeof copy, "%s", path) < (int)sizeof copy, ADJ_ERR_ARG, "checkpoint: path too long: %s",
+            path);
+  const char *dir = dirname(copy);
+  ADJ_CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), ADJ_ERR_IO,
+            "checkpoint %s: its directory %s does not exist", path, dir);
+  ADJ_CHECK(access(dir, W_OK | X_OK) == 0, ADJ_ERR_IO, "checkpoint %s: cannot create files in its directory %s: %s",
+            path, dir, strerror(errno));
+  return ADJ_SUCCESS;
+}
+
+/* Writes all of data to fd; false on any short or failed write. */
+static bool ck_write_all(int fd, const uint8_t *data, size_t size) {
+  while (size) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n, size -= (size_t)n;
+  }
+  return true;
+}
+
+/* Appends the CRC32 and replaces `path` atomically: a fresh temporary file in
+ * the same directory (mkstemp: O_CREAT|O_EXCL, so a file or symlink planted
+ * under the temporary name is never followed or overwritten), fsync, rename.
+ * A target that exists but is not a regular file (a device, a FIFO, a
+ * directory) is refused: the rename would replace it. */
 static int ck_write_file(const char *path, ck_writer *w) {
   ADJ_CHECK(!w->failed, ADJ_ERR_MEM, "checkpoint %s: out of memory while building the file", path);
   ck_put_uint(w, crc32_z(crc32_z(0, NULL, 0), w->data, w->size), 4);
   ADJ_CHECK(!w->failed, ADJ_ERR_MEM, "checkpoint %s: out of memory while building the file", path);
+  ADJ_CALL(adj_checkpoint_check_target(path));
   char tmp[4096];
-  ADJ_CHECK(snprintf(tmp, sizeof tmp, "%s.tmp", path) < (int)sizeof tmp, ADJ_ERR_ARG, "checkpoint: path too long: %s",
-            path);
-  FILE *f = fopen(tmp, "wb");
-  ADJ_CHECK(f, ADJ_ERR_IO, "checkpoint %s: cannot create %s; the previous checkpoint is kept", path, tmp);
-  bool ok = fwrite(w->data, 1, w->size, f) == w->size && fflush(f) == 0 && fsync(fileno(f)) == 0;
-  ok = fclose(f) == 0 && ok;
-  if (ok) ok = rename(tmp, path) == 0;
-  if (!ok) remove(tmp);
-  ADJ_CHECK(ok, ADJ_ERR_IO, "checkpoint %s: writing %s or renaming it failed; the previous checkpoint is kept", path,
-            tmp);
+  ADJ_CHECK(snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) < (int)sizeof tmp, ADJ_ERR_ARG,
+            "checkpoint: path too long: %s", path);
+  int fd = mkstemp(tmp);
+  ADJ_CHECK(fd >= 0, ADJ_ERR_IO, "checkpoint %s: cannot create a temporary file beside it: %s; the previous "
+            "checkpoint is kept", path, strerror(errno));
+  mode_t mask = umask(0);
+  umask(mask);
+  bool ok = fchmod(fd, 0666 & ~mask) == 0 && ck_write_all(fd, w->data, w->size) && fsync(fd) == 0;
+  int saved = errno;
+  ok = close(fd) == 0 && ok;
+  if (ok) ok = rename(tmp, path) == 0, saved = errno;
+  if (!ok) unlink(tmp);
+  ADJ_CHECK(ok, ADJ_ERR_IO, "checkpoint %s: writing %s or renaming it failed (%s); the previous checkpoint is kept",
+            path, tmp, strerror(saved));
   return ADJ_SUCCESS;
 }
 
 int adj_checkpoint_save(const char *path, adj_layer *net, adj_optimizer *opt, const adj_rng *rng,
                         const adj_checkpoint_position *pos) {
+  ADJ_CHECK(path && net && pos, ADJ_ERR_ARG, "adj_checkpoint_save: path, network and position are required");
   int rank;
   MPI_Comm_rank(adj_layer_comm(net), &rank);
   ck_writer w = {0};
@@ -203,16 +258,48 @@ int adj_checkpoint_save(const char *path, adj_layer *net, adj_optimizer *opt, co
 
 /* ---- load: verification on rank 0 ---------------------------------------------------------- */
 
-static int ck_read_file(const char *path, uint8_t **data, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  ADJ_CHECK(f, ADJ_ERR_IO, "checkpoint %s: cannot open it", path);
-  long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  *data = end >= 0 ? malloc((size_t)end + 1) : NULL;
-  bool ok = *data && fseek(f, 0, SEEK_SET) == 0 && fread(*data, 1, (size_t)end, f) == (size_t)end;
-  fclose(f);
-  ADJ_CHECK(ok, ADJ_ERR_IO, "checkpoint %s: cannot read it", path);
-  *size = (size_t)end;
-  return ADJ_SUCCESS;
+/* The largest file a checkpoint of this network can be: every header field
+ * at its limit, names of the longest length, two state buffers. */
+static size_t ck_max_size(adj_layer *net) {
+  size_t size = CK_HEADER_BYTES + CK_MAX_RNG_BYTES + 4;
+  for (int i = 0; i < adj_layer_parameter_count(net); i++) {
+    const adj_decomposition *layout = adj_layer_parameter(net, i)->layout;
+    int64_t volume = 1;
+    for (int d = 0; d < adj_decomposition_rank(layout); d++) volume *= adj_decomposition_global_shape(layout)[d];
+    size += 4 + CK_MAX_NAME + 4 + 8 * ADJ_MAX_RANK + (size_t)volume * 3 * 8;
+  }
+  return size;
+}
+
+/* Reads the whole file, which must be a regular file no larger than a
+ * checkpoint of this network can be: a FIFO, a device or an endless file
+ * would otherwise block or exhaust memory.  O_NONBLOCK keeps the open itself
+ * from waiting for a FIFO's writer. */
+static int ck_read_file(const char *path, adj_layer *net, uint8_t **data, size_t *size) {
+  *data = NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ADJ_CHECK(fd >= 0, ADJ_ERR_IO, "checkpoint %s: cannot open it: %s", path, strerror(errno));
+  struct stat st = {0};
+  int status = ADJ_SUCCESS;
+  size_t limit = ck_max_size(net);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    status = adj_error_set(ADJ_ERR_IO, "checkpoint %s: not a regular file", path);
+  else if ((uint64_t)st.st_size > limit)
+    status = adj_error_set(ADJ_ERR_IO, "checkpoint %s: %lld bytes, more than a checkpoint of network %s can be (%zu)",
+                           path, (long long)st.st_size, adj_layer_name(net), limit);
+  else if (!(*data = malloc((size_t)st.st_size + 1)))
+    status = adj_error_set(ADJ_ERR_MEM, "checkpoint %s: out of memory for %lld bytes", path, (long long)st.st_size);
+  size_t got = 0;
+  while (!status && got < (size_t)st.st_size) {
+    ssize_t n = read(fd, *data + got, (size_t)st.st_size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) status = adj_error_set(ADJ_ERR_IO, "checkpoint %s: cannot read it: %s", path,
+                                       n < 0 ? strerror(errno) : "it shrank while being read");
+    else got += (size_t)n;
+  }
+  close(fd);
+  *size = got;
+  return status;
 }
 
 /* Magic, size, checksum and version: is this an intact checkpoint at all? */
@@ -228,8 +315,10 @@ static int ck_check_envelope(const char *path, const uint8_t *data, size_t size)
             stored, computed);
   ck_reader r = {data, size, sizeof ck_magic, false};
   uint32_t version = (uint32_t)ck_get_uint(&r, 4);
-  ADJ_CHECK(version == ADJ_CHECKPOINT_VERSION, ADJ_ERR_IO, "checkpoint %s: format version %u, this build reads %d",
-            path, version, ADJ_CHECKPOINT_VERSION);
+  ADJ_CHECK(version == 1 || version == ADJ_CHECKPOINT_VERSION, ADJ_ERR_IO,
+            "checkpoint %s: format version %u, this build reads 1 to %d", path, version, ADJ_CHECKPOINT_VERSION);
+  ADJ_CHECK(size >= ck_header_bytes(version) + 4, ADJ_ERR_IO, "checkpoint %s: truncated: %zu bytes, fewer than a "
+            "header", path, size);
   return ADJ_SUCCESS;
 }
 
@@ -241,6 +330,7 @@ static void ck_read_header(ck_reader *r, ck_header *h) {
   h->epoch = (int64_t)ck_get_uint(r, 8);
   h->batch = (int64_t)ck_get_uint(r, 8);
   h->seed = ck_get_uint(r, 8);
+  h->batch_size = h->version == 1 ? 0 : (int64_t)ck_get_uint(r, 8);
 }
 
 /* The header against what the caller wants restored. */
@@ -258,6 +348,52 @@ static int ck_check_header(const char *path, const ck_header *h, adj_layer *net,
   ADJ_CHECK(!rng || h->rng_bytes == adj_rng_state_size(rng), ADJ_ERR_IO,
             "checkpoint %s: generator state of %u bytes, this generator has %zu", path, h->rng_bytes,
             rng ? adj_rng_state_size(rng) : (size_t)0);
+  ADJ_CHECK(h->rng_bytes <= CK_MAX_RNG_BYTES, ADJ_ERR_IO, "checkpoint %s: generator state of %u bytes (at most %u)",
+            path, h->rng_bytes, CK_MAX_RNG_BYTES);
+  const struct { const char *name; int64_t value; } counts[] = {
+      {"optimizer step count", h->steps}, {"epoch", h->epoch}, {"batch", h->batch}, {"batch size", h->batch_size}};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+    ADJ_CHECK(counts[i].value >= 0 && counts[i].value <= CK_MAX_COUNT, ADJ_ERR_IO,
+              "checkpoint %s: %s %lld is outside [0, 2^53]", path, counts[i].name, (long long)counts[i].value);
+  return ADJ_SUCCESS;
+}
+
+/* The stored position against what the caller's run can continue from. */
+static int ck_check_position(const char *path, const ck_header *h, const adj_checkpoint_expect *expect) {
+  if (!expect) return ADJ_SUCCESS;
+  ADJ_CHECK(expect->batches_per_epoch <= 0 || h->batch < expect->batches_per_epoch, ADJ_ERR_IO,
+            "checkpoint %s: position epoch %lld batch %lld does not fit %lld batches per epoch", path,
+            (long long)h->epoch, (long long)h->batch, (long long)expect->batches_per_epoch);
+  ADJ_CHECK(expect->batch_size <= 0 || h->batch == 0 || h->batch_size == expect->batch_size, ADJ_ERR_IO,
+            "checkpoint %s: saved after batch %lld of an epoch with batch size %lld; resuming mid-epoch needs the "
+            "same batch size, not %lld%s",
+            path, (long long)h->batch, (long long)h->batch_size, (long long)expect->batch_size,
+            h->batch_size == 0 ? " (a version 1 file does not record it)" : "");
+  return ADJ_SUCCESS;
+}
+
+/* Every stored value finite and of sane magnitude, Adam's second moments
+ * non-negative (their square roots are taken): a file with a valid CRC can
+ * still hold values no training run produces, and they would only surface
+ * later as a NaN loss. */
+static int ck_check_values(const char *path, ck_reader *r, const ck_header *h, adj_layer *net) {
+  size_t pos = r->pos;
+  for (int i = 0; i < adj_layer_parameter_count(net); i++) {
+    const adj_parameter *p = adj_layer_parameter(net, i);
+    int64_t volume = 1;
+    for (int d = 0; d < adj_decomposition_rank(p->layout); d++)
+      volume *= adj_decomposition_global_shape(p->layout)[d];
+    for (uint32_t k = 0; k <= h->n_state; k++)
+      for (int64_t e = 0; e < volume; e++) {
+        double v = ck_get_f64(r);
+        bool second_moment = h->optimizer_kind == ADJ_OPTIMIZER_ADAM && k == 2;
+        ADJ_CHECK(isfinite(v) && fabs(v) <= ADJ_CHECKPOINT_MAX_MAGNITUDE && !(second_moment && v < 0), ADJ_ERR_IO,
+                  "checkpoint %s: parameter %d ('%s') %s element %lld is %g%s", path, i, p->name,
+                  k == 0 ? "value" : k == 1 ? "optimizer state 1" : "optimizer state 2", (long long)e, v,
+                  second_moment && v < 0 ? " (a second moment must be >= 0)" : " (values must be finite, |v| <= 1e30)");
+      }
+  }
+  r->pos = pos;
   return ADJ_SUCCESS;
 }
 
@@ -271,16 +407,19 @@ static int ck_check_descriptors(const char *path, ck_reader *r, adj_layer *net, 
     char name[CK_MAX_NAME + 1] = "";
     if (len <= CK_MAX_NAME && r->pos + len <= r->size) memcpy(name, r->data + r->pos, len), name[len] = '\0';
     r->pos += len;
-    int rank = (int)ck_get_uint(r, 4), same = !strcmp(name, p->name) && rank == adj_decomposition_rank(p->layout);
+    uint32_t rank = (uint32_t)ck_get_uint(r, 4);
+    bool same = !strcmp(name, p->name) && rank == (uint32_t)adj_decomposition_rank(p->layout);
+    /* The volume is the network's: stored extents are only compared, so a
+     * hostile extent never enters arithmetic. */
     int64_t volume = 1;
-    for (int d = 0; d < rank && d < ADJ_MAX_RANK; d++) {
-      int64_t extent = (int64_t)ck_get_uint(r, 8);
+    for (int d = 0; d < adj_decomposition_rank(p->layout); d++) {
+      int64_t extent = same ? (int64_t)ck_get_uint(r, 8) : 0;
       same = same && extent == adj_decomposition_global_shape(p->layout)[d];
-      volume *= extent;
+      volume *= adj_decomposition_global_shape(p->layout)[d];
     }
     ADJ_CHECK(!r->short_read, ADJ_ERR_IO, "checkpoint %s: truncated in the description of parameter %d", path, i);
     char shape[160];
-    ADJ_CHECK(same, ADJ_ERR_IO, "checkpoint %s: parameter %d is '%s' of rank %d, but the network's is '%s' %s", path, i,
+    ADJ_CHECK(same, ADJ_ERR_IO, "checkpoint %s: parameter %d is '%s' of rank %u, but the network's is '%s' %s", path, i,
               name, rank, p->name,
               adj_shape_format(shape, sizeof shape, adj_decomposition_rank(p->layout),
                                adj_decomposition_global_shape(p->layout)));
@@ -291,21 +430,32 @@ static int ck_check_descriptors(const char *path, ck_reader *r, adj_layer *net, 
 
 /* Reads and verifies the whole file; on success r is positioned at the
  * tensors and h holds the header. */
-static int ck_verify(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng, ck_reader *r, ck_header *h) {
+static int ck_verify(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
+                     const adj_checkpoint_expect *expect, ck_reader *r, ck_header *h) {
   uint8_t *data = NULL;
   size_t size = 0;
-  ADJ_CALL(ck_read_file(path, &data, &size));
+  int status = ck_read_file(path, net, &data, &size);
   *r = (ck_reader){data, size, 0, false};
+  ADJ_CALL(status);
   ADJ_CALL(ck_check_envelope(path, data, size));
   ck_read_header(r, h);
   ADJ_CALL(ck_check_header(path, h, net, opt, rng));
+  ADJ_CALL(ck_check_position(path, h, expect));
+  size_t state_at = r->pos;
+  ADJ_CHECK(h->rng_bytes <= size - state_at, ADJ_ERR_IO, "checkpoint %s: generator state of %u bytes runs past the "
+            "end of the file", path, h->rng_bytes);
+  if (rng && adj_rng_state_check(rng, data + state_at, h->rng_bytes)) {
+    char why[256]; /* the message is rewritten in place, so copy it first */
+    snprintf(why, sizeof why, "%s", adj_last_error());
+    return adj_error_set(ADJ_ERR_IO, "checkpoint %s: %s", path, why);
+  }
   r->pos += h->rng_bytes;
   int64_t values;
   ADJ_CALL(ck_check_descriptors(path, r, net, &values));
   size_t expected = r->pos + (size_t)values * (1 + h->n_state) * 8 + 4;
   ADJ_CHECK(expected == size, ADJ_ERR_IO, "checkpoint %s: %zu bytes, but its header describes %zu", path, size,
             expected);
-  return ADJ_SUCCESS;
+  return ck_check_values(path, r, h, net);
 }
 
 /* ---- load: distribution ------------------------------------------------------------------- */
@@ -318,7 +468,7 @@ static int ck_share_header(MPI_Comm comm, const ck_reader *r, ck_header *h, uint
   *rng_state = malloc(h->rng_bytes + 1);
   int rank;
   MPI_Comm_rank(comm, &rank);
-  if (*rng_state && rank == 0) memcpy(*rng_state, r->data + CK_HEADER_BYTES, h->rng_bytes);
+  if (*rng_state && rank == 0) memcpy(*rng_state, r->data + ck_header_bytes(h->version), h->rng_bytes);
   int status = *rng_state ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: out of memory");
   ADJ_CALL(adj_status_agree(comm, status, ADJ_WAIT_YIELD));
   ADJ_CALL_MPI(MPI_Ibcast(*rng_state, (int)h->rng_bytes, MPI_BYTE, 0, comm, &request));
@@ -345,18 +495,26 @@ static int ck_restore(ck_reader *r, const ck_header *h, adj_layer *net, adj_opti
   for (int i = 0; i < adj_layer_parameter_count(net); i++) ADJ_CALL(ck_read_parameter(r, h, net, opt, i, root));
   if (opt) adj_optimizer_set_steps(opt, h->steps);
   if (rng) ADJ_CALL(adj_rng_state_load(rng, rng_state, h->rng_bytes));
-  if (pos) *pos = (adj_checkpoint_position){.epoch = h->epoch, .batch = h->batch, .seed = h->seed};
+  if (pos)
+    *pos = (adj_checkpoint_position){.epoch = h->epoch, .batch = h->batch, .seed = h->seed, .batch_size = h->batch_size};
   return ADJ_SUCCESS;
 }
 
 int adj_checkpoint_load(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
                         adj_checkpoint_position *pos) {
+  return adj_checkpoint_load_expect(path, net, opt, rng, pos, NULL);
+}
+
+int adj_checkpoint_load_expect(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
+                               adj_checkpoint_position *pos, const adj_checkpoint_expect *expect) {
+  ADJ_CHECK(path && net, ADJ_ERR_ARG, "adj_checkpoint_load: path and network are required (got %s, %s)",
+            path ? "a path" : "NULL", net ? "a network" : "NULL");
   MPI_Comm comm = adj_layer_comm(net);
   int rank;
   MPI_Comm_rank(comm, &rank);
   ck_reader r = {0};
   ck_header h = {0};
-  int status = rank == 0 ? ck_verify(path, net, opt, rng, &r, &h) : ADJ_SUCCESS;
+  int status = rank == 0 ? ck_verify(path, net, opt, rng, expect, &r, &h) : ADJ_SUCCESS;
   status = adj_status_agree(comm, status, ADJ_WAIT_YIELD);
   uint8_t *rng_state = NULL;
   if (!status) status = ck_share_header(comm, &r, &h, &rng_state);

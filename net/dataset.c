@@ -160,6 +160,7 @@ int adj_dataset_load_dir(MPI_Comm comm, const char *dir, const char *split, int 
 }
 
 int adj_dataset_random(int64_t count, int64_t rows, int64_t cols, int n_classes, uint64_t seed, adj_dataset **out) {
+  ADJ_CHECK(out, ADJ_ERR_ARG, "random data set: output pointer is NULL");
   *out = NULL;
   ADJ_CHECK(count >= 1 && rows >= 1 && cols >= 1 && n_classes >= 1 && n_classes <= 256, ADJ_ERR_ARG,
             "random data set: count %lld, rows %lld, cols %lld, classes %d must be positive (classes <= 256)",

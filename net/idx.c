@@ -4,8 +4,11 @@
  * alike (it recognises the 1f 8b magic bytes), and gzopen's "T" mode writes a
  * raw file, so compressed and raw data share one code path. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "adjoin/dataset.h"
@@ -19,6 +22,11 @@
  * corrupt header that promises terabytes fails as a truncated file instead of as
  * an allocation of terabytes. */
 #define IDX_FIRST_CAPACITY ((int64_t)1 << 20)
+/* Deflate's largest expansion is 1032 output bytes per input byte (a stream
+ * of maximal-length matches), so a gzip file of C bytes holds at most about
+ * 1032 C bytes; the slack covers headers and tiny files. */
+#define IDX_GZIP_MAX_RATIO 1032
+#define IDX_GZIP_SLACK ((int64_t)1 << 16)
 
 static int64_t idx_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -92,15 +100,22 @@ static int idx_read_header(gzFile f, const char *role, const char *path, adj_idx
   return ADJ_SUCCESS;
 }
 
-/* Bytes left in the stream, counted through a small buffer. */
-static int idx_count_rest(gzFile f, const char *role, const char *path, int64_t *rest) {
-  uint8_t scratch[1 << 16];
-  int64_t got = 0;
-  *rest = 0;
-  do {
-    ADJ_CALL(idx_read(f, role, path, scratch, sizeof scratch, &got));
-    *rest += got;
-  } while (got == (int64_t)sizeof scratch);
+/* What the header claims against what the file can hold, before any payload
+ * is read: a raw file's size is known exactly, a gzip file's decompressed
+ * size is bounded by deflate's largest ratio.  So a lying header fails at
+ * once instead of after decompressing gigabytes into memory. */
+static int idx_check_claim(gzFile f, const char *role, const char *path, int64_t file_bytes, adj_idx_blob *blob) {
+  int64_t header_bytes = 4 + 4 * (int64_t)blob->ndims, claimed = header_bytes + blob->bytes;
+  if (gzdirect(f)) {
+    if (claimed != file_bytes) return idx_size_error(f, role, path, claimed, file_bytes);
+    return ADJ_SUCCESS;
+  }
+  int64_t most = file_bytes > (INT64_MAX - IDX_GZIP_SLACK) / IDX_GZIP_MAX_RATIO
+                     ? INT64_MAX
+                     : file_bytes * IDX_GZIP_MAX_RATIO + IDX_GZIP_SLACK;
+  ADJ_CHECK(claimed <= most, ADJ_ERR_IO,
+            "%s file '%s' is truncated: its header claims %lld bytes after decompression, but %lld bytes of gzip "
+            "hold at most %lld", role, path, (long long)claimed, (long long)file_bytes, (long long)most);
   return ADJ_SUCCESS;
 }
 
@@ -117,19 +132,39 @@ static int idx_read_payload(gzFile f, const char *role, const char *path, adj_id
     capacity = idx_min(2 * capacity, blob->bytes);
   }
   if (have < blob->bytes) return idx_size_error(f, role, path, header_bytes + blob->bytes, header_bytes + have);
-  int64_t rest = 0;
-  ADJ_CALL(idx_count_rest(f, role, path, &rest));
-  if (rest) return idx_size_error(f, role, path, header_bytes + blob->bytes, header_bytes + blob->bytes + rest);
+  /* One more byte decides: trailing data is refused at its first byte, never
+   * counted, so an endless stream cannot keep the reader busy. */
+  uint8_t extra;
+  int64_t got_extra = 0;
+  ADJ_CALL(idx_read(f, role, path, &extra, 1, &got_extra));
+  ADJ_CHECK(got_extra == 0, ADJ_ERR_IO, "%s file '%s' has trailing data: expected %lld bytes%s, found more", role, path,
+            (long long)(header_bytes + blob->bytes), gzdirect(f) ? "" : " after decompression");
   return ADJ_SUCCESS;
 }
 
 int adj_idx_read_ubyte(const char *role, const char *path, int ndims, adj_idx_blob *blob) {
   *blob = (adj_idx_blob){.ndims = ndims};
   ADJ_CHECK(path && *path, ADJ_ERR_ARG, "%s file: no path given", role);
+  /* Only regular files: a FIFO or a device could block the open or the read
+   * forever or never end.  O_NONBLOCK keeps the open of a FIFO from waiting
+   * for a writer; it has no effect on a regular file's reads. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ADJ_CHECK(fd >= 0, ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path, strerror(errno));
+  struct stat st = {0};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return adj_error_set(ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path,
+                         S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file");
+  }
   errno = 0;
-  gzFile f = gzopen(path, "rb");
-  ADJ_CHECK(f, ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path, errno ? strerror(errno) : "out of memory");
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return adj_error_set(ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path,
+                         errno ? strerror(errno) : "out of memory");
+  }
   int status = idx_read_header(f, role, path, blob);
+  if (!status) status = idx_check_claim(f, role, path, (int64_t)st.st_size, blob);
   if (!status) status = idx_read_payload(f, role, path, blob);
   gzclose(f);
   if (status) adj_idx_blob_free(blob);

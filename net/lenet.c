@@ -214,6 +214,7 @@ static int lenet_check(const adj_lenet_config *c, const lenet_layout **layout) {
 }
 
 int adj_lenet_create(const adj_lenet_config *c, adj_layer **network) {
+  ADJ_CHECK(c && network, ADJ_ERR_ARG, "LeNet-5: config and output network pointer are required");
   *network = NULL;
   lenet_build b = {.config = c};
   ADJ_CALL(lenet_check(c, &b.layout));

@@ -181,6 +181,7 @@ static int adj_network_build(adj_layer *layer, adj_network *net) {
 }
 
 int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_layer **network) {
+  ADJ_CHECK(network, ADJ_ERR_ARG, "network: output network pointer is NULL");
   *network = NULL;
   MPI_Comm base = n >= 1 && layers && layers[0] ? layers[0]->comm : MPI_COMM_WORLD;
   ADJ_CALL(adj_status_agree(base, adj_network_check(n, layers), ADJ_WAIT_YIELD));

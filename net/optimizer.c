@@ -23,7 +23,8 @@ static int adj_optimizer_check(const adj_optimizer_config *c) {
   ADJ_CHECK(c->learning_rate > 0 && isfinite(c->learning_rate), ADJ_ERR_ARG,
             "optimizer: learning rate %g must be positive", c->learning_rate);
   ADJ_CHECK(c->momentum >= 0 && c->momentum < 1, ADJ_ERR_ARG, "optimizer: momentum %g must lie in [0, 1)", c->momentum);
-  ADJ_CHECK(c->weight_decay >= 0, ADJ_ERR_ARG, "optimizer: weight decay %g must not be negative", c->weight_decay);
+  ADJ_CHECK(c->weight_decay >= 0 && isfinite(c->weight_decay), ADJ_ERR_ARG,
+            "optimizer: weight decay %g must be finite and not negative", c->weight_decay);
   ADJ_CHECK(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1, ADJ_ERR_ARG,
             "optimizer: Adam betas (%g, %g) must lie in [0, 1)", c->beta1, c->beta2);
   return ADJ_SUCCESS;
@@ -51,7 +52,9 @@ static int adj_optimizer_create_local(adj_layer *network, const adj_optimizer_co
 /* The allocations can fail on one rank only; every rank agrees on the outcome
  * so none goes on to train with an optimizer the others do not have. */
 int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer) {
+  ADJ_CHECK(optimizer, ADJ_ERR_ARG, "optimizer: output optimizer pointer is NULL");
   *optimizer = NULL;
+  ADJ_CHECK(network && config, ADJ_ERR_ARG, "optimizer: network and config are required");
   ADJ_CHECK(adj_layer_is_network(network), ADJ_ERR_ARG,
             "optimizer: the network is not one made by adj_network_create");
   ADJ_CALL(adj_optimizer_check(config));

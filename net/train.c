@@ -1,5 +1,6 @@
 /* The training loop (see include/adjoin/train.h). */
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@ struct adj_trainer {
   void *rng_buffer;        /* one generator state, for copies between the two */
   bool order_drawn;        /* order holds the current epoch's permutation */
   int64_t epoch, batch;    /* epochs completed; batches done in the current one */
+  double last_loss;        /* rank 0: the loss of the last training step */
+  bool loss_pending;       /* last_loss not yet checked for being finite */
 };
 
 static int trainer_copy_rng(adj_trainer *t, adj_rng *dst, const adj_rng *src) {
@@ -132,6 +135,7 @@ static int trainer_buffers(adj_trainer *t) {
 }
 
 int adj_trainer_create(const adj_trainer_config *c, adj_trainer **trainer) {
+  ADJ_CHECK(trainer, ADJ_ERR_ARG, "trainer: output trainer pointer is NULL");
   *trainer = NULL;
   adj_layer *loss = NULL;
   int64_t batch = 0;
@@ -189,11 +193,43 @@ int64_t adj_trainer_batch(const adj_trainer *t) { return t->batch; }
 
 /* ---- batches ------------------------------------------------------------------------------- */
 
+/* Rank 0: the last training step's loss must be finite.  Checked inside the
+ * next agreement (trainer_fill, trainer_check_finite), so divergence costs no
+ * collective of its own. */
+static int trainer_check_loss(adj_trainer *t) {
+  if (t->rank != 0 || !t->loss_pending) return ADJ_SUCCESS;
+  t->loss_pending = false;
+  ADJ_CHECK(isfinite(t->last_loss), ADJ_ERR_NUMERIC,
+            "training diverged: the loss is %g after batch %lld of epoch %lld (try a lower learning rate)",
+            t->last_loss, (long long)t->batch, (long long)t->epoch + 1);
+  return ADJ_SUCCESS;
+}
+
+/* Every parameter block this worker holds is finite, and so is the last
+ * loss; agreed.  Run at the end of each adj_trainer_run. */
+static int trainer_check_finite(adj_trainer *t) {
+  int status = trainer_check_loss(t);
+  adj_layer *net = t->config.network;
+  for (int i = 0; !status && i < adj_layer_parameter_count(net); i++) {
+    const adj_parameter *p = adj_layer_parameter(net, i);
+    int64_t n = adj_tensor_volume(&p->value);
+    for (int64_t e = 0; e < n; e++)
+      if (!isfinite(adj_tensor_get(&p->value, e))) {
+        status = adj_error_set(ADJ_ERR_NUMERIC,
+                               "training diverged: parameter %d ('%s') holds %g after batch %lld of epoch %lld (try "
+                               "a lower learning rate)", i, p->name, adj_tensor_get(&p->value, e),
+                               (long long)t->batch, (long long)t->epoch + 1);
+        break;
+      }
+  }
+  return adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+}
+
 /* Rank 0 copies `count` samples into the input, zeroes the padding rows and
  * hands the labels to the loss.  Agreed, so a bad index fails everywhere. */
 static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *indices, int64_t count) {
-  int status = ADJ_SUCCESS;
-  if (t->rank == 0) {
+  int status = trainer_check_loss(t);
+  if (t->rank == 0 && !status) {
     adj_tensor head = t->x;
     head.owns_data = false;
     head.shape[0] = count;
@@ -295,6 +331,7 @@ int adj_trainer_run(adj_trainer *t, int64_t max_batches, adj_train_progress *pro
     stats->samples += count;
     stats->batches++;
     t->batch++;
+    if (t->rank == 0) t->last_loss = loss_sum / (double)count, t->loss_pending = true;
     if (progress) progress(ctx, t->batch, batches, t->rank == 0 && t->replica == 0 ? loss_sum / (double)count : 0.0);
   }
   if (t->reducer) {
@@ -303,6 +340,7 @@ int adj_trainer_run(adj_trainer *t, int64_t max_batches, adj_train_progress *pro
     stats->reduced_messages = after.messages - before.messages;
     stats->reduce_wait_seconds = after.wait_seconds - before.wait_seconds;
   }
+  ADJ_CALL(trainer_check_finite(t));
   if (t->batch == batches) t->epoch++, t->batch = 0, t->order_drawn = false;
   trainer_finish_stats(stats, start);
   return ADJ_SUCCESS;
@@ -328,22 +366,25 @@ int adj_trainer_save(adj_trainer *t, const char *path) {
   /* Mid-epoch, the epoch's order must be redrawn on resume: save the
    * generator as the epoch found it.  At a boundary it is the live one. */
   const adj_rng *rng = t->order_drawn ? t->epoch_rng : t->rng;
-  adj_checkpoint_position position = {.epoch = t->epoch, .batch = t->batch, .seed = t->config.seed};
-  /* Replicas hold the same state: replica 0 writes it. */
+  /* The recorded batch is the global one (--batch), so a checkpoint resumes
+   * under any layout with the same global batch.  Replicas hold the same
+   * state: replica 0 writes it. */
+  adj_checkpoint_position position = {.epoch = t->epoch, .batch = t->batch, .seed = t->config.seed,
+                                      .batch_size = t->global_batch};
   int status = t->replica == 0 ? adj_checkpoint_save(path, t->config.network, t->config.optimizer, rng, &position)
                                : ADJ_SUCCESS;
   return t->config.replicas ? adj_status_agree(t->comm, status, ADJ_WAIT_YIELD) : status;
 }
 
 int adj_trainer_load(adj_trainer *t, const char *path) {
+  ADJ_CHECK(t && path, ADJ_ERR_ARG, "adj_trainer_load: trainer and path are required");
+  /* The position is checked with the rest of the file, before anything is
+   * restored, so a refused file leaves the trainer as it was. */
   adj_checkpoint_position position;
-  int status = adj_checkpoint_load(path, t->config.network, t->config.optimizer, t->epoch_rng, &position);
+  adj_checkpoint_expect expect = {.batches_per_epoch = adj_trainer_batches_per_epoch(t), .batch_size = t->global_batch};
+  int status = adj_checkpoint_load_expect(path, t->config.network, t->config.optimizer, t->epoch_rng, &position, &expect);
   if (t->config.replicas) status = adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
   ADJ_CALL(status);
-  int64_t batches = adj_trainer_batches_per_epoch(t);
-  ADJ_CHECK(position.batch >= 0 && position.batch < batches && position.epoch >= 0, ADJ_ERR_IO,
-            "checkpoint %s: position epoch %lld batch %lld does not fit %lld batches per epoch", path,
-            (long long)position.epoch, (long long)position.batch, (long long)batches);
   t->epoch = position.epoch;
   t->batch = position.batch;
   t->order_drawn = false;

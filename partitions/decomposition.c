@@ -38,7 +38,10 @@ static int adj_check_cuts(int dim, int parts, int64_t n, const int64_t *cuts) {
 
 int adj_decomposition_create_explicit(const adj_partition *partition, int rank, const int64_t *global_shape,
                                       const int64_t *const *cuts, adj_decomposition **decomposition) {
+  ADJ_CHECK(decomposition, ADJ_ERR_ARG, "decomposition: output decomposition pointer is NULL");
   *decomposition = NULL;
+  ADJ_CHECK(partition, ADJ_ERR_ARG, "decomposition: partition is NULL");
+  ADJ_CHECK(global_shape || rank == 0, ADJ_ERR_ARG, "decomposition: global shape is NULL for rank %d", rank);
   int ndim = adj_partition_ndim(partition);
   ADJ_CHECK(rank == ndim, ADJ_ERR_SIZE,
             "decomposition: tensor rank %d does not match the partition's %d dimensions", rank, ndim);

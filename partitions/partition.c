@@ -64,6 +64,7 @@ static void adj_partition_free(adj_partition *p) {
 int adj_partition_create(MPI_Comm base, int ndim, const int *shape, int nranks, const int *ranks,
                          adj_partition **partition) {
   int status = ADJ_SUCCESS;
+  ADJ_CHECK(partition, ADJ_ERR_ARG, "adj_partition_create: output partition pointer is NULL");
   *partition = NULL;
   ADJ_CALL(adj_partition_validate(base, ndim, shape, nranks, ranks));
   adj_partition *p = calloc(1, sizeof *p);
@@ -103,7 +104,9 @@ fail:
 }
 
 int adj_partition_create_sub(const adj_partition *parent, const int *start, const int *shape, adj_partition **sub) {
+  ADJ_CHECK(sub, ADJ_ERR_ARG, "adj_partition_create_sub: output partition pointer is NULL");
   *sub = NULL;
+  ADJ_CHECK(parent && start && shape, ADJ_ERR_ARG, "adj_partition_create_sub: parent, start and shape are required");
   int n = 1;
   for (int i = 0; i < parent->ndim; i++) {
     ADJ_CHECK(start[i] >= 0 && shape[i] >= 1 && start[i] + shape[i] <= parent->shape[i], ADJ_ERR_ARG,

@@ -96,6 +96,7 @@ static int adj_compose_validate(int n, adj_op *const *ops) {
 }
 
 int adj_op_compose(int n, adj_op *const *ops, adj_op **composed) {
+  ADJ_CHECK(composed, ADJ_ERR_ARG, "compose: output operator pointer is NULL");
   *composed = NULL;
   /* A shape mismatch can be local to one rank: agree before going further. */
   int local = adj_compose_validate(n, ops);

@@ -291,7 +291,9 @@ static int adj_halo_agree_geometry(MPI_Comm base, adj_wait_policy policy, int64_
 }
 
 int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g, adj_op **op) {
+  ADJ_CHECK(op, ADJ_ERR_ARG, "halo: output operator pointer is NULL");
   *op = NULL;
+  ADJ_CHECK(partition && g, ADJ_ERR_ARG, "halo: partition and geometry are required");
   ADJ_CALL(adj_halo_check_args(dtype, partition, g));
   MPI_Comm base = adj_partition_base_comm(partition);
   adj_halo *h = calloc(1, sizeof *h);

@@ -1,5 +1,6 @@
 /* Halo geometry: per dimension and worker, bulk, output, needed input, halos,
  * trims and local padding.  Pure functions of shared arguments (no MPI). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +48,18 @@ static int adj_halo_check_cuts(const adj_halo_line *l) {
   return ADJ_SUCCESS;
 }
 
-/* m = floor((n + pl + pr - d(k-1) - 1) / s) + 1, once the kernel is known to fit. */
+/* m = floor((n + pl + pr - d(k-1) - 1) / s) + 1, once the kernel is known to fit.
+ * The padded extent and the kernel's span must fit in int64: every later index
+ * (needed ranges, local padding) lies between -pl and n + pr. */
 static int adj_halo_output_extent(adj_halo_line *l) {
-  int64_t padded = l->n + l->pad_left + l->pad_right, span = l->d * (l->k - 1) + 1;
+  int64_t padded, span;
+  bool overflow = __builtin_add_overflow(l->n, l->pad_left, &padded) ||
+                  __builtin_add_overflow(padded, l->pad_right, &padded) ||
+                  __builtin_mul_overflow(l->d, l->k - 1, &span) || __builtin_add_overflow(span, 1, &span);
+  ADJ_CHECK(!overflow, ADJ_ERR_ARG,
+            "halo geometry: dimension %d: extent %lld with padding %lld:%lld, kernel %lld and dilation %lld "
+            "overflow 64-bit indices", l->dim, (long long)l->n, (long long)l->pad_left, (long long)l->pad_right,
+            (long long)l->k, (long long)l->d);
   if (l->n == 0 && l->pad_left == 0 && l->pad_right == 0) {
     l->m = 0;
     return ADJ_SUCCESS;
@@ -144,6 +154,7 @@ static int adj_halo_fill_dim(adj_halo_geometry *g, const adj_halo_line *l) {
 
 int adj_halo_geometry_create(int rank, const int64_t *shape, const int *parts, const int64_t *const *cuts,
                              const adj_halo_kernel *kernel, adj_halo_geometry **geometry) {
+  ADJ_CHECK(geometry, ADJ_ERR_ARG, "halo geometry: output geometry pointer is NULL");
   *geometry = NULL;
   ADJ_CHECK(rank >= 1 && rank <= ADJ_MAX_RANK, ADJ_ERR_ARG, "halo geometry: rank %d is outside 1..%d", rank,
             ADJ_MAX_RANK);
@@ -153,6 +164,11 @@ int adj_halo_geometry_create(int rank, const int64_t *shape, const int *parts, c
   adj_halo_line lines[ADJ_MAX_RANK];
   for (int i = 0; i < rank; i++)
     ADJ_CALL(adj_halo_line_make(i, shape[i], parts[i], cuts ? cuts[i] : NULL, kernel, &lines[i]));
+  int64_t workers = 1;
+  for (int i = 0; i < rank; i++) {
+    workers *= lines[i].parts;
+    ADJ_CHECK(workers <= INT_MAX, ADJ_ERR_ARG, "halo geometry: the worker grid has more than %d workers", INT_MAX);
+  }
   adj_halo_geometry *g = calloc(1, sizeof *g);
   ADJ_CHECK(g, ADJ_ERR_MEM, "halo geometry: out of memory");
   g->rank = rank;
@@ -171,6 +187,7 @@ int adj_halo_geometry_create(int rank, const int64_t *shape, const int *parts, c
 
 int adj_halo_geometry_create_for(const adj_decomposition *input, const adj_halo_kernel *kernel,
                                  adj_halo_geometry **geometry) {
+  ADJ_CHECK(input && geometry, ADJ_ERR_ARG, "halo geometry: input decomposition and output pointer are required");
   const adj_partition *partition = adj_decomposition_partition(input);
   int rank = adj_decomposition_rank(input);
   const int64_t *cuts[ADJ_MAX_RANK];

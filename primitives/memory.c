@@ -115,6 +115,7 @@ static const adj_op_methods adj_memory_methods = {adj_memory_begin, NULL, adj_me
 
 static int adj_memory_make(const char *name, adj_dtype dtype, const adj_memory *mem, int domain_rank,
                            const int64_t *domain, int range_rank, const int64_t *range, adj_op **op) {
+  ADJ_CHECK(op, ADJ_ERR_ARG, "%s: output operator pointer is NULL", name);
   *op = NULL;
   ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "%s: invalid dtype %d", name, (int)dtype);
   adj_memory *impl = malloc(sizeof *impl);

@@ -12,6 +12,7 @@
  * Exit status: 0 on success, 1 when the geometry cannot be served, 2 on a usage
  * error; messages go to stderr. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,8 @@ static int adj_parse_args(int argc, char **argv, adj_halo_args *a) {
   if (!code) code = adj_fill_list(OPT_PADDING, texts[OPT_PADDING], a->rank, 1, padding);
   if (code) return code;
   for (int i = 0; i < a->rank; i++) {
+    if (parts[i] < 0 || parts[i] > INT_MAX) return adj_fail("--partition", "worker counts are 1 to 2147483647, got",
+                                                            texts[OPT_PARTITION]);
     a->parts[i] = parts[i] ? (int)parts[i] : 1;
     a->kernel.padding[i][0] = padding[2 * i];
     a->kernel.padding[i][1] = padding[2 * i + 1];

@@ -12,6 +12,7 @@
  * 3 stopped on purpose by --stop-after-batches (a simulated crash). */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -102,8 +103,8 @@ static int parse_real(const char *flag, const char *text, double *out) {
   char *end;
   errno = 0;
   double v = strtod(text, &end);
-  if (errno || end == text || *end || !(v >= 0)) {
-    complain("%s needs a non-negative number, got '%s'\n", flag, text);
+  if (errno || end == text || *end || !(v >= 0) || !isfinite(v)) {
+    complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
     return -1;
   }
   *out = v;
@@ -282,7 +283,25 @@ static int load_data(train_run *r) {
   if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
   limit(r->train, o->train_limit);
   limit(r->test, o->test_limit);
+  /* Found now rather than by the first evaluation, after a whole epoch. */
+  if (r->test->rows != r->train->rows || r->test->cols != r->train->cols) {
+    if (r->rank == 0)
+      complain("test data: the images of %s/t10k-images-idx3-ubyte[.gz] are %lldx%lld but the training images of "
+               "%s/train-images-idx3-ubyte[.gz] are %lldx%lld\n", o->data, (long long)r->test->rows,
+               (long long)r->test->cols, o->data, (long long)r->train->rows, (long long)r->train->cols);
+    return 1;
+  }
   return 0;
+}
+
+/* The checkpoint path must be usable before the first epoch is spent:
+ * rank 0 writes it, so rank 0 checks it and tells the others. */
+static int check_checkpoint_path(train_run *r) {
+  if (!r->options.checkpoint) return 0;
+  int status = r->rank == 0 ? adj_checkpoint_check_target(r->options.checkpoint) : 0;
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (status && r->rank == 0) complain("--checkpoint: %s\n", adj_last_error());
+  return status ? 1 : 0;
 }
 
 /* The shuffle draws from another stream than the initial parameters. */
@@ -391,7 +410,10 @@ static int train_epoch(train_run *r, adj_train_stats *total) {
     accumulate(total, &part);
     if (r->batches_left >= 0) r->batches_left -= part.batches;
     bool boundary = adj_trainer_epoch(r->trainer) != epoch;
-    if (o->checkpoint && (boundary || o->checkpoint_every) && adj_trainer_save(r->trainer, o->checkpoint))
+    /* --stop-after-batches simulates a crash right after its last batch:
+     * nothing is saved at that point, whatever --checkpoint-every says. */
+    bool stopping = r->batches_left == 0;
+    if (o->checkpoint && !stopping && (boundary || o->checkpoint_every) && adj_trainer_save(r->trainer, o->checkpoint))
       return fail(r, "saving the checkpoint", "the previous checkpoint was kept");
   }
   if (r->rank == 0) report_progress_end(&bar);
@@ -425,7 +447,7 @@ static int run_epoch(train_run *r) {
 
 static int run(train_run *r) {
   r->batches_left = r->options.stop_after;
-  if (load_data(r) || build(r)) return 1;
+  if (check_checkpoint_path(r) || load_data(r) || build(r)) return 1;
   if (r->options.resume && resume(r)) return 1;
   print_header(r);
   while (adj_trainer_epoch(r->trainer) < r->options.epochs) {

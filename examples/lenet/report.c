@@ -58,8 +58,11 @@ int report_read_csv(const char *path, int64_t max_epoch, report_row *rows, int c
     long long epoch;
     report_row r;
     if (sscanf(line, "%lld,%lf,%lf,%lf,%lf,%lf", &epoch, &r.loss, &r.train_acc, &r.test_acc, &r.seconds,
-               &r.images_per_s) != 6 || epoch > max_epoch)
-      continue; /* the header, or an epoch the resumed run will redo */
+               &r.images_per_s) != 6 || epoch < 1 || epoch > max_epoch)
+      continue; /* the header, an epoch the resumed run will redo, or nonsense */
+    if (!isfinite(r.loss) || !isfinite(r.train_acc) || !isfinite(r.test_acc) || !isfinite(r.seconds) ||
+        !isfinite(r.images_per_s))
+      continue;
     r.epoch = epoch;
     rows[n++] = r;
   }
@@ -111,7 +114,8 @@ static double row_field(const report_row *r, size_t offset) { return *(const dou
 static void svg_frame(FILE *f, const svg_axes *a, const char *title, const char *ylabel, const char *yformat) {
   fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='white' stroke='#444'/>\n", a->left, a->top,
           a->width, a->height);
-  int intervals = (int)lround((a->yhi - a->ylo) / a->ystep);
+  double ratio = (a->yhi - a->ylo) / a->ystep;
+  int intervals = isfinite(ratio) && ratio < 12 ? (int)lround(ratio) : 0;
   for (int i = 0; i <= intervals; i++) {
     double v = a->ylo + a->ystep * i, y = svg_y(a, v);
     fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#ddd'/>\n", a->left, y, a->left + a->width, y);
@@ -119,10 +123,12 @@ static void svg_frame(FILE *f, const svg_axes *a, const char *title, const char 
     fprintf(f, yformat, v);
     fprintf(f, "</text>\n");
   }
-  int64_t span = (int64_t)(a->xhi - a->xlo), step = span > 10 ? (span + 9) / 10 : 1;
-  for (int64_t e = (int64_t)ceil(a->xlo); e <= (int64_t)a->xhi; e += step)
-    fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='middle' font-size='12'>%lld</text>\n", svg_x(a, (double)e),
-            a->top + a->height + 16, (long long)e);
+  /* At most 11 epoch labels whatever the range: the loop counts labels, not
+   * epochs, so no range (even one a hand-edited CSV gives) makes it long. */
+  double first = ceil(a->xlo), span = a->xhi - first, step = span > 10 ? ceil(span / 10) : 1;
+  for (int i = 0; i <= 10 && first + step * i <= a->xhi; i++)
+    fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='middle' font-size='12'>%.0f</text>\n",
+            svg_x(a, first + step * i), a->top + a->height + 16, first + step * i);
   fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='middle' font-size='14'>epoch</text>\n", a->left + a->width / 2,
           a->top + a->height + 36);
   fprintf(f, "<text transform='translate(%.1f,%.1f) rotate(-90)' text-anchor='middle' font-size='14'>%s</text>\n",

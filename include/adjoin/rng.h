@@ -30,7 +30,13 @@ void adj_rng_fill_normal(adj_rng *rng, adj_tensor *t, double mean, double stddev
 /* Serialised generator state for checkpoints: size in bytes, then save/restore. */
 size_t adj_rng_state_size(const adj_rng *rng);
 void adj_rng_state_save(const adj_rng *rng, void *buf);
+/* Restores a saved state after adj_rng_state_check accepted it; a refused
+ * state leaves the generator as it was. */
 int adj_rng_state_load(adj_rng *rng, const void *buf, size_t size);
+/* Whether buf could be a state of rng's generator (it may come from a file):
+ * the size, the Mersenne-Twister index in [0, 624], 32-bit words, not all
+ * zero.  ADJ_ERR_SIZE or ADJ_ERR_ARG naming the bad value. */
+int adj_rng_state_check(const adj_rng *rng, const void *buf, size_t size);
 
 ADJ_END_DECLS
 

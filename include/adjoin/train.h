@@ -98,7 +98,9 @@ int adj_trainer_check_sync(adj_trainer *trainer, uint64_t *hash);
 int64_t adj_trainer_batches_per_epoch(const adj_trainer *trainer);
 
 /* Runs the rest of the current epoch, or at most max_batches of it when
- * max_batches >= 0, and reports on the batches run.  Collective. */
+ * max_batches >= 0, and reports on the batches run.  Collective.  Training
+ * that diverges (a non-finite loss, or a non-finite parameter at the end of
+ * the run) stops with ADJ_ERR_NUMERIC on every rank, naming the batch. */
 int adj_trainer_run(adj_trainer *trainer, int64_t max_batches, adj_train_progress *progress, void *ctx,
                     adj_train_stats *stats);
 
@@ -112,7 +114,9 @@ int adj_trainer_evaluate(adj_trainer *trainer, const adj_dataset *data, adj_trai
 
 /* Checkpoint of parameters, optimizer state, shuffle state and position
  * (checkpoint.h), and its restoration.  A refused checkpoint changes
- * nothing.  Collective. */
+ * nothing; refused too is a position past this run's batches per epoch, or a
+ * mid-epoch position saved with another batch size (the epoch's remaining
+ * samples would differ).  Collective. */
 int adj_trainer_save(adj_trainer *trainer, const char *path);
 int adj_trainer_load(adj_trainer *trainer, const char *path);
 

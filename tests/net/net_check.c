@@ -1,5 +1,6 @@
 /* Shared helpers of the network and training tests (see net_check.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,4 +64,21 @@ int nc_layouts_fitting(int size, const char **layouts) {
     if (adj_lenet_layout_ranks(all[i]) <= size) layouts[n++] = all[i];
   layouts[n] = NULL;
   return n;
+}
+
+unsigned char *nc_read_file(const char *path, long *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  *size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *data = *size >= 0 ? malloc((size_t)*size + 1) : NULL;
+  if (data && fread(data, 1, (size_t)*size, f) != (size_t)*size) free(data), data = NULL;
+  fclose(f);
+  return data;
+}
+
+void nc_write_file(const char *path, const void *data, long size) {
+  FILE *f = fopen(path, "wb");
+  if (f) fwrite(data, 1, (size_t)size, f), fclose(f);
 }

@@ -28,6 +28,11 @@ void nc_run_destroy(nc_run *run);
  * networks must list the same parameters. */
 double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise);
 
+/* A whole file read into memory (NULL if it cannot be read; *size its
+ * length), and written back.  Not collective: the tests call them on rank 0. */
+unsigned char *nc_read_file(const char *path, long *size);
+void nc_write_file(const char *path, const void *data, long size);
+
 /* The layouts that fit the world size (NULL-terminated, at most 4). */
 int nc_layouts_fitting(int size, const char **layouts);
 

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Fuzzes the readers of untrusted files (IDX data, checkpoints) with libFuzzer:
+# installs clang and its runtime from Debian when missing, configures a clang
+# build with ASan + UBSan and coverage instrumentation in BUILD_DIR (default
+# build-fuzz), and runs the 'fuzz' suite, each target for FUZZ_SECONDS
+# (default 30; e.g. FUZZ_SECONDS=600 for a longer run by hand).
+#
+#   sh tools/fuzz.sh            FUZZ_SECONDS=600 sh tools/fuzz.sh
+set -eu
+cd "$(dirname "$0")/.."
+missing=""
+for p in clang-14 libclang-rt-14-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "fuzz: installing$missing"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+dir=${BUILD_DIR:-build-fuzz}
+# The library and targets alike carry coverage instrumentation
+# (fuzzer-no-link); the targets' executables then link libFuzzer's main.
+CC=clang-14 BUILD_DIR=$dir sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dc_args=-fsanitize=fuzzer-no-link
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} meson test -C "$dir" --suite fuzz --print-errorlogs --verbose \
+  --timeout-multiplier $(( (${FUZZ_SECONDS:-30} + 599) / 600 + 1 ))

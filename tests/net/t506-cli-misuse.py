@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""t506: the command-line tools against careless flags and hostile files.
+
+adjoin-train on a tiny data set this script writes itself (64 training and 32
+test images): non-finite flags, a checkpoint path in a missing directory or
+naming a FIFO, a test set of another image size, --stop-after-batches with
+--checkpoint-every, a mid-epoch resume with another --batch, a metrics CSV
+with an absurd epoch, a diverging run; adjoin-dottest's --min-ranks, --seed
+and --filter; adjoin-halo's overflowing sizes.  Each must end promptly with
+a clear message and the documented exit code, and files the run does not own
+stay byte-identical.
+
+Usage: t506-cli-misuse.py MPIEXEC ADJOIN_TRAIN ADJOIN_DOTTEST ADJOIN_HALO"""
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+
+mpiexec, train, dottest, halo = sys.argv[1:5]
+errors = 0
+
+
+def check(ok, message):
+    global errors
+    if not ok:
+        errors += 1
+        print("FAIL:", message)
+
+
+def run(args, ranks=1, timeout=120):
+    cmd = [mpiexec, "-n", str(ranks), *args] if ranks else args
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout + r.stderr
+
+
+def write_idx(path, dims, data):
+    with open(path, "wb") as f:
+        f.write(struct.pack(">I", 0x800 | len(dims)))
+        for d in dims:
+            f.write(struct.pack(">I", d))
+        f.write(bytes(data))
+
+
+def write_set(directory, prefix, count, side, rng):
+    write_idx(f"{directory}/{prefix}-images-idx3-ubyte", [count, side, side],
+              [rng.randrange(256) for _ in range(count * side * side)])
+    write_idx(f"{directory}/{prefix}-labels-idx1-ubyte", [count], [rng.randrange(10) for _ in range(count)])
+
+
+def expect(label, code, out, want_code, phrase):
+    check(code == want_code and phrase in out, f"{label}: exit {code} (wanted {want_code}), output ends:\n{out[-600:]}")
+    line = next((l for l in out.splitlines() if phrase in l), out.strip().splitlines()[-1] if out.strip() else "")
+    print(f"{label:44s} exit {code}: {line.strip()[:150]}")
+
+
+work = tempfile.mkdtemp(prefix="adjoin-t506-")
+rng = random.Random(506)
+data = f"{work}/data"
+os.mkdir(data)
+write_set(data, "train", 64, 28, rng)
+write_set(data, "t10k", 32, 28, rng)
+wide = f"{work}/wide"
+os.mkdir(wide)
+write_set(wide, "train", 64, 28, rng)
+write_set(wide, "t10k", 32, 32, rng)
+small = [train, "--data", data, "--batch", "8", "--epochs", "2", "--seed", "3", "--optimizer", "sgd", "--lr", "0.05"]
+
+# Flags must be finite.
+for flag, value in (("--weight-decay", "inf"), ("--lr", "nan"), ("--momentum", "-inf"), ("--lr", "1e999")):
+    code, out = run([*small, flag, value])
+    expect(f"{flag} {value}", code, out, 2, "finite")
+
+# A checkpoint path that cannot work is refused before the first epoch.
+code, out = run([*small, "--checkpoint", f"{work}/no-such-dir/run.ckpt"])
+expect("--checkpoint in a missing directory", code, out, 1, "no-such-dir")
+check("epoch" not in out.split("--checkpoint")[0], "the missing directory was found only after training")
+fifo = f"{work}/fifo.ckpt"
+os.mkfifo(fifo)
+code, out = run([*small, "--checkpoint", fifo, "--resume"], ranks=2)
+expect("--checkpoint naming a FIFO (2 ranks)", code, out, 1, "not a regular file")
+check(os.path.exists(fifo) and not os.path.isfile(fifo), "the FIFO was replaced")
+
+# A test set of another image size is refused at start, naming the file.
+code, out = run([train, "--data", wide, "--batch", "8", "--epochs", "1"])
+expect("32x32 test set beside 28x28 training", code, out, 1, "t10k-images-idx3-ubyte")
+check("32x32" in out, "the mismatch message does not give the sizes")
+
+# --stop-after-batches 4 --checkpoint-every 3: saved at batch 3, stopped at 4
+# without saving (docs/training.md), so --resume continues from batch 3.
+ckpt = f"{work}/run.ckpt"
+code, out = run([*small, "--checkpoint", ckpt, "--checkpoint-every", "3", "--stop-after-batches", "4"])
+expect("--stop-after-batches 4 --checkpoint-every 3", code, out, 3, "stopped after 4 batches")
+code, out = run([*small, "--checkpoint", ckpt, "--checkpoint-every", "3", "--stop-after-batches", "0", "--resume"])
+expect("  ... then --resume", code, out, 3, "at epoch 1, batch 3")
+
+# Resuming mid-epoch with another batch size would redo or skip samples.
+with open(ckpt, "rb") as f:
+    before = f.read()
+args = [a if a != "8" else "16" for a in small]
+code, out = run([*args, "--checkpoint", ckpt, "--resume"], ranks=2)
+expect("mid-epoch --resume with --batch 16 (2 ranks)", code, out, 1, "same batch size")
+with open(ckpt, "rb") as f:
+    check(f.read() == before, "the refused checkpoint was changed")
+
+# A metrics CSV with absurd epochs: the resumed run ignores those rows and
+# the plot stays small.
+csv = f"{work}/m.csv"
+with open(csv, "w") as f:
+    f.write("epoch,loss,train_acc,test_acc,seconds,images_per_s\n")
+    f.write("-9223372036854775807,1.0,0.5,0.5,1.0,10.0\n1,nan,0.5,0.5,1.0,10.0\n9223372036854775807,1,1,1,1,1\n")
+code, out = run([*small, "--checkpoint", ckpt, "--resume", "--metrics", csv], timeout=60)
+expect("--resume with absurd epochs in the CSV", code, out, 0, "test_accuracy=")
+svg = f"{work}/m.svg"
+size = os.path.getsize(svg) if os.path.exists(svg) else -1
+check(0 < size < 20000, f"the plot is {size} bytes")
+print(f"{'':44s} plot {size} bytes, CSV rows: {open(csv).read().count(chr(10)) - 1}")
+
+# Divergence stops the run with a clear error and a non-zero exit.
+code, out = run([train, "--data", data, "--batch", "8", "--epochs", "2", "--optimizer", "sgd", "--lr", "1e6"])
+expect("--optimizer sgd --lr 1e6", code, out, 1, "diverged")
+
+# adjoin-dottest: bad numbers are refused; a filter that matches nothing fails.
+for args, want, phrase in ((["--min-ranks", "abc"], 2, "--min-ranks needs an integer"),
+                           (["--min-ranks", "-1"], 2, "--min-ranks needs an integer"),
+                           (["--seed", "abc"], 2, "--seed needs an integer"),
+                           (["--seed", "-5"], 2, "--seed needs an integer"),
+                           (["--filter", "no-such-case"], 1, "no case matches")):
+    code, out = run([dottest, *args])
+    expect(f"adjoin-dottest {' '.join(args)}", code, out, want, phrase)
+
+# adjoin-halo: sizes that overflow 64-bit indices or an int worker count.
+code, out = run([halo, "--shape", "9223372036854775807", "--kernel", "3", "--padding", "9223372036854775807"], ranks=0)
+expect("adjoin-halo --padding 2^63-1", code, out, 1, "overflow")
+check("output_shape" not in out, "adjoin-halo printed JSON for an overflowing size")
+code, out = run([halo, "--shape", "8", "--partition", "4294967298"], ranks=0)
+expect("adjoin-halo --partition 4294967298", code, out, 2, "worker counts")
+
+subprocess.run(["rm", "-rf", work])
+print(f"t506: {'FAIL' if errors else 'ok'} ({errors} failures)")
+sys.exit(1 if errors else 0)

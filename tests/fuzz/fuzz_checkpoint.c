@@ -36,7 +36,10 @@ static int fuzz_setup(void) {
     return -1;
   adj_affine_layer_config c = {.dtype = ADJ_FLOAT64, .input = input, .in_features = 3, .out_features = 4};
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
-  if (adj_affine_layer_create(&c, &net) || adj_network_init_uniform(net, 1) || adj_optimizer_create(net, &oc, &opt) ||
+  adj_layer *affine = NULL;
+  /* The optimizer and checkpoints work on a network (its flat parameters). */
+  if (adj_affine_layer_create(&c, &affine) || adj_network_create("fuzz", 1, &affine, &net) ||
+      adj_network_init_uniform(net, 1) || adj_optimizer_create(net, &oc, &opt) ||
       adj_rng_create(1, &rng))
     return -1;
   return 0;

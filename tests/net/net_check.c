@@ -58,9 +58,9 @@ double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
 }
 
 int nc_layouts_fitting(int size, const char **layouts) {
-  static const char *const all[] = {"sequential", "dist2", "dist4", "dist8", "hybrid4"};
+  static const char *const all[NC_MAX_LAYOUTS - 1] = {"sequential", "dist2", "dist4", "hybrid4", "dist8"};
   int n = 0;
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < NC_MAX_LAYOUTS - 1; i++)
     if (adj_lenet_layout_ranks(all[i]) <= size) layouts[n++] = all[i];
   layouts[n] = NULL;
   return n;
@@ -81,4 +81,20 @@ unsigned char *nc_read_file(const char *path, long *size) {
 void nc_write_file(const char *path, const void *data, long size) {
   FILE *f = fopen(path, "wb");
   if (f) fwrite(data, 1, (size_t)size, f), fclose(f);
+}
+
+void nc_make_dir(adj_test *t, const char *tag, char *dir, size_t size) {
+  snprintf(dir, size, "/tmp/adjoin-%s-XXXXXX", tag);
+  int ok = t->rank != 0 || mkdtemp(dir) != NULL;
+  MPI_Bcast(dir, (int)size, MPI_CHAR, 0, t->comm);
+  MPI_Bcast(&ok, 1, MPI_INT, 0, t->comm);
+  ADJ_TEST_CHECK(t, ok, "cannot create %s", dir);
+}
+
+void nc_remove_dir(adj_test *t, const char *dir) {
+  MPI_Barrier(t->comm);
+  if (t->rank != 0) return;
+  char command[700];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  ADJ_TEST_CHECK(t, system(command) == 0, "cannot remove %s", dir);
 }

@@ -33,7 +33,14 @@ double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise);
 unsigned char *nc_read_file(const char *path, long *size);
 void nc_write_file(const char *path, const void *data, long size);
 
-/* The layouts that fit the world size (NULL-terminated, at most 4). */
+/* The LeNet-5 layouts that fit the world size, by the ranks they need (the
+ * widest last), NULL-terminated: `layouts` holds NC_MAX_LAYOUTS entries. */
+enum { NC_MAX_LAYOUTS = 6 };
 int nc_layouts_fitting(int size, const char **layouts);
+
+/* A temporary directory /tmp/adjoin-TAG-XXXXXX made on rank 0, its name
+ * shared with every rank; nc_remove_dir removes it and what it holds. */
+void nc_make_dir(adj_test *t, const char *tag, char *dir, size_t size);
+void nc_remove_dir(adj_test *t, const char *dir);
 
 #endif

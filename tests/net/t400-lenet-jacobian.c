@@ -49,7 +49,7 @@ static void expect_failure(adj_test *t, const char *layout, const char *phrase) 
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t400-lenet-jacobian");
-  const char *layouts[6];
+  const char *layouts[NC_MAX_LAYOUTS];
   int n = nc_layouts_fitting(t.size, layouts);
   for (int i = 0; layouts[i]; i++) {
     check_layout(&t, layouts[i], ADJ_FLOAT64, false);

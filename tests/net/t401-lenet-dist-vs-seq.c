@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
   adj_test_begin(&t, &argc, &argv, "t401-lenet-dist-vs-seq");
   adj_dataset *data = nc_synthetic(SAMPLES, 4010);
   ADJ_TEST_CHECK(&t, data, "cannot build the synthetic data set");
-  const char *layouts[6];
+  const char *layouts[NC_MAX_LAYOUTS];
   if (data && nc_layouts_fitting(t.size, layouts) < 2) {
     adj_dataset_destroy(&data);
     return adj_test_skip(&t, "no distributed layout fits a single rank");

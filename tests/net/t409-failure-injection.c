@@ -47,7 +47,7 @@ static void inject(adj_test *t, run *r, const char *site, bool backward, int fai
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t409-failure-injection");
-  const char *layouts[5];
+  const char *layouts[NC_MAX_LAYOUTS];
   int n = nc_layouts_fitting(t.size, layouts);
   const char *layout = layouts[n - 1];
   run r = {0};

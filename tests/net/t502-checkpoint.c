@@ -125,30 +125,13 @@ static void refuse_each(adj_test *t, const char *dir, const char *layout, const 
    * t507-hostile-files. */
 }
 
-/* A temporary directory made on rank 0, its name shared. */
-static void make_dir(adj_test *t, char *dir, size_t size) {
-  snprintf(dir, size, "/tmp/adjoin-t502-XXXXXX");
-  int ok = t->rank != 0 || mkdtemp(dir) != NULL;
-  MPI_Bcast(dir, (int)size, MPI_CHAR, 0, t->comm);
-  MPI_Bcast(&ok, 1, MPI_INT, 0, t->comm);
-  ADJ_TEST_CHECK(t, ok, "cannot create %s", dir);
-}
-
-static void remove_dir(adj_test *t, const char *dir) {
-  MPI_Barrier(t->comm);
-  if (t->rank != 0) return;
-  char command[700];
-  snprintf(command, sizeof command, "rm -rf '%s'", dir);
-  ADJ_TEST_CHECK(t, system(command) == 0, "cannot remove %s", dir);
-}
-
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t502-checkpoint");
   char dir[256];
-  make_dir(&t, dir, sizeof dir);
+  nc_make_dir(&t, "t502", dir, sizeof dir);
   adj_dataset *data = nc_synthetic(SAMPLES, 502);
-  const char *layouts[6];
+  const char *layouts[NC_MAX_LAYOUTS];
   int n = nc_layouts_fitting(t.size, layouts);
   const char *widest = layouts[n - 1];
   round_trip(&t, dir, widest, "sequential", data);
@@ -156,6 +139,6 @@ int main(int argc, char **argv) {
   if (n > 2) round_trip(&t, dir, layouts[1], widest, data);
   refusals(&t, dir, widest, data);
   adj_dataset_destroy(&data);
-  remove_dir(&t, dir);
+  nc_remove_dir(&t, dir);
   return adj_test_finish(&t);
 }

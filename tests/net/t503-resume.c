@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "/tmp/adjoin-t503-%d.ckpt", t.rank == 0 ? (int)getpid() : 0);
   MPI_Bcast(path, sizeof path, MPI_CHAR, 0, t.comm);
   adj_dataset *data = nc_synthetic(SAMPLES, SEED);
-  const char *layouts[5];
+  const char *layouts[NC_MAX_LAYOUTS];
   const char *layout = layouts[nc_layouts_fitting(t.size, layouts) - 1];
   nc_run reference;
   ADJ_TEST_OK(&t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED, &reference));

@@ -336,36 +336,19 @@ static void divergence(adj_test *t, const char *layout, const adj_dataset *data)
   adj_layer_destroy(&net);
 }
 
-/* A temporary directory made on rank 0, its name shared. */
-static void make_dir(adj_test *t, char *dir, size_t size) {
-  snprintf(dir, size, "/tmp/adjoin-t507-XXXXXX");
-  int ok = t->rank != 0 || mkdtemp(dir) != NULL;
-  MPI_Bcast(dir, (int)size, MPI_CHAR, 0, t->comm);
-  MPI_Bcast(&ok, 1, MPI_INT, 0, t->comm);
-  ADJ_TEST_CHECK(t, ok, "cannot create %s", dir);
-}
-
-static void remove_dir(adj_test *t, const char *dir) {
-  MPI_Barrier(t->comm);
-  if (t->rank != 0) return;
-  char command[700];
-  snprintf(command, sizeof command, "rm -rf '%s'", dir);
-  ADJ_TEST_CHECK(t, system(command) == 0, "cannot remove %s", dir);
-}
-
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t507-hostile-files");
   char dir[256];
-  make_dir(&t, dir, sizeof dir);
+  nc_make_dir(&t, "t507", dir, sizeof dir);
   adj_dataset *data = nc_synthetic(SAMPLES, 505);
-  const char *layouts[5];
+  const char *layouts[NC_MAX_LAYOUTS];
   const char *widest = layouts[nc_layouts_fitting(t.size, layouts) - 1];
   crafted_checkpoints(&t, dir, widest, data);
   special_files(&t, dir, widest, data);
   hostile_idx(&t, dir);
   divergence(&t, widest, data);
   adj_dataset_destroy(&data);
-  remove_dir(&t, dir);
+  nc_remove_dir(&t, dir);
   return adj_test_finish(&t);
 }

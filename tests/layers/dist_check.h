@@ -14,6 +14,7 @@
 adj_decomposition *dl_layout(adj_test *t, int rank, const int64_t *shape, const int *parts, const int *ranks,
                              const int64_t *const *cuts);
 /* cuts[0..parts] at n p^2 / P^2: small, often empty, first blocks. */
+/* parts + 1 cut points of n, quadratically spaced, into cuts[0..parts]. */
 void dl_quadratic_cuts(int64_t n, int parts, int64_t *cuts);
 
 /* Layout kinds of the size-driven tests: every rank, rank 0 left out, or

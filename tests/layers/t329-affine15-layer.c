@@ -22,8 +22,9 @@ static const int grids[][2] = {{1, 1}, {1, 2}, {2, 1}, {1, 3}, {3, 1}, {2, 2}, {
 /* x (N, F0) on P_c x P_r over the first P_r P_c ranks; quadratic batch cuts
  * when asked. */
 static adj_decomposition *input_layout(adj_test *t, int p_r, int p_c, bool quadratic) {
-  int64_t cuts[8];
-  dl_quadratic_cuts(N, p_c, cuts);
+  int64_t cuts[9]; /* P_c + 1 cut points, P_c <= 8 */
+  ADJ_TEST_CHECK(t, p_c <= 8, "P_c %d needs more cut points than the test holds", p_c);
+  dl_quadratic_cuts(N, p_c <= 8 ? p_c : 8, cuts);
   return dl_layout(t, 2, (const int64_t[2]){N, F0}, (const int[2]){p_c, p_r}, NULL,
                    (const int64_t *[2]){quadratic ? cuts : NULL, NULL});
 }

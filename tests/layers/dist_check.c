@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include "dist_check.h"
 
 #include <math.h>
@@ -233,4 +234,10 @@ void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **lay
   adj_test_expect_error(t, label, status, ADJ_TEST_ANY_ERROR, phrase);
   ADJ_TEST_CHECK(t, !*layer, "%s: a failed create left a layer behind", label);
   adj_layer_destroy(layer);
+}
+
+FILE *dl_open_reference(adj_test *t, const char *path) {
+  FILE *f = fopen(path, "r");
+  ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
+  return f;
 }

@@ -5,6 +5,8 @@
 #ifndef ADJOIN_TEST_DIST_CHECK_H
 #define ADJOIN_TEST_DIST_CHECK_H
 
+#include <stdio.h>
+
 #include "harness.h"
 
 /* A decomposition of `shape` (rank dims) over a partition of shape `parts` on
@@ -86,5 +88,9 @@ double dl_block_diff(const adj_decomposition *d, const adj_tensor *local, const 
 /* Every rank must fail with the same message containing `phrase`
  * (adj_test_expect_error), and leave *layer NULL. */
 void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **layer, const char *phrase);
+
+/* A reference data file written by a tools/ twin script, open for reading;
+ * NULL (and a failed check naming the path) when it cannot be opened. */
+FILE *dl_open_reference(adj_test *t, const char *path);
 
 #endif

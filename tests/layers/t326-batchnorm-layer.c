@@ -218,8 +218,7 @@ static void check_torch_case(adj_test *t, int k, const double *ref, adj_dtype dt
 }
 
 static void test_torch(adj_test *t, const char *path) {
-  FILE *f = fopen(path, "r");
-  ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
+  FILE *f = dl_open_reference(t, path);
   if (!f) return;
   static double ref[2048];
   int cases = 0, ch;

@@ -147,8 +147,7 @@ static void check_torch_line(adj_test *t, adj_decomposition *root, const char *n
 }
 
 static void test_torch(adj_test *t, const char *path) {
-  FILE *f = fopen(path, "r");
-  ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
+  FILE *f = dl_open_reference(t, path);
   if (!f) return;
   adj_decomposition *root = dl_self_layout(t, 2, (const int64_t[2]){3, 4});
   char line[2048];

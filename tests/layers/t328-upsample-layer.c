@@ -93,8 +93,7 @@ static void check_torch_case(adj_test *t, const up_case *c, const double *ref_y,
 }
 
 static void test_torch(adj_test *t, const char *path) {
-  FILE *f = fopen(path, "r");
-  ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
+  FILE *f = dl_open_reference(t, path);
   if (!f) return;
   static double y[512], g[512];
   int cases = 0, index;

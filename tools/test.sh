@@ -39,9 +39,11 @@ ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   meson test -C build-sanitize --print-errorlogs --num-processes 2 --suite unit --suite mpi
 
-# One closing line a person (and CI) can read: totals over every run.
+# One closing line a person (and CI) can read: totals over every run.  A run
+# under a test setup writes testlog-<setup>.json, so the full run's log is
+# testlog-full.json.
 # shellcheck disable=SC2086
-python3 - build/meson-logs/testlog.json $v3_logs build-sanitize/meson-logs/testlog.json <<'PY'
+python3 - build/meson-logs/testlog-full.json $v3_logs build-sanitize/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:

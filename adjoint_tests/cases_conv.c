@@ -27,32 +27,38 @@
 
 const adj_conv_case adj_conv_cases[] = {
     /* feature-space: LeNet-5 C1 (k5, pad 2) and C3 (k5, no padding) */
-    {2, 1, 6, V(16, 16), W(2, V(5, 5), V(1, 1), V(1, 1), V(2, 2), V(2, 2)), false, 1, 1, V(2, 2), FIRST},
-    {2, 6, 16, V(7, 7), W(2, V(5, 5), V(1, 1), V(1, 1), V(0, 0), V(0, 0)), false, 1, 1, V(2, 1), SCAT},
-    {2, 3, 4, V(13), W(1, V(3), V(2), V(2), V(1), V(2)), false, 1, 1, V(3), SCAT},
+    {2, 1, 6, V(16, 16), W(2, V(5, 5), V(1, 1), V(1, 1), V(2, 2), V(2, 2)), false, 1, 1, V(2, 2), FIRST, 1},
+    {2, 6, 16, V(7, 7), W(2, V(5, 5), V(1, 1), V(1, 1), V(0, 0), V(0, 0)), false, 1, 1, V(2, 1), SCAT, 1},
+    {2, 3, 4, V(13), W(1, V(3), V(2), V(2), V(1), V(2)), false, 1, 1, V(3), SCAT, 1},
     {1, 2, 3, V(5, 6, 4), W(3, V(3, 3, 3), V(1, 1, 1), V(1, 1, 1), V(1, 1, 1), V(1, 1, 1)), false, 1, 1,
-     V(2, 1, 2), FIRST},
+     V(2, 1, 2), FIRST, 1},
     /* more workers than outputs: empty blocks; k1 pad 2 makes blocks of padding only */
-    {2, 2, 2, V(4), W(1, V(3), V(2), V(1), V(0), V(0)), false, 1, 1, V(4), SCAT},
-    {1, 2, 3, V(3), W(1, V(1), V(1), V(1), V(2), V(2)), false, 1, 1, V(4), FIRST},
+    {2, 2, 2, V(4), W(1, V(3), V(2), V(1), V(0), V(0)), false, 1, 1, V(4), SCAT, 1},
+    {1, 2, 3, V(3), W(1, V(1), V(1), V(1), V(2), V(2)), false, 1, 1, V(4), FIRST, 1},
     /* channel partitions: input channels only (sum-reduce), output channels only
      * (broadcast), both */
-    {2, 5, 3, V(6, 5), W(2, V(3, 3), V(1, 1), V(1, 1), V(1, 1), V(1, 1)), false, 3, 1, V(1, 1), SCAT},
-    {2, 3, 4, V(6, 5), W(2, V(2, 3), V(2, 1), V(1, 1), V(0, 1), V(1, 0)), false, 1, 2, V(1, 1), FIRST},
-    {2, 2, 5, V(9), W(1, V(4), V(1), V(1), V(0), V(0)), true, 2, 2, V(1), FIRST},
+    {2, 5, 3, V(6, 5), W(2, V(3, 3), V(1, 1), V(1, 1), V(1, 1), V(1, 1)), false, 3, 1, V(1, 1), SCAT, 1},
+    {2, 3, 4, V(6, 5), W(2, V(2, 3), V(2, 1), V(1, 1), V(0, 1), V(1, 0)), false, 1, 2, V(1, 1), FIRST, 1},
+    {2, 2, 5, V(9), W(1, V(4), V(1), V(1), V(0), V(0)), true, 2, 2, V(1), FIRST, 1},
     /* the general form */
-    {2, 3, 4, V(9, 8), W(2, V(3, 2), V(1, 2), V(2, 1), V(0, 1), V(2, 0)), false, 2, 2, V(2, 1), SCAT},
-    {1, 4, 3, V(11), W(1, V(5), V(1), V(1), V(2), V(2)), false, 2, 1, V(3), SCAT},
+    {2, 3, 4, V(9, 8), W(2, V(3, 2), V(1, 2), V(2, 1), V(0, 1), V(2, 0)), false, 2, 2, V(2, 1), SCAT, 1},
+    {1, 4, 3, V(11), W(1, V(5), V(1), V(1), V(2), V(2)), false, 2, 1, V(3), SCAT, 1},
     {2, 2, 2, V(6, 5, 7), W(3, V(2, 3, 1), V(2, 1, 1), V(1, 2, 1), V(1, 0, 2), V(0, 2, 1)), true, 2, 1,
-     V(1, 2, 1), FIRST},
-    {1, 2, 2, V(7), W(1, V(3), V(1), V(1), V(1), V(1)), false, 2, 1, V(1), SCAT},
+     V(1, 2, 1), FIRST, 1},
+    {1, 2, 2, V(7), W(1, V(3), V(1), V(1), V(1), V(1)), false, 2, 1, V(1), SCAT, 1},
+    /* domain x batch: LeNet-5's C1 and C3 on 2 x 2 and 4 x 2 (space x batch,
+     * one empty spatial block), uneven batch blocks, and batch with channels */
+    {4, 1, 6, V(16, 16), W(2, V(5, 5), V(1, 1), V(1, 1), V(2, 2), V(2, 2)), false, 1, 1, V(2, 1), FIRST, 2},
+    {5, 6, 16, V(7, 7), W(2, V(5, 5), V(1, 1), V(1, 1), V(0, 0), V(0, 0)), false, 1, 1, V(4, 1), SCAT, 2},
+    {4, 2, 3, V(9), W(1, V(3), V(1), V(1), V(1), V(1)), false, 1, 1, V(2), SCAT, 3},
+    {3, 3, 4, V(6, 5), W(2, V(3, 3), V(1, 1), V(1, 1), V(1, 1), V(1, 1)), false, 2, 2, V(1, 1), SCAT, 2},
 };
 const int adj_conv_case_count = (int)(sizeof adj_conv_cases / sizeof adj_conv_cases[0]);
 
 static int adj_one(int v) { return v ? v : 1; }
 
 int adj_conv_case_workers(const adj_conv_case *c) {
-  int workers = adj_one(c->p_ci) * adj_one(c->p_co);
+  int workers = adj_one(c->p_n) * adj_one(c->p_ci) * adj_one(c->p_co);
   for (int d = 0; d < c->window.spatial_dims; d++) workers *= adj_one(c->parts[d]);
   return workers;
 }
@@ -80,8 +86,8 @@ void adj_conv_case_format(char *buf, size_t size, const adj_conv_case *c) {
   adj_battery_format_int64s(pl, sizeof pl, d, g->padding_left);
   adj_battery_format_int64s(pr, sizeof pr, d, g->padding_right);
   adj_battery_format_ints(p, sizeof p, d, parts);
-  snprintf(buf, size, "%dd x%s co%lld%s k%s s%s d%s pad%s%s | Pci%d Pco%d %s %s", d, x, (long long)c->c_out,
-           c->no_bias ? " nobias" : "", k, st, di, pl, pr, adj_one(c->p_ci), adj_one(c->p_co), p,
+  snprintf(buf, size, "%dd x%s co%lld%s k%s s%s d%s pad%s%s | Pn%d Pci%d Pco%d %s %s", d, x, (long long)c->c_out,
+           c->no_bias ? " nobias" : "", k, st, di, pl, pr, adj_one(c->p_n), adj_one(c->p_ci), adj_one(c->p_co), p,
            c->ranks == ADJ_CONV_RANKS_SCATTERED ? "scattered" : "first");
 }
 
@@ -95,7 +101,7 @@ void adj_conv_case_config(const adj_conv_case *c, MPI_Comm comm, adj_dtype dtype
                                     .out_channels = c->c_out,
                                     .no_bias = c->no_bias,
                                     .input_shape = {c->n, c->c_in},
-                                    .input_parts = {1, adj_one(c->p_ci)},
+                                    .input_parts = {adj_one(c->p_n), adj_one(c->p_ci)},
                                     .out_channel_parts = adj_one(c->p_co)};
   for (int i = 0; i < d; i++) {
     config->input_shape[2 + i] = c->in[i];
@@ -154,7 +160,7 @@ void adj_conv_case_random_problem(adj_rng *rng, adj_conv_case *c) {
   memset(c, 0, sizeof *c);
   int d = (int)adj_conv_pick(rng, 1, 3);
   c->window.spatial_dims = d;
-  c->n = adj_conv_pick(rng, 1, 2);
+  c->n = adj_conv_pick(rng, 1, 3);
   c->c_in = adj_conv_pick(rng, 1, 4);
   c->c_out = adj_conv_pick(rng, 1, 4);
   c->no_bias = adj_rng_below(rng, 4) == 0;
@@ -169,9 +175,13 @@ static int adj_conv_factor(adj_rng *rng, int64_t limit) {
 
 void adj_conv_case_random_partition(adj_rng *rng, int max_workers, adj_conv_form form, adj_conv_case *c) {
   /* The general form leaves the spatial dimensions a share of the workers. */
-  int budget = max_workers, share = form == ADJ_CONV_GENERAL ? 2 : 1;
-  c->p_co = c->p_ci = 1;
-  if (form != ADJ_CONV_FEATURE) {
+  int budget = max_workers, share = form == ADJ_CONV_GENERAL || form == ADJ_CONV_BATCH ? 2 : 1;
+  c->p_n = c->p_co = c->p_ci = 1;
+  if (form == ADJ_CONV_BATCH) {
+    c->p_n = adj_conv_factor(rng, adj_min64(c->n, budget / share > 1 ? budget / share : 1));
+    budget /= c->p_n;
+  }
+  if (form == ADJ_CONV_CHANNEL || form == ADJ_CONV_GENERAL) {
     c->p_co = adj_conv_factor(rng, adj_min64(c->c_out, budget / share > 1 ? budget / share : 1));
     budget /= c->p_co;
     c->p_ci = adj_conv_factor(rng, adj_min64(c->c_in, budget / share > 1 ? budget / share : 1));
@@ -186,7 +196,7 @@ void adj_conv_case_random_partition(adj_rng *rng, int max_workers, adj_conv_form
 
 void adj_conv_case_random(adj_rng *rng, int max_workers, adj_conv_case *c) {
   adj_conv_case_random_problem(rng, c);
-  adj_conv_case_random_partition(rng, max_workers, (adj_conv_form)adj_rng_below(rng, 3), c);
+  adj_conv_case_random_partition(rng, max_workers, (adj_conv_form)adj_rng_below(rng, ADJ_CONV_FORMS), c);
 }
 
 /* ---- the battery ------------------------------------------------------------------------- */
@@ -212,11 +222,13 @@ static int adj_conv_add(adj_battery *b, int index, adj_dtype dtype) {
   char spatial[32];
   adj_battery_format_ints(spatial, sizeof spatial, d, parts);
   snprintf(bc.op, sizeof bc.op, "conv_layer");
-  snprintf(bc.partitions, sizeof bc.partitions, "co%d ci%d %s%s", adj_one(c->p_co), adj_one(c->p_ci), spatial,
+  char batch[16] = "";
+  if (adj_one(c->p_n) > 1) snprintf(batch, sizeof batch, "n%d ", c->p_n);
+  snprintf(bc.partitions, sizeof bc.partitions, "%sco%d ci%d %s%s", batch, adj_one(c->p_co), adj_one(c->p_ci), spatial,
            c->ranks == ADJ_CONV_RANKS_SCATTERED ? " scattered" : "");
   adj_battery_format_int64s(bc.shape, sizeof bc.shape, 2 + d, shape);
-  snprintf(bc.name, sizeof bc.name, "conv_layer/%d/co%dci%d%s/%s", index, adj_one(c->p_co), adj_one(c->p_ci), spatial,
-           adj_dtype_name(dtype));
+  snprintf(bc.name, sizeof bc.name, "conv_layer/%d/n%dco%dci%d%s/%s", index, adj_one(c->p_n), adj_one(c->p_co),
+           adj_one(c->p_ci), spatial, adj_dtype_name(dtype));
   return adj_battery_add(b, &bc);
 }
 

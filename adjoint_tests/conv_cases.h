@@ -29,6 +29,7 @@ typedef struct adj_conv_case {
   int p_ci, p_co;                     /* 0 means 1 */
   int parts[ADJ_MAX_SPATIAL_DIMS];    /* spatial partition extents, 0 means 1 */
   adj_conv_rank_style ranks;
+  int p_n;                            /* batch workers; 0 means 1 */
 } adj_conv_case;
 
 /* The named table (feature-space, channel and general forms, 1-D to 3-D). */
@@ -38,7 +39,7 @@ extern const int adj_conv_case_count;
 /* Workers of the work partition P_w, the largest of the layer's partitions. */
 int adj_conv_case_workers(const adj_conv_case *c);
 
-/* "2d x[2,3,9,8] k(3,2) s(1,2) d(2,1) p(0,1|2,0) co4 | Pci2 Pco2 [2,1] scattered" */
+/* "2d x[2,3,9,8] k(3,2) s(1,2) d(2,1) p(0,1|2,0) co4 | Pn1 Pci2 Pco2 [2,1] scattered" */
 void adj_conv_case_format(char *buf, size_t size, const adj_conv_case *c);
 
 /* Rank lists a configuration points into; they must outlive the creation call. */
@@ -51,11 +52,14 @@ typedef struct adj_conv_case_ranks {
 void adj_conv_case_config(const adj_conv_case *c, MPI_Comm comm, adj_dtype dtype, adj_conv_case_ranks *ranks,
                           adj_conv_layer_config *config);
 
-/* The paper's three forms of the layer. */
+/* The paper's three forms of the layer, and domain x batch (issue 13's
+ * convolution on a P_r x P_c grid: space over P_r, the batch over P_c). */
 typedef enum adj_conv_form {
   ADJ_CONV_FEATURE = 0, /* P_ci = P_co = 1, spatial partition */
   ADJ_CONV_CHANNEL = 1, /* P_ci x P_co, no spatial partition */
-  ADJ_CONV_GENERAL = 2  /* both */
+  ADJ_CONV_GENERAL = 2, /* both */
+  ADJ_CONV_BATCH = 3,   /* P_n x spatial, channels whole */
+  ADJ_CONV_FORMS = 4
 } adj_conv_form;
 
 /* A random valid global problem (the partition fields are left at one

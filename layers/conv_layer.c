@@ -21,8 +21,8 @@ typedef struct adj_conv_spec {
   int64_t x_shape[ADJ_MAX_RANK];     /* (N, C_in, in...) */
   int64_t y_shape[ADJ_MAX_RANK];     /* (N, C_out, out...) */
   int64_t w_shape[ADJ_MAX_RANK];     /* (C_out, C_in, kernel...) */
-  int x_parts[ADJ_MAX_RANK];         /* P_x = (1, P_ci, P_0, ...) */
-  int p_co, p_ci;
+  int x_parts[ADJ_MAX_RANK];         /* P_x = (P_n, P_ci, P_0, ...) */
+  int p_n, p_co, p_ci;
   int n_x, n_w, n_y;                 /* workers of P_x, P_w, P_y */
 } adj_conv_spec;
 
@@ -89,9 +89,6 @@ static int adj_conv_check_window(const adj_conv_layer_config *cfg, adj_conv_spec
 }
 
 static int adj_conv_check_channels(const adj_conv_layer_config *cfg, adj_conv_spec *s) {
-  ADJ_CHECK(s->x_parts[0] == 1, ADJ_ERR_ARG,
-            "%s: the batch dimension cannot be split (the input partition has extent %d there)", s->name,
-            s->x_parts[0]);
   for (int i = 0; i < s->rank; i++)
     ADJ_CHECK(s->x_shape[i] >= 1, ADJ_ERR_SIZE, "%s: input extent %lld in dimension %d must be at least 1", s->name,
               (long long)s->x_shape[i], i);
@@ -102,7 +99,10 @@ static int adj_conv_check_channels(const adj_conv_layer_config *cfg, adj_conv_sp
             (long long)cfg->in_channels, (long long)s->x_shape[1]);
   ADJ_CHECK(cfg->out_channel_parts >= 0, ADJ_ERR_ARG, "%s: out_channel_parts %d is negative", s->name,
             cfg->out_channel_parts);
+  s->p_n = s->x_parts[0];
   s->p_ci = s->x_parts[1];
+  ADJ_CHECK(s->p_n <= s->x_shape[0], ADJ_ERR_SIZE, "%s: %d batch workers for a batch of %lld", s->name, s->p_n,
+            (long long)s->x_shape[0]);
   s->p_co = cfg->out_channel_parts ? cfg->out_channel_parts : 1;
   ADJ_CHECK(s->p_ci <= s->x_shape[1], ADJ_ERR_SIZE, "%s: %d input-channel workers for %lld input channels", s->name,
             s->p_ci, (long long)s->x_shape[1]);
@@ -116,12 +116,12 @@ static int adj_conv_check_workers(const adj_conv_layer_config *cfg, adj_conv_spe
   ADJ_CALL_MPI(MPI_Comm_size(cfg->comm, &size));
   int spatial = 1;
   for (int d = 0; d < s->dims; d++) spatial *= s->x_parts[2 + d];
-  s->n_x = s->p_ci * spatial;
+  s->n_x = s->p_n * s->p_ci * spatial;
   s->n_w = s->p_co * s->n_x;
-  s->n_y = s->p_co * spatial;
+  s->n_y = s->p_n * s->p_co * spatial;
   ADJ_CHECK(s->n_w <= size, ADJ_ERR_SIZE,
-            "%s: the work partition 1 x P_co x P_ci x spatial needs %d x %d x %d = %d workers but the "
-            "communicator has %d ranks", s->name, s->p_co, s->p_ci, spatial, s->n_w, size);
+            "%s: the work partition P_n x P_co x P_ci x spatial needs %d x %d x %d x %d = %d workers but the "
+            "communicator has %d ranks", s->name, s->p_n, s->p_co, s->p_ci, spatial, s->n_w, size);
   return ADJ_SUCCESS;
 }
 
@@ -166,40 +166,45 @@ static bool adj_conv_same_workers(const adj_partition *a, const adj_partition *b
   return true;
 }
 
-/* Base ranks of P_w's workers at (0, co, ci, 0, ...), co < p_co, ci < p_ci, in that order. */
+/* Base ranks of P_w's workers at (n = 0, co, ci, 0, ...), co < p_co, ci < p_ci, in that order. */
 static void adj_conv_column_ranks(const adj_partition *pw, int p_co, int p_ci, int *ranks) {
   int coords[ADJ_MAX_RANK] = {0}, n = 0;
   for (coords[1] = 0; coords[1] < p_co; coords[1]++)
     for (coords[2] = 0; coords[2] < p_ci; coords[2]++) ranks[n++] = adj_partition_rank_at(pw, coords);
 }
 
-/* Shapes of P_w (1, P_co, P_ci, P_0...), P_y (1, P_co, P_0...) and its wide
- * form (1, P_co, 1, P_0...), P_r (P_co, P_ci, 1...) and the bias
- * destination (P_0, ..., P_co): the ci = 0 slab of P_w with co last, so the
- * bias (C_out) on P_b (P_co) broadcasts to it by the right-aligned rule. */
+/* Shapes of P_w (P_n, P_co, P_ci, P_0...), P_x's wide form (P_n, 1, P_ci,
+ * P_0...) from which x broadcasts over P_co, P_y (P_n, P_co, P_0...) and its
+ * wide form (P_n, P_co, 1, P_0...) onto which y sums over P_ci, P_r (P_co,
+ * P_ci, 1...) and the bias destination (P_n, P_0, ..., P_co): the ci = 0 slab
+ * of P_w with co last, so the bias (C_out) on P_b (P_co) broadcasts to it by
+ * the right-aligned rule, as the weights on P_r broadcast over P_n. */
 typedef struct adj_conv_grids {
-  int w[ADJ_MAX_RANK], y[ADJ_MAX_RANK], y_wide[ADJ_MAX_RANK], r[ADJ_MAX_RANK], b_slab[ADJ_MAX_RANK];
+  int w[ADJ_MAX_RANK], x_wide[ADJ_MAX_RANK], y[ADJ_MAX_RANK], y_wide[ADJ_MAX_RANK], r[ADJ_MAX_RANK],
+      b_slab[ADJ_MAX_RANK];
 } adj_conv_grids;
 
 static void adj_conv_grid_shapes(const adj_conv_spec *s, adj_conv_grids *g) {
-  for (int i = 0; i < ADJ_MAX_RANK; i++) g->w[i] = g->y[i] = g->y_wide[i] = g->r[i] = g->b_slab[i] = 1;
-  g->w[1] = g->y[1] = g->y_wide[1] = g->r[0] = g->b_slab[s->dims] = s->p_co;
-  g->w[2] = g->r[1] = s->p_ci;
+  for (int i = 0; i < ADJ_MAX_RANK; i++) g->w[i] = g->x_wide[i] = g->y[i] = g->y_wide[i] = g->r[i] = g->b_slab[i] = 1;
+  g->w[0] = g->x_wide[0] = g->y[0] = g->y_wide[0] = g->b_slab[0] = s->p_n;
+  g->w[1] = g->y[1] = g->y_wide[1] = g->r[0] = g->b_slab[1 + s->dims] = s->p_co;
+  g->w[2] = g->x_wide[2] = g->r[1] = s->p_ci;
   for (int d = 0; d < s->dims; d++)
-    g->w[3 + d] = g->y[2 + d] = g->y_wide[3 + d] = g->b_slab[d] = s->x_parts[2 + d];
+    g->w[3 + d] = g->x_wide[3 + d] = g->y[2 + d] = g->y_wide[3 + d] = g->b_slab[1 + d] = s->x_parts[2 + d];
 }
 
-/* Base ranks of P_w's ci = 0 workers in (spatial..., co) row-major order. */
+/* Base ranks of P_w's ci = 0 workers in (n, spatial..., co) row-major order. */
 static void adj_conv_slab_ranks(const adj_partition *pw, const adj_conv_spec *s, int *ranks) {
-  int spatial = s->n_y / s->p_co, coords[ADJ_MAX_RANK] = {0}, n = 0;
-  for (int k = 0; k < spatial; k++)
-    for (coords[1] = 0; coords[1] < s->p_co; coords[1]++) {
-      for (int d = s->dims - 1, rest = k; d >= 0; d--) {
-        coords[3 + d] = rest % s->x_parts[2 + d];
-        rest /= s->x_parts[2 + d];
+  int spatial = s->n_y / (s->p_n * s->p_co), coords[ADJ_MAX_RANK] = {0}, n = 0;
+  for (coords[0] = 0; coords[0] < s->p_n; coords[0]++)
+    for (int k = 0; k < spatial; k++)
+      for (coords[1] = 0; coords[1] < s->p_co; coords[1]++) {
+        for (int d = s->dims - 1, rest = k; d >= 0; d--) {
+          coords[3 + d] = rest % s->x_parts[2 + d];
+          rest /= s->x_parts[2 + d];
+        }
+        ranks[n++] = adj_partition_rank_at(pw, coords);
       }
-      ranks[n++] = adj_partition_rank_at(pw, coords);
-    }
 }
 
 static int adj_conv_make_parameter_grids(adj_layer *l, const adj_conv_spec *s, const adj_conv_grids *g,
@@ -211,7 +216,7 @@ static int adj_conv_make_parameter_grids(adj_layer *l, const adj_conv_spec *s, c
   adj_conv_column_ranks(c->pw, s->p_co, 1, ranks);
   ADJ_CALL(adj_conv_grid(l, "bias partition", 1, &s->p_co, s->p_co, ranks, &c->pb));
   adj_conv_slab_ranks(c->pw, s, ranks);
-  return adj_conv_grid(l, "bias work partition", s->dims + 1, g->b_slab, s->n_y, ranks, &c->pw_bias);
+  return adj_conv_grid(l, "bias work partition", s->dims + 2, g->b_slab, s->n_y, ranks, &c->pw_bias);
 }
 
 static int adj_conv_make_partitions(adj_layer *l, const adj_conv_layer_config *cfg, const adj_conv_spec *s) {
@@ -232,6 +237,13 @@ static int adj_conv_make_partitions(adj_layer *l, const adj_conv_layer_config *c
     c->x = adj_decomposition_reference((adj_decomposition *)cfg->input); /* a reference count, not a change */
   }
   ADJ_CALL_GOTO(adj_conv_grid(l, "work partition", R + 1, g.w, s->n_w, cfg->work_ranks, &c->pw), done);
+  /* With P_co = 1 on the same workers, P_w is P_x with a unit dimension and
+   * the broadcast of x is the identity: no wide P_x. */
+  const adj_partition *px = adj_decomposition_partition(c->x);
+  if (s->p_co > 1 || !adj_conv_same_workers(px, c->pw)) {
+    for (int i = 0; i < s->n_x; i++) ranks[i] = adj_partition_rank_of_index(px, i);
+    ADJ_CALL_GOTO(adj_conv_grid(l, "input partition", R + 1, g.x_wide, s->n_x, ranks, &c->px_wide), done);
+  }
   ADJ_CALL_GOTO(adj_conv_grid(l, "output partition", R, g.y, s->n_y, cfg->output_ranks, &c->py), done);
   /* With P_ci = 1 on the same workers, P_w is P_y with a unit dimension and
    * the sum-reduce of y is the identity: no wide P_y. */
@@ -246,15 +258,15 @@ done:
 
 /* ---- layouts and geometry (local) ------------------------------------------------------- */
 
-/* The halo-extended blocks as a decomposition over P_x: block p of dimension i
- * spans bulk and halos of part p, so the x broadcast moves whole exchange
- * buffers.  Dimensions are independent, which is what makes this a grid. */
+/* The halo-extended blocks as a decomposition over P_x's wide form (a unit
+ * dimension after the batch): block p of dimension i spans bulk and halos of
+ * part p, so the x broadcast moves whole exchange buffers.  Dimensions are
+ * independent, which is what makes this a grid. */
 static int adj_conv_padded_layout(adj_conv_layer *c) {
-  const adj_partition *px = adj_decomposition_partition(c->x);
-  const int *parts = adj_partition_shape(px);
+  const int *parts = adj_partition_shape(c->px_wide);
   int64_t *cuts[ADJ_MAX_RANK] = {0}, shape[ADJ_MAX_RANK];
   int status = ADJ_SUCCESS;
-  for (int i = 0; i < c->rank && !status; i++) {
+  for (int i = 0; i <= c->rank && !status; i++) {
     cuts[i] = malloc(sizeof(int64_t) * (size_t)(parts[i] + 1));
     if (!cuts[i]) {
       status = adj_error_set(ADJ_ERR_MEM, "conv layer: out of memory");
@@ -262,14 +274,15 @@ static int adj_conv_padded_layout(adj_conv_layer *c) {
     }
     cuts[i][0] = 0;
     for (int p = 0; p < parts[i]; p++) {
-      const adj_halo_dim *d = adj_halo_geometry_dim(c->geometry, i, p);
-      cuts[i][p + 1] = cuts[i][p] + d->bulk[1] - d->bulk[0] + d->halo[0] + d->halo[1];
+      const adj_halo_dim *d = i == 1 ? NULL : adj_halo_geometry_dim(c->geometry, i - (i > 1), p);
+      cuts[i][p + 1] = cuts[i][p] + (d ? d->bulk[1] - d->bulk[0] + d->halo[0] + d->halo[1] : 1);
     }
     shape[i] = cuts[i][parts[i]];
   }
   if (!status)
-    status = adj_decomposition_create_explicit(px, c->rank, shape, (const int64_t *const *)cuts, &c->x_padded);
-  for (int i = 0; i < c->rank; i++) free(cuts[i]);
+    status = adj_decomposition_create_explicit(c->px_wide, c->rank + 1, shape, (const int64_t *const *)cuts,
+                                               &c->x_padded);
+  for (int i = 0; i <= c->rank; i++) free(cuts[i]);
   return status;
 }
 
@@ -292,10 +305,7 @@ static int adj_conv_make_layouts(adj_conv_layer *c, const adj_conv_layer_config 
     kernel.padding[2 + d][1] = cfg->window.padding_right[d];
   }
   ADJ_CALL(adj_halo_geometry_create_for(c->x, &kernel, &c->geometry));
-  /* With P_co = 1 on the same workers, P_w is P_x with a unit dimension and
-   * the broadcast of x is the identity: no layout for it. */
-  const adj_partition *px = adj_decomposition_partition(c->x);
-  return s->p_co > 1 || !adj_conv_same_workers(px, c->pw) ? adj_conv_padded_layout(c) : ADJ_SUCCESS;
+  return c->px_wide ? adj_conv_padded_layout(c) : ADJ_SUCCESS;
 }
 
 /* Where this worker stands: its P_x view, the P_x source of its P_w block and
@@ -305,7 +315,10 @@ static void adj_conv_locate(adj_conv_layer *c, const adj_window_geometry *window
   adj_halo_geometry_local(c->geometry, adj_partition_active(px) ? adj_partition_coords(px) : NULL, &c->x_local);
   const int *cw = adj_partition_coords(c->pw);
   int cx[ADJ_MAX_RANK] = {0};
-  for (int i = 1; i < c->rank; i++) cx[i] = cw[i + 1]; /* (0, co, ci, s...) -> (0, ci, s...) */
+  if (adj_partition_active(c->pw)) {
+    cx[0] = cw[0];
+    for (int i = 1; i < c->rank; i++) cx[i] = cw[i + 1]; /* (n, co, ci, s...) -> (n, ci, s...) */
+  }
   adj_halo_geometry_local(c->geometry, adj_partition_active(c->pw) ? cx : NULL, &c->w_local);
   c->computes = adj_partition_active(c->pw) && adj_box_volume(&c->w_local.output) > 0;
   const adj_box *k = &c->w_local.kernel_input;
@@ -377,7 +390,13 @@ static int adj_conv_make_buffers(adj_layer *l) {
   adj_conv_layer *c = l->impl;
   adj_dtype t = l->dtype;
   ADJ_CALL(adj_conv_pair(&c->x_pad, &c->dx_pad, t, c->rank, adj_op_domain_shape(c->halo)));
-  if (c->x_bcast) ADJ_CALL(adj_conv_pair(&c->x_hat, &c->dx_hat, t, c->rank, adj_op_range_shape(c->x_bcast)));
+  if (c->x_bcast) {
+    /* The broadcast's range (N, 1, C_in_blk, padded...) without its unit dimension. */
+    const int64_t *wide = adj_op_range_shape(c->x_bcast);
+    int64_t shape[ADJ_MAX_RANK] = {wide[0]};
+    memcpy(&shape[1], &wide[2], sizeof(int64_t) * (size_t)(c->rank - 1));
+    ADJ_CALL(adj_conv_pair(&c->x_hat, &c->dx_hat, t, c->rank, shape));
+  }
   if (c->trims) ADJ_CALL(adj_conv_pair(&c->x_k, &c->dx_k, t, c->rank, c->w_local.kernel_input.extent));
   ADJ_CALL(adj_conv_pair(&c->w_hat, &c->dw_hat, t, c->rank, adj_op_range_shape(c->w_bcast)));
   ADJ_CALL(adj_op_create_domain_tensor(c->w_bcast, &c->w_sum));
@@ -413,7 +432,7 @@ static void adj_conv_layer_free(adj_layer *l) {
   for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) adj_tensor_destroy(tensors[i]);
   adj_decomposition *layouts[] = {c->x, c->y, c->y_wide, c->w, c->b, c->x_padded};
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) adj_decomposition_destroy(&layouts[i]);
-  adj_partition *grids[] = {c->pw, c->py, c->py_wide, c->pr, c->pb, c->pw_bias};
+  adj_partition *grids[] = {c->pw, c->px_wide, c->py, c->py_wide, c->pr, c->pb, c->pw_bias};
   for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) adj_partition_destroy(&grids[i]);
   adj_halo_geometry_destroy(&c->geometry);
   adj_conv_plan_destroy(&c->plan);

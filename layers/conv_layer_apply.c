@@ -89,7 +89,9 @@ static int adj_conv_input_forward(adj_conv_layer *c, const adj_tensor *x, adj_te
   ADJ_CALL(adj_op_forward(c->halo, pad, pad));
   *kernel_input = pad;
   if (c->x_bcast) {
-    ADJ_CALL(adj_op_forward(c->x_bcast, pad, hat));
+    adj_tensor from = adj_conv_reshape(pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
+    adj_tensor to = adj_conv_reshape(hat, c->rank + 1, adj_op_range_shape(c->x_bcast));
+    ADJ_CALL(adj_op_forward(c->x_bcast, &from, &to));
     *kernel_input = hat;
   }
   if (c->trims) {
@@ -114,7 +116,11 @@ static int adj_conv_input_adjoint(adj_conv_layer *c, adj_tensor *dx) {
     adj_box whole = adj_box_whole(c->dx_k.rank, c->dx_k.shape);
     adj_tensor_copy_box(full, &c->w_local.kernel_input, &c->dx_k, &whole, ADJ_UNPACK_COPY);
   }
-  if (c->x_bcast) ADJ_CALL(adj_op_adjoint(c->x_bcast, &c->dx_hat, &c->dx_pad));
+  if (c->x_bcast) {
+    adj_tensor from = adj_conv_reshape(&c->dx_hat, c->rank + 1, adj_op_range_shape(c->x_bcast));
+    adj_tensor to = adj_conv_reshape(&c->dx_pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
+    ADJ_CALL(adj_op_adjoint(c->x_bcast, &from, &to));
+  }
   ADJ_CALL(adj_op_adjoint(c->halo, &c->dx_pad, &c->dx_pad));
   if (dx) {
     adj_box whole = adj_box_whole(dx->rank, dx->shape);

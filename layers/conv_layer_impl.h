@@ -15,11 +15,12 @@ typedef struct adj_conv_layer {
   /* Partitions (the paper's P_x, P_w, P_y, P_r and the bias column P_b).
    * The sum-reduce onto P_y needs P_y with an extra unit dimension (the
    * paper's footnote 5): py_wide, on the same workers, NULL when that
-   * sum-reduce is the identity.  pw_bias is the ci = 0 slab of P_w in
+   * sum-reduce is the identity; likewise the broadcast of x starts from
+   * px_wide, P_x with a unit dimension where P_w has P_co.  pw_bias is the ci = 0 slab of P_w in
    * (spatial..., co) order, where the bias is broadcast. */
-  adj_partition *pw, *py, *py_wide, *pr, *pb, *pw_bias;
+  adj_partition *pw, *px_wide, *py, *py_wide, *pr, *pb, *pw_bias;
   adj_decomposition *x, *y, *y_wide, *w, *b;
-  adj_decomposition *x_padded;     /* the halo-extended x blocks, for the x broadcast */
+  adj_decomposition *x_padded;     /* the halo-extended x blocks over px_wide, for the x broadcast */
   adj_halo_geometry *geometry;
   adj_halo_local x_local;          /* this worker as a P_x worker (zero volume if not one) */
   adj_halo_local w_local;          /* the P_x source of this worker's P_w block */

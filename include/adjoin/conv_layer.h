@@ -1,9 +1,9 @@
 /* The distributed convolution layer (DistDL paper, section 4).
  *
- * The input x (N, C_in, spatial...) lives on P_x = 1 x P_ci x P_0 x ... (batch
- * never split), the weights w (C_out, C_in, kernel...) on P_r = P_co x P_ci, the
- * bias b (C_out) on one P_co x 1 column of P_r only (so it is added once), and
- * the work happens on P_w = 1 x P_co x P_ci x P_0 x ...:
+ * The input x (N, C_in, spatial...) lives on P_x = P_n x P_ci x P_0 x ..., the
+ * weights w (C_out, C_in, kernel...) on P_r = P_co x P_ci, the bias b (C_out)
+ * on one P_co x 1 column of P_r only (so it is added once), and the work
+ * happens on P_w = P_n x P_co x P_ci x P_0 x ...:
  *
  *   forward                          backward (the adjoint of each step, reversed)
  *   x  <- H x          halo          dy^ <- B_{Py->Pw} dy
@@ -16,7 +16,7 @@
  * with B a broadcast, R its adjoint sum-reduce and H the halo exchange of
  * halo.h; the jvp runs the forward data movement on the perturbations (dx, dw,
  * db) around the local conv jvp.  The output y (N, C_out, out...) lives on
- * P_y = 1 x P_co x P_0 x ..., balanced in every dimension (the halo geometry
+ * P_y = P_n x P_co x P_0 x ..., balanced in every dimension (the halo geometry
  * balances the output, not the input); adj_layer_input_layout and
  * adj_layer_output_layout (layer.h) give both layouts, so the next layer takes
  * the output layout as its input.
@@ -24,8 +24,12 @@
  * Feature-space partitions (P_ci = P_co = 1) and channel partitions (spatial
  * extents 1) are this same algorithm with unit extents; the broadcast of x and
  * the sum-reduce of y vanish when they would map every worker onto itself.
+ * Splitting the batch (P_n > 1, e.g. space over P_r and the batch over P_c as
+ * in the integrated model/batch/domain papers) needs nothing more: the weight
+ * broadcast also spans P_n, so its adjoint sums the weight gradients over the
+ * batch workers; P_n may not exceed N.
  *
- * Where the workers are: P_w's workers in row-major (co, ci, spatial...) order
+ * Where the workers are: P_w's workers in row-major (n, co, ci, spatial...) order
  * are work_ranks (default 0..|P_w|-1); the weights live on P_w's workers at
  * spatial coordinates 0 and the bias on those with ci = 0 as well, as in the
  * paper's appendix C (all parameters of a feature-space convolution on one
@@ -67,7 +71,7 @@ typedef struct adj_conv_layer_config {
    *    shape (input_shape may then be left zero).  The layer keeps a reference,
    *    so its partition's communicator must outlive the layer;
    *  - input_shape, global (N, C_in, spatial...), balanced over input_parts
-   *    (P_x = 1 x P_ci x P_0 x ..., entries 0 mean 1) on input_ranks (NULL: the
+   *    (P_x = P_n x P_ci x P_0 x ..., entries 0 mean 1) on input_ranks (NULL: the
    *    first |P_x| ranks). */
   const adj_decomposition *input;
   int64_t input_shape[ADJ_MAX_RANK];
@@ -75,8 +79,8 @@ typedef struct adj_conv_layer_config {
   const int *input_ranks;
 
   int out_channel_parts;             /* P_co; 0 means 1 */
-  const int *work_ranks;             /* P_w in (co, ci, spatial...) order; NULL: the first |P_w| ranks */
-  const int *output_ranks;           /* P_y in (co, spatial...) order; NULL: the first |P_y| ranks */
+  const int *work_ranks;             /* P_w in (n, co, ci, spatial...) order; NULL: the first |P_w| ranks */
+  const int *output_ranks;           /* P_y in (n, co, spatial...) order; NULL: the first |P_y| ranks */
 } adj_conv_layer_config;
 
 /* Creates the layer.  Parameters: 0 "weight" (C_out, C_in, kernel...) on

@@ -3,7 +3,7 @@
  * MPI_COMM_SELF on every rank (its halo, broadcasts and sum-reduces would be
  * identities, so the layer runs the local kernel on x and dx directly, and t300
  * checks that kernel against direct loops); the distributed layer runs
- * the problem in the feature-space, channel and general forms, with partitions
+ * the problem in the feature-space, channel, general and domain x batch forms, with partitions
  * drawn to fit the run's ranks (uneven blocks, empty blocks, inactive ranks,
  * scattered rank lists) and, for one problem, an input with explicit uneven
  * cuts in its spatial dimensions.  Outputs, jvps, input gradients and
@@ -43,7 +43,7 @@ static adj_layer *create(adj_test *t, const adj_conv_case *c, const adj_decompos
  * holds its own (dist_check.h's convention) and creating it is not collective. */
 static adj_layer *create_twin(adj_test *t, const adj_conv_case *c) {
   adj_conv_case one = *c;
-  one.p_ci = one.p_co = 1;
+  one.p_n = one.p_ci = one.p_co = 1;
   memset(one.parts, 0, sizeof one.parts);
   one.ranks = ADJ_CONV_RANKS_FIRST;
   return create_on(t, MPI_COMM_SELF, &one, NULL);
@@ -103,10 +103,11 @@ static void compare(adj_test *t, const char *tag, const adj_conv_case *c, adj_la
 /* The input of problem c cut unevenly (c_p = n p^2 / P^2, empty blocks
  * first) over its spatial partition, on the last ranks. */
 static adj_decomposition *uneven_input(adj_test *t, const adj_conv_case *c) {
-  int d = c->window.spatial_dims, R = 2 + d, parts[ADJ_MAX_RANK] = {1, c->p_ci ? c->p_ci : 1}, ranks[8];
+  int d = c->window.spatial_dims, R = 2 + d, ranks[8];
+  int parts[ADJ_MAX_RANK] = {c->p_n ? c->p_n : 1, c->p_ci ? c->p_ci : 1};
   int64_t shape[ADJ_MAX_RANK] = {c->n, c->c_in}, storage[ADJ_MAX_RANK][9];
   const int64_t *cuts[ADJ_MAX_RANK] = {NULL};
-  int workers = parts[1];
+  int workers = parts[0] * parts[1];
   for (int i = 0; i < d; i++) {
     shape[2 + i] = c->in[i];
     parts[2 + i] = c->parts[i] ? c->parts[i] : 1;
@@ -120,16 +121,29 @@ static adj_decomposition *uneven_input(adj_test *t, const adj_conv_case *c) {
 
 static void check_problem(adj_test *t, adj_rng *rng, const char *tag, adj_conv_case problem, bool uneven) {
   adj_layer *seq = create_twin(t, &problem);
-  for (int form = 0; seq && form < 3 + uneven; form++) {
+  for (int form = 0; seq && form < ADJ_CONV_FORMS + uneven; form++) {
     adj_conv_case c = problem;
-    adj_conv_case_random_partition(rng, t->size, (adj_conv_form)(form % 3), &c);
-    adj_decomposition *input = form == 3 ? uneven_input(t, &c) : NULL;
-    adj_layer *dist = form < 3 || input ? create(t, &c, input) : NULL;
-    if (dist) compare(t, form == 3 ? "uneven cuts" : tag, &c, seq, dist);
+    adj_conv_case_random_partition(rng, t->size, (adj_conv_form)(form % ADJ_CONV_FORMS), &c);
+    adj_decomposition *input = form == ADJ_CONV_FORMS ? uneven_input(t, &c) : NULL;
+    adj_layer *dist = form < ADJ_CONV_FORMS || input ? create(t, &c, input) : NULL;
+    if (dist) compare(t, form == ADJ_CONV_FORMS ? "uneven cuts" : tag, &c, seq, dist);
     adj_layer_destroy(&dist);
     adj_decomposition_destroy(&input);
   }
   adj_layer_destroy(&seq);
+}
+
+/* The table's domain x batch cases on their own grids (2 x 2 and 4 x 2 among
+ * them: space over P_r, the batch over P_c) where the run has the ranks. */
+static void check_batch_cases(adj_test *t) {
+  for (int i = 0; i < adj_conv_case_count; i++) {
+    const adj_conv_case *c = &adj_conv_cases[i];
+    if (c->p_n <= 1 || adj_conv_case_workers(c) > t->size) continue;
+    adj_layer *seq = create_twin(t, c), *dist = seq ? create(t, c, NULL) : NULL;
+    if (dist) compare(t, "domain x batch", c, seq, dist);
+    adj_layer_destroy(&dist);
+    adj_layer_destroy(&seq);
+  }
 }
 
 /* ---- chaining ---------------------------------------------------------------------------- */
@@ -139,7 +153,7 @@ static void check_problem(adj_test *t, adj_rng *rng, const char *tag, adj_conv_c
 static void check_chain(adj_test *t, adj_rng *rng) {
   adj_conv_case first = adj_conv_cases[t->size >= 4 ? 0 : 12], second = first;
   adj_conv_case_random_partition(rng, t->size, ADJ_CONV_GENERAL, &first);
-  /* The second layer's P_x is the first's P_y (1, P_co, spatial...). */
+  /* The second layer's P_x is the first's P_y (P_n, P_co, spatial...). */
   second.c_in = first.c_out;
   second.c_out = 3;
   second.p_ci = first.p_co;
@@ -175,6 +189,7 @@ int main(int argc, char **argv) {
     adj_conv_case_random_problem(rng, &problem);
     check_problem(&t, rng, "random", problem, false);
   }
+  check_batch_cases(&t);
   if (t.size > 1) check_chain(&t, rng);
   adj_rng_destroy(&rng);
   return adj_test_finish(&t);

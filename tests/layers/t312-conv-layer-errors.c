@@ -46,8 +46,8 @@ static void creation_errors(adj_test *t) {
   c.out_channel_parts = 4;
   expect(t, "more output-channel workers", &c, "4 output-channel workers for 3 output channels");
   c = base_config();
-  c.input_parts[0] = 2;
-  expect(t, "split batch", &c, "the batch dimension cannot be split");
+  c.input_parts[0] = 3;
+  expect(t, "more batch workers than samples", &c, "3 batch workers for a batch of 2");
   c = base_config();
   c.input_parts[2] = t->size + 1;
   expect(t, "more workers than ranks", &c, "workers but the communicator has");

@@ -26,14 +26,16 @@ typedef struct lenet_layout {
   int in_parts;       /* P_fi of C5 */
   int out_parts[3];   /* P_fo of C5, F6 and the output layer */
   int head15[2];      /* P_r x P_c of a 1.5D head (affine15.h); 0 x 0: the DistDL affine layers */
+  int conv_batch;     /* P_n of both convolutions and pools (the batch split); 0 means 1 */
 } lenet_layout;
 
 static const lenet_layout lenet_layouts[] = {
-    {"sequential", 1, {1, 1}, 1, 1, {1, 1, 1}, {0, 0}},
-    {"dist2", 2, {2, 1}, 1, 2, {1, 2, 1}, {0, 0}},
-    {"dist4", 4, {2, 2}, 1, 2, {2, 2, 2}, {0, 0}},
-    {"dist8", 8, {2, 4}, 2, 2, {2, 2, 2}, {0, 0}},
-    {"hybrid4", 4, {2, 2}, 1, 1, {1, 1, 1}, {2, 2}},
+    {"sequential", 1, {1, 1}, 1, 1, {1, 1, 1}, {0, 0}, 1},
+    {"dist2", 2, {2, 1}, 1, 2, {1, 2, 1}, {0, 0}, 1},
+    {"dist4", 4, {2, 2}, 1, 2, {2, 2, 2}, {0, 0}, 1},
+    {"dist8", 8, {2, 4}, 2, 2, {2, 2, 2}, {0, 0}, 1},
+    {"hybrid4", 4, {2, 2}, 1, 1, {1, 1, 1}, {2, 2}, 1},
+    {"hybrid4-batch", 4, {2, 1}, 1, 1, {1, 1, 1}, {2, 2}, 2},
 };
 enum { LENET_N_LAYOUTS = sizeof lenet_layouts / sizeof lenet_layouts[0], LENET_MAX_STAGES = 24 };
 
@@ -48,7 +50,7 @@ int adj_lenet_layout_ranks(const char *layout) {
   return l ? l->ranks : 0;
 }
 
-const char *adj_lenet_layout_names(void) { return "sequential, dist2, dist4, dist8, hybrid4"; }
+const char *adj_lenet_layout_names(void) { return "sequential, dist2, dist4, dist8, hybrid4, hybrid4-batch"; }
 
 /* ---- the builder's state ------------------------------------------------------------ */
 
@@ -185,7 +187,7 @@ static int lenet_stages(lenet_build *b) {
   int64_t batch = b->config->batch;
   ADJ_CALL(lenet_decomposition(b->config->comm, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){batch, 1, 28, 28},
                                &b->current));
-  const int conv_parts[4] = {1, 1, l->conv_parts[0], l->conv_parts[1]};
+  const int conv_parts[4] = {l->conv_batch ? l->conv_batch : 1, 1, l->conv_parts[0], l->conv_parts[1]};
   ADJ_CALL(lenet_glue(b, 4, conv_parts, (const int64_t[4]){batch, 1, 28, 28}));
   ADJ_CALL(lenet_conv_block(b, "conv1", 6, 2));
   ADJ_CALL(lenet_conv_block(b, "conv2", 16, 0));

@@ -25,6 +25,7 @@
  *   dist4       4      2 x 2        2 x 2          2 x 2         2 x 2         whole   (Table 1)
  *   dist8       8      2 x 4        2 x 2          2 x 2         2 x 2         2 parts
  *   hybrid4     4      2 x 2        1.5D 2 x 2     1.5D 2 x 2    1.5D 2 x 2    2 parts (affine)
+ *   hybrid4-batch 4    2 x 1 x 2    1.5D 2 x 2     1.5D 2 x 2    1.5D 2 x 2    2 parts (all)
  *
  * dist4 is the paper's Table 1 and Figure C10: conv weights (6,1,5,5) and
  * (16,6,5,5) on worker 0, C5 (60,200), F6 (42,60) and output (5,42) blocks on
@@ -37,6 +38,10 @@
  * output partition is the next one's input partition without glue.
  * hybrid4 runs the three affine layers as the 1.5D layers of affine15.h on a
  * P_r x P_c = 2 x 2 grid (rows of the weights over P_r, the batch over P_c).
+ * hybrid4-batch also splits the convolutions and pools over the batch: rows
+ * of the image over 2 workers and the batch over 2 (the integrated
+ * model/batch/domain layout of the parallelism spec), so the batch must have
+ * at least 2 samples.
  * A communicator larger than the layout leaves the extra ranks idle (zero
  * volume everywhere); a smaller one is an error.
  *
@@ -59,7 +64,7 @@ ADJ_BEGIN_DECLS
 typedef struct adj_lenet_config {
   MPI_Comm comm;          /* every rank of it calls adj_lenet_create */
   adj_dtype dtype;
-  const char *layout;     /* "sequential", "dist2", "dist4", "dist8" or "hybrid4" */
+  const char *layout;     /* "sequential", "dist2", "dist4", "dist8", "hybrid4" or "hybrid4-batch" */
   int64_t batch;          /* B: fixed batch size (pad a short last batch; see loss_layer.h) */
   bool logits_only;       /* stop at the logits (B, 10) on rank 0, without the loss */
 } adj_lenet_config;
@@ -76,7 +81,7 @@ int adj_lenet_create(const adj_lenet_config *config, adj_layer **network);
 adj_layer *adj_lenet_loss(adj_layer *network);
 
 /* Number of ranks a layout needs, or 0 for an unknown name; and the names, for
- * help texts ("sequential, dist2, dist4, dist8, hybrid4"). */
+ * help texts ("sequential, dist2, dist4, dist8, hybrid4, hybrid4-batch"). */
 int adj_lenet_layout_ranks(const char *layout);
 const char *adj_lenet_layout_names(void);
 

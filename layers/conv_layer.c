@@ -471,6 +471,33 @@ adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer) {
   return c->plan ? adj_conv_plan_algorithm(c->plan) : ADJ_CONV_ALGORITHM_AUTO;
 }
 
+
+static adj_conv_layer *adj_conv_of(const adj_layer *layer) {
+  bool conv = layer && layer->methods.forward == adj_conv_layer_methods.forward && layer->impl;
+  return conv ? layer->impl : NULL;
+}
+
+int adj_conv_layer_counters(const adj_layer *layer, adj_conv_counters *counters) {
+  const adj_conv_layer *c = adj_conv_of(layer);
+  ADJ_CHECK(c && counters, ADJ_ERR_ARG, "conv layer counters: %s is not a convolution layer (or counters is NULL)",
+            layer ? layer->name : "(NULL)");
+  *counters = (adj_conv_counters){0};
+  adj_op *ops[] = {c->halo, c->x_bcast, c->y_reduce, c->w_bcast, c->b_bcast};
+  adj_op_counters *into[] = {&counters->halo, &counters->input, &counters->output, &counters->weight,
+                             &counters->bias};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (ops[i]) adj_op_get_counters(ops[i], into[i]);
+  return ADJ_SUCCESS;
+}
+
+void adj_conv_layer_reset_counters(adj_layer *layer) {
+  adj_conv_layer *c = adj_conv_of(layer);
+  if (!c) return;
+  adj_op *ops[] = {c->halo, c->x_bcast, c->y_reduce, c->w_bcast, c->b_bcast};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (ops[i]) adj_op_reset_counters(ops[i]);
+}
+
 int adj_conv_layer_create(const adj_conv_layer_config *cfg, adj_layer **layer) {
   ADJ_CHECK(layer, ADJ_ERR_ARG, "conv layer: output layer pointer is NULL");
   *layer = NULL;

@@ -259,3 +259,20 @@ int adj_pool_layer_create(const adj_pool_layer_config *c, adj_layer **layer) {
   adj_halo_geometry_destroy(&g);
   return status;
 }
+
+static adj_pool_layer *adj_pool_of(const adj_layer *layer) {
+  return layer && layer->methods.forward == adj_pool_layer_forward ? layer->impl : NULL;
+}
+
+int adj_pool_layer_halo_counters(const adj_layer *layer, adj_op_counters *counters) {
+  const adj_pool_layer *p = adj_pool_of(layer);
+  ADJ_CHECK(p && counters, ADJ_ERR_ARG, "pool layer counters: %s is not a pool layer (or counters is NULL)",
+            layer ? layer->name : "(NULL)");
+  adj_op_get_counters(p->halo, counters);
+  return ADJ_SUCCESS;
+}
+
+void adj_pool_layer_reset_counters(adj_layer *layer) {
+  adj_pool_layer *p = adj_pool_of(layer);
+  if (p) adj_op_reset_counters(p->halo);
+}

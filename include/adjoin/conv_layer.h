@@ -50,6 +50,7 @@
 #include "adjoin/decomposition.h"
 #include "adjoin/kernels.h"
 #include "adjoin/layer.h"
+#include "adjoin/op.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -90,6 +91,24 @@ int adj_conv_layer_create(const adj_conv_layer_config *config, adj_layer **layer
 /* The algorithm this rank's local convolution runs (adjoin/kernels.h); AUTO
  * when the layer is not a convolution or this rank computes no block. */
 adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer);
+
+/* What this worker's operators of the layer counted since creation (or the
+ * last reset), each forward and adjoint: the halo exchange, the broadcast of x
+ * over P_co, the sum-reduce of y over P_ci, and the weight and bias broadcasts
+ * (forward) / sum-reduces (backward).  An operator the layer does not need
+ * (e.g. no x broadcast with P_co = 1) counts zero.  The cost model of plan.h
+ * predicts these figures. */
+typedef struct adj_conv_counters {
+  adj_op_counters halo;
+  adj_op_counters input;
+  adj_op_counters output;
+  adj_op_counters weight;
+  adj_op_counters bias;
+} adj_conv_counters;
+
+/* ADJ_ERR_ARG when layer is not a convolution layer. */
+int adj_conv_layer_counters(const adj_layer *layer, adj_conv_counters *counters);
+void adj_conv_layer_reset_counters(adj_layer *layer);
 
 ADJ_END_DECLS
 

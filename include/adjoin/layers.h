@@ -58,6 +58,7 @@
 #include "adjoin/decomposition.h"
 #include "adjoin/kernels.h"
 #include "adjoin/layer.h"
+#include "adjoin/op.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -91,6 +92,12 @@ typedef struct adj_pool_layer_config {
 } adj_pool_layer_config;
 
 int adj_pool_layer_create(const adj_pool_layer_config *config, adj_layer **layer);
+
+/* What this worker's halo exchange of a pool layer counted since creation (or
+ * the last reset), forward and adjoint, as plan.h predicts it; ADJ_ERR_ARG
+ * when layer is not a pool layer. */
+int adj_pool_layer_halo_counters(const adj_layer *layer, adj_op_counters *counters);
+void adj_pool_layer_reset_counters(adj_layer *layer);
 
 /* ---- affine -------------------------------------------------------------------------- */
 

@@ -8,10 +8,17 @@
  *   - the largest forward all-gather volume, reduce-scatter volume and
  *     weight + bias broadcast/sum-reduce volume over the workers equal the
  *     words adj_plan_evaluate (adjoin mode) charges that layer (balanced).
+ * Then LeNet-5's convolution stages (conv 1->6 k5 p2, pool 2, conv 6->16 k5,
+ * pool 2 on 28 x 28 images, 5 samples) with the image rows over P_r and the
+ * batch over P_c, on every grid of the run: for every conv and pool layer the
+ * largest halo volume and weight + bias volume over the workers (received
+ * forward plus sent in the adjoint) equal the words the plan charges.
  * Figures are printed per layer. */
 #include <stdio.h>
 #include <string.h>
 
+#include "adjoin/conv_layer.h"
+#include "adjoin/layers.h"
 #include "adjoin/mlp15.h"
 #include "adjoin/plan.h"
 #include "harness.h"
@@ -117,6 +124,97 @@ static void check_grid(adj_test *t, adj_plan_network *plan_net, int p_r, int p_c
   adj_partition_destroy(&p);
 }
 
+/* ---- convolution stages on a rows x batch grid ------------------------------------------ */
+
+/* 5 samples; p2's 5 output rows are the fewest, and the plan refuses more
+ * row workers than rows. */
+enum { CONV_N = 5, CONV_STAGES = 4, CONV_MIN_ROWS = 5 };
+
+static const char conv_net_text[] =
+    "input 1 28 28\nconv c1 out=6 k=5 p=2\npool p1 k=2 s=2\nconv c2 out=16 k=5\npool p2 k=2 s=2\n";
+
+/* Conv or pool stage i (0: c1, 1: p1, 2: c2, 3: p2) on the given input layout. */
+static int conv_stage(int i, const adj_decomposition *in, adj_layer **layer) {
+  if (i % 2) {
+    adj_pool_layer_config pc = {.dtype = ADJ_FLOAT64, .kind = ADJ_POOL_MAX, .input = in,
+                                .window = {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}};
+    return adj_pool_layer_create(&pc, layer);
+  }
+  int64_t pad = i == 0 ? 2 : 0;
+  adj_conv_layer_config cc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT64, .out_channels = i == 0 ? 6 : 16,
+                              .input = in,
+                              .window = {.spatial_dims = 2, .kernel = {5, 5}, .padding_left = {pad, pad},
+                                         .padding_right = {pad, pad}}};
+  return adj_conv_layer_create(&cc, layer);
+}
+
+/* Halo and weight (+ bias) volumes, in words, this worker's stage moved:
+ * received in the forward and sent in the adjoint.  `fwd` holds the counters
+ * after the forward, `all` after the backward too. */
+static double moved(const adj_op_counters *fwd, const adj_op_counters *all) {
+  return (double)(fwd->bytes_received + (all->bytes_sent - fwd->bytes_sent)) / 8;
+}
+
+static void stage_counters(adj_layer *layer, int i, adj_op_counters *halo, adj_op_counters *weights) {
+  *halo = *weights = (adj_op_counters){0};
+  if (i % 2) {
+    adj_pool_layer_halo_counters(layer, halo);
+    return;
+  }
+  adj_conv_counters c;
+  adj_conv_layer_counters(layer, &c);
+  *halo = c.halo;
+  *weights = c.weight;
+  weights->bytes_sent += c.bias.bytes_sent, weights->bytes_received += c.bias.bytes_received;
+}
+
+static void check_conv_grid(adj_test *t, const adj_plan_network *plan_net, int p_r, int p_c) {
+  char label[64];
+  snprintf(label, sizeof label, "conv stages %dx%d", p_r, p_c);
+  adj_partition *p = NULL;
+  adj_decomposition *in = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(MPI_COMM_WORLD, 4, (const int[4]){p_c, 1, p_r, 1}, p_r * p_c, NULL, &p));
+  if (p) ADJ_TEST_OK(t, adj_decomposition_create(p, 4, (const int64_t[4]){CONV_N, 1, 28, 28}, &in));
+  adj_layer *stages[CONV_STAGES] = {NULL};
+  const adj_decomposition *current = in;
+  for (int i = 0; i < CONV_STAGES && current; i++) {
+    ADJ_TEST_OK(t, conv_stage(i, current, &stages[i]));
+    current = stages[i] ? adj_layer_output_layout(stages[i]) : NULL;
+  }
+  adj_plan_result plan = {0};
+  adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = p_r * p_c, .batch = CONV_N, .alpha = 1, .beta = 1,
+                            .word_bytes = 8};
+  ADJ_TEST_OK(t, adj_plan_evaluate(plan_net, &config, p_r, p_c, &plan));
+  if (current && plan.layers) {
+    adj_tensor x[CONV_STAGES + 1];
+    ADJ_TEST_OK(t, adj_layer_create_input(stages[0], &x[0]));
+    for (int i = 0; i < CONV_STAGES; i++) ADJ_TEST_OK(t, adj_layer_create_output(stages[i], &x[i + 1]));
+    for (int64_t k = 0; k < adj_tensor_volume(&x[0]); k++) ((double *)x[0].data)[k] = 0.25 + 0.001 * (double)k;
+    adj_op_counters fwd_halo[CONV_STAGES], fwd_weights[CONV_STAGES];
+    for (int i = 0; i < CONV_STAGES; i++) {
+      ADJ_TEST_OK(t, adj_layer_forward(stages[i], &x[i], &x[i + 1]));
+      stage_counters(stages[i], i, &fwd_halo[i], &fwd_weights[i]);
+    }
+    for (int i = CONV_STAGES - 1; i >= 0; i--) ADJ_TEST_OK(t, adj_layer_backward(stages[i], &x[i + 1], &x[i]));
+    for (int i = 0; i < CONV_STAGES; i++) {
+      adj_op_counters halo, weights;
+      stage_counters(stages[i], i, &halo, &weights);
+      double h = max_over_ranks(moved(&fwd_halo[i], &halo)), w = max_over_ranks(moved(&fwd_weights[i], &weights));
+      const adj_plan_layer_cost *c = &plan.layers[i];
+      adj_test_report(t, "  %-20s %s: counted halo %6.0f, weights %5.0f words; plan %6.0f, %5.0f", label,
+                      plan_net->layers[i].name, h, w, c->words[ADJ_PLAN_HALO], c->words[ADJ_PLAN_WEIGHTS]);
+      ADJ_TEST_CHECK(t, h == c->words[ADJ_PLAN_HALO] && w == c->words[ADJ_PLAN_WEIGHTS],
+                     "%s %s: counted halo %g and weights %g words, plan %g and %g", label, plan_net->layers[i].name, h,
+                     w, c->words[ADJ_PLAN_HALO], c->words[ADJ_PLAN_WEIGHTS]);
+    }
+    for (int i = 0; i <= CONV_STAGES; i++) adj_tensor_destroy(&x[i]);
+  }
+  adj_plan_result_free(&plan);
+  for (int i = 0; i < CONV_STAGES; i++) adj_layer_destroy(&stages[i]);
+  adj_decomposition_destroy(&in);
+  adj_partition_destroy(&p);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t411-plan-counters");
@@ -128,6 +226,11 @@ int main(int argc, char **argv) {
     check_grid(&t, plan_net, p_r, t.size / p_r, false);
     if (t.size / p_r > 1) check_grid(&t, plan_net, p_r, t.size / p_r, true);
   }
+  adj_plan_network_destroy(&plan_net);
+  ADJ_TEST_OK(&t, adj_plan_network_parse(conv_net_text, "t411 conv", &plan_net));
+  for (int p_r = 1; plan_net && p_r <= t.size; p_r++)
+    if (t.size % p_r == 0 && t.size / p_r <= CONV_N && p_r <= CONV_MIN_ROWS)
+      check_conv_grid(&t, plan_net, p_r, t.size / p_r);
   adj_plan_network_destroy(&plan_net);
   return adj_test_finish(&t);
 }

@@ -1,6 +1,7 @@
 /* The multilayer perceptron (see include/adjoin/mlp.h). */
 #include <stdio.h>
 
+#include "adjoin/affine15.h"
 #include "adjoin/layers.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/mlp.h"
@@ -15,8 +16,13 @@ static int mlp_check(const adj_mlp_config *c) {
   ADJ_CHECK(c->rows >= 1 && c->cols >= 1 && c->sizes[0] == c->rows * c->cols, ADJ_ERR_ARG,
             "mlp: input width %lld is not the image's %lld x %lld pixels", (long long)c->sizes[0], (long long)c->rows,
             (long long)c->cols);
+  ADJ_CHECK(c->grid_rows >= 0 && c->grid_cols >= 0 && (c->grid_rows == 0) == (c->grid_cols == 0), ADJ_ERR_ARG,
+            "mlp: grid %d x %d (give both P_r and P_c, or neither)", c->grid_rows, c->grid_cols);
+  ADJ_CHECK(c->grid_cols <= c->batch, ADJ_ERR_SIZE, "mlp: grid %d x %d splits a batch of %lld over %d workers",
+            c->grid_rows, c->grid_cols, (long long)c->batch, c->grid_cols);
   for (int i = 1; i < c->n_sizes; i++)
-    ADJ_CHECK(c->sizes[i] >= 1, ADJ_ERR_ARG, "mlp: width %d is %lld", i, (long long)c->sizes[i]);
+    ADJ_CHECK(c->sizes[i] >= 1 && c->sizes[i] >= c->grid_rows, ADJ_ERR_ARG,
+              "mlp: width %d is %lld (at least 1, and at least P_r = %d)", i, (long long)c->sizes[i], c->grid_rows);
   return ADJ_SUCCESS;
 }
 
@@ -29,23 +35,51 @@ static int mlp_push(adj_layer **stages, int *n, const adj_decomposition **curren
   return ADJ_SUCCESS;
 }
 
-static int mlp_stages(const adj_mlp_config *c, adj_layer **stages, int *n) {
+/* A balanced decomposition of shape over a parts grid of the first ranks. */
+static int mlp_layout(MPI_Comm comm, int ndim, const int *parts, const int64_t *shape, adj_decomposition **d) {
+  int n = 1;
+  for (int i = 0; i < ndim; i++) n *= parts[i];
   adj_partition *p = NULL;
-  adj_decomposition *input = NULL;
-  ADJ_CALL(adj_partition_create(c->comm, 4, (const int[4]){1, 1, 1, 1}, 1, NULL, &p));
-  int status = adj_decomposition_create(p, 4, (const int64_t[4]){c->batch, 1, c->rows, c->cols}, &input);
+  ADJ_CALL(adj_partition_create(comm, ndim, parts, n, NULL, &p));
+  int status = adj_decomposition_create(p, ndim, shape, d);
   adj_partition_destroy(&p);
+  return status;
+}
+
+/* The flattened images (B, F) onto the 1.5D grid: batch over P_c, features over P_r. */
+static int mlp_to_grid(const adj_mlp_config *c, adj_layer **stages, int *n, const adj_decomposition **current) {
+  adj_decomposition *grid = NULL;
+  ADJ_CALL(mlp_layout(c->comm, 2, (const int[2]){c->grid_cols, c->grid_rows}, (const int64_t[2]){c->batch, c->sizes[0]},
+                      &grid));
+  adj_layer *layer = NULL;
+  adj_repartition_layer_config rc = {.dtype = c->dtype, .input = *current, .output = grid};
+  int status = mlp_push(stages, n, current, adj_repartition_layer_create(&rc, &layer), &layer);
+  adj_decomposition_destroy(&grid);
+  return status;
+}
+
+static int mlp_affine(const adj_mlp_config *c, int i, const adj_decomposition *current, adj_layer **layer) {
+  if (c->grid_rows) {
+    adj_affine15_layer_config ac = {.dtype = c->dtype, .input = current, .out_features = c->sizes[i]};
+    return adj_affine15_layer_create(&ac, layer);
+  }
+  adj_affine_layer_config ac = {.dtype = c->dtype, .input = current, .in_features = c->sizes[i - 1],
+                                .out_features = c->sizes[i]};
+  return adj_affine_layer_create(&ac, layer);
+}
+
+static int mlp_stages(const adj_mlp_config *c, adj_layer **stages, int *n) {
+  adj_decomposition *input = NULL;
+  ADJ_CALL(mlp_layout(c->comm, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){c->batch, 1, c->rows, c->cols},
+                      &input));
   const adj_decomposition *current = input;
   adj_layer *layer = NULL;
-  if (!status) {
-    adj_flatten_layer_config fc = {.dtype = c->dtype, .input = current};
-    status = mlp_push(stages, n, &current, adj_flatten_layer_create(&fc, &layer), &layer);
-  }
+  adj_flatten_layer_config fc = {.dtype = c->dtype, .input = current};
+  int status = mlp_push(stages, n, &current, adj_flatten_layer_create(&fc, &layer), &layer);
+  if (!status && c->grid_rows) status = mlp_to_grid(c, stages, n, &current);
   for (int i = 1; !status && i < c->n_sizes; i++) {
-    adj_affine_layer_config ac = {.dtype = c->dtype, .input = current, .in_features = c->sizes[i - 1],
-                                  .out_features = c->sizes[i]};
     layer = NULL;
-    status = mlp_push(stages, n, &current, adj_affine_layer_create(&ac, &layer), &layer);
+    status = mlp_push(stages, n, &current, mlp_affine(c, i, current, &layer), &layer);
     if (!status && i + 1 < c->n_sizes) {
       adj_activation_layer_config rc = {.dtype = c->dtype, .input = current, .activation = {ADJ_RELU, 0}};
       layer = NULL;
@@ -64,7 +98,7 @@ static int mlp_stages(const adj_mlp_config *c, adj_layer **stages, int *n) {
 int adj_mlp_create(const adj_mlp_config *c, adj_layer **network) {
   *network = NULL;
   ADJ_CALL(mlp_check(c));
-  adj_layer *stages[2 * ADJ_MLP_MAX_LAYERS + 2] = {NULL};
+  adj_layer *stages[2 * ADJ_MLP_MAX_LAYERS + 3] = {NULL};
   int n = 0;
   int status = mlp_stages(c, stages, &n);
   if (!status) status = adj_network_create("mlp", n, stages, network);

@@ -1,9 +1,11 @@
 /* adjoin-train: trains LeNet-5, sequential or distributed, on IDX image data
- * (MNIST by default), as in section 5 of the DistDL paper.
+ * (MNIST by default), as in section 5 of the DistDL paper; or ShallowSpeed's
+ * MLP, sequential or with 1.5D layers on a P_r x P_c grid.
  *
  *   mpiexec.mpich -n 4 adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 --optimizer adam
  *   mpiexec.mpich -n 4 adjoin-train --layout dp              (4 sequential replicas)
  *   mpiexec.mpich -n 8 adjoin-train --layout dist4 --replicas 2
+ *   mpiexec.mpich -n 6 adjoin-train --model mlp --layout 2x3
  *
  * Rank 0 prints a progress bar per epoch (plain lines when stdout is not a
  * terminal), a summary line per epoch, and as its last line the final test
@@ -30,6 +32,7 @@ typedef struct train_options {
   adj_optimizer_kind optimizer;
   uint64_t seed;
   adj_dtype dtype;
+  const char *model;          /* "lenet" or "mlp" */
   const char *layout;         /* NULL: chosen from the rank count */
   const char *checkpoint;     /* NULL: none */
   bool resume;
@@ -54,9 +57,11 @@ static const char usage[] =
     "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
-    "  --layout NAME         sequential, dist2, dist4, dist8, hybrid4,\n"
-    "                        hybrid4-batch, or dp (a sequential replica per rank)\n"
-    "                        [sequential on 1 rank, distN on N]\n"
+    "  --model lenet|mlp     LeNet-5, or ShallowSpeed's MLP 784-128-127-126-125-124-123-10 [lenet]\n"
+    "  --layout NAME         LeNet-5: sequential, dist2, dist4, dist8, hybrid4,\n"
+    "                        hybrid4-batch [sequential on 1 rank, distN on N];\n"
+    "                        MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN on N ranks];\n"
+    "                        either: dp (a sequential replica per rank)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
     "  --micro-batches N     gradient accumulation passes per step [1]; --batch is the global batch\n"
     "  --bucket-cap BYTES    gradient buckets (0 = one per parameter, 25M, unlimited) [25MiB]\n"
@@ -123,7 +128,7 @@ static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
 
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
-  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE
+  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL
 };
 
 static const struct option long_options[] = {
@@ -144,6 +149,7 @@ static const struct option long_options[] = {
     {"first-bucket-cap", required_argument, NULL, OPT_FIRST_CAP},
     {"reduce-after-backward", no_argument, NULL, OPT_AFTER},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"model", required_argument, NULL, OPT_MODEL},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
 
 /* A bucket cap; -1 (and the parser's message) on a bad one. */
@@ -183,15 +189,40 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
   case OPT_TRACE: o->trace = arg; return 0;
+  case OPT_MODEL:
+    if (!strcmp(arg, "lenet") || !strcmp(arg, "mlp")) return o->model = arg, 0;
+    complain("--model is lenet or mlp, got '%s'\n", arg);
+    return -1;
   default: return -1; /* getopt has printed what was wrong */
   }
+}
+
+static bool is_mlp(const train_options *o) { return !strcmp(o->model, "mlp"); }
+
+/* An MLP layout: "sequential" (0 x 0) or a grid "PrxPc"; false otherwise. */
+static bool mlp_grid(const char *layout, int *rows, int *cols) {
+  *rows = *cols = 0;
+  if (!strcmp(layout, "sequential")) return true;
+  char tail;
+  return sscanf(layout, "%dx%d%c", rows, cols, &tail) == 2 && *rows >= 1 && *cols >= 1 && *rows <= 4096 &&
+         *cols <= 4096;
+}
+
+/* Ranks the model's layout needs, 0 for an unknown layout (and a message). */
+static int layout_ranks(const train_options *o) {
+  int rows, cols, need = 0;
+  if (is_mlp(o)) need = mlp_grid(o->layout, &rows, &cols) ? (rows ? rows * cols : 1) : 0;
+  else need = adj_lenet_layout_ranks(o->layout);
+  if (!need && is_mlp(o)) complain("no MLP layout '%s' (sequential, a grid PrxPc such as 2x3, or dp)\n", o->layout);
+  else if (!need) complain("no layout '%s' (layouts: %s, dp)\n", o->layout, adj_lenet_layout_names());
+  return need;
 }
 
 /* Flags that only make sense together, and the layout against the ranks. */
 static int check_options(train_options *o, int ranks) {
   static char default_layout[16];
   if (!o->layout) {
-    snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : "dist%d", ranks);
+    snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : is_mlp(o) ? "1x%d" : "dist%d", ranks);
     o->layout = default_layout;
   }
   if (strcmp(o->layout, "dp") == 0) {
@@ -202,11 +233,8 @@ static int check_options(train_options *o, int ranks) {
     o->layout = "sequential", o->replicas = ranks;
   }
   if (!o->replicas) o->replicas = 1;
-  int need = adj_lenet_layout_ranks(o->layout);
-  if (!need) {
-    complain("no layout '%s' (layouts: %s, dp)\n", o->layout, adj_lenet_layout_names());
-    return -1;
-  }
+  int need = layout_ranks(o);
+  if (!need) return -1;
   if (ranks % o->replicas) {
     complain("%d ranks do not divide into %lld replicas of layout %s\n", ranks, (long long)o->replicas, o->layout);
     return -1;
@@ -231,7 +259,7 @@ static int check_options(train_options *o, int ranks) {
 /* Parses argv identically on every rank, so every rank agrees on the
  * outcome; only rank 0 speaks.  Returns 0, 1 for --help, -1 on a bad flag. */
 static int parse_options(int argc, char **argv, int rank, int ranks, train_options *o) {
-  *o = (train_options){.data = "data/mnist", .epochs = 10, .batch = 256, .lr = 1e-3,
+  *o = (train_options){.data = "data/mnist", .model = "lenet", .epochs = 10, .batch = 256, .lr = 1e-3,
                        .optimizer = ADJ_OPTIMIZER_ADAM, .seed = 1, .dtype = ADJ_FLOAT32, .stop_after = -1,
                        .micro_batches = 1,
                        .caps = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES}};
@@ -307,13 +335,29 @@ static int check_checkpoint_path(train_run *r) {
 /* The shuffle draws from another stream than the initial parameters. */
 static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u; }
 
+/* ShallowSpeed's reference MLP (paper 004). */
+static const int64_t mlp_sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
+
+static const char *model_name(const train_options *o) { return is_mlp(o) ? "MLP" : "LeNet-5"; }
+
+static int build_network(train_run *r, int64_t batch) {
+  const train_options *o = &r->options;
+  MPI_Comm comm = adj_replicas_model_comm(r->replicas);
+  if (!is_mlp(o)) {
+    adj_lenet_config lc = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch};
+    return adj_lenet_create(&lc, &r->net) ? fail(r, "building LeNet-5", NULL) : 0;
+  }
+  adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .rows = r->train->rows,
+                       .cols = r->train->cols, .n_sizes = 8, .sizes = mlp_sizes};
+  mlp_grid(o->layout, &mc.grid_rows, &mc.grid_cols);
+  return adj_mlp_create(&mc, &r->net) ? fail(r, "building the MLP", NULL) : 0;
+}
+
 static int build(train_run *r) {
   const train_options *o = &r->options;
   if (adj_replicas_create(MPI_COMM_WORLD, (int)o->replicas, &r->replicas)) return fail(r, "splitting replicas", NULL);
   int64_t passes = o->replicas * o->micro_batches, local = (o->batch + passes - 1) / passes;
-  adj_lenet_config lc = {.comm = adj_replicas_model_comm(r->replicas), .dtype = o->dtype, .layout = o->layout,
-                         .batch = local};
-  if (adj_lenet_create(&lc, &r->net)) return fail(r, "building LeNet-5", NULL);
+  if (build_network(r, local)) return 1;
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
                              .weight_decay = o->weight_decay};
@@ -356,8 +400,8 @@ static int resume(train_run *r) {
 static void print_header(const train_run *r) {
   const train_options *o = &r->options;
   if (r->rank != 0) return;
-  printf("adjoin-train: LeNet-5, layout %s on %d rank%s, %s, %s lr %g, batch %lld, %lld epochs, seed %llu\n",
-         o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
+  printf("adjoin-train: %s, layout %s on %d rank%s, %s, %s lr %g, batch %lld, %lld epochs, seed %llu\n",
+         model_name(o), o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
          o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, (long long)o->batch, (long long)o->epochs,
          (unsigned long long)o->seed);
   printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
@@ -439,7 +483,7 @@ static int run_epoch(train_run *r) {
            1e3 * train.reduce_wait_seconds / (double)train.batches);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
   char title[160];
-  snprintf(title, sizeof title, "LeNet-5 %s, %d rank%s, %s", r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
+  snprintf(title, sizeof title, "%s %s, %d rank%s, %s", model_name(&r->options), r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
            adj_dtype_name(r->options.dtype));
   if (r->options.metrics) report_write(r->options.metrics, r->rows, r->n_rows, title);
   return 0;

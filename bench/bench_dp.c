@@ -43,6 +43,7 @@ typedef struct bench_run {
   adj_optimizer *opt;
   adj_trainer *trainer;
   int epochs;
+  int threads;              /* kernel threads per rank (rank 0's) */
   double rate[MAX_EPOCHS];  /* images/s (slowest rank) */
   double wait[MAX_EPOCHS];  /* seconds per step the reducer's wait blocked (mean over ranks) */
 } bench_run;
@@ -99,7 +100,7 @@ static int epoch(bench_run *run, bool record, int64_t images) {
   int status = 0;
   adj_train_stats stats = {0};
   if (run->active) {
-    adj_train_share_cores(run->cores_comm);
+    run->threads = adj_train_share_cores(run->cores_comm);
     MPI_Barrier(run->cores_comm);
     status = adj_trainer_run(run->trainer, -1, NULL, NULL, &stats);
   }
@@ -156,7 +157,8 @@ static void print_results(const bench_run runs[RUNS], int replicas, int buckets)
   double b[RUNS], med[RUNS];
   for (int k = 0; k < RUNS; k++) {
     b[k] = best(runs[k].rate, runs[k].epochs), med[k] = median(runs[k].rate, runs[k].epochs);
-    printf("  %-8s best %8.0f images/s, median %8.0f", runs[k].name, b[k], med[k]);
+    printf("  %-8s %d kernel thread%s per rank: best %8.0f images/s, median %8.0f", runs[k].name, runs[k].threads,
+           runs[k].threads == 1 ? " " : "s", b[k], med[k]);
     if (k) printf(", wait before the step %.3f ms (median)", 1e3 * median(runs[k].wait, runs[k].epochs));
     printf("\n");
   }

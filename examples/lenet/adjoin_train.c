@@ -465,11 +465,21 @@ static int train_epoch(train_run *r, adj_train_stats *total) {
   return 0;
 }
 
+/* The reducer's per-rank all-reduce volume so far (bytes; 0 without one). */
+static double reducer_volume(train_run *r) {
+  adj_gradient_reducer *reducer = adj_trainer_reducer(r->trainer);
+  adj_reducer_counters counters = {0};
+  if (reducer) adj_gradient_reducer_get_counters(reducer, &counters);
+  return counters.logical_bytes;
+}
+
 /* One epoch: train, evaluate, report.  Returns as train_epoch. */
 static int run_epoch(train_run *r) {
   adj_train_stats train, test;
+  double volume = reducer_volume(r);
   int status = train_epoch(r, &train);
   if (status) return status;
+  volume = reducer_volume(r) - volume;
   if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
   if (r->rank != 0) return 0;
   report_row row = {.epoch = adj_trainer_epoch(r->trainer), .loss = train.loss,
@@ -478,8 +488,9 @@ static int run_epoch(train_run *r) {
                     .images_per_s = train.seconds > 0 ? (double)train.samples / train.seconds : 0};
   report_summary(&row, r->options.epochs);
   if (r->options.replicas > 1 && train.batches)
-    printf("  gradient reducer per step: %.0f bytes in %.1f messages, wait %.3f ms\n",
-           (double)train.reduced_bytes / (double)train.batches, (double)train.reduced_messages / (double)train.batches,
+    printf("  gradient reducer per step: %.0f bytes in %.1f messages (all-reduce volume %.0f bytes per rank), "
+           "wait %.3f ms\n", (double)train.reduced_bytes / (double)train.batches,
+           (double)train.reduced_messages / (double)train.batches, volume / (double)train.batches,
            1e3 * train.reduce_wait_seconds / (double)train.batches);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
   char title[160];

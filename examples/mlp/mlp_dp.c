@@ -2,16 +2,21 @@
  * parallel on MNIST: sizes 784-128-127-126-125-124-123-10, ReLU, global batch
  * 128 in 4 micro-batches per replica, SGD with learning rate 0.006, one
  * sequential replica per rank (1, 2, 4 or 8 ranks all train the same global
- * batches).  Softmax cross-entropy replaces ShallowSpeed's softmax + MSE
+ * batches), initialised as ShallowSpeed does (W ~ N(0, 1) / sqrt(F_in),
+ * b = 0).  Softmax cross-entropy replaces ShallowSpeed's softmax + MSE
  * (adjoin's trainer trains a cross-entropy head).
  *
- *   mpiexec.mpich -n 4 example-mlp-dp [DATA_DIR [EPOCHS [SEED]]]
+ *   mpiexec.mpich -n 4 example-mlp-dp [DATA_DIR [EPOCHS [SEED [IMAGES]]]]
+ *
+ * IMAGES: train on the first IMAGES training images only (default: all).
  *
  * Prints per epoch the mean loss, test accuracy, images/s and the reducer's
  * bytes and wait per step; at the end the parameter hash, equal on every
  * replica (ShallowSpeed's assert_sync). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "adjoin/adjoin.h"
 
@@ -22,11 +27,27 @@ static int fail(int rank, const char *what) {
   return 1;
 }
 
-static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed) {
+/* ShallowSpeed's initialisation: W ~ N(0, 1) / sqrt(F_in), b = 0.  The MLP is
+ * sequential on every replica, so each rank holds every parameter whole
+ * (and the trainer starts all replicas from replica 0's values). */
+static int init_shallowspeed(adj_layer *net, uint64_t seed) {
+  adj_rng *rng = NULL;
+  if (adj_rng_create(seed, &rng)) return 1;
+  for (int i = 0; i < adj_layer_parameter_count(net); i++) {
+    adj_parameter *p = adj_layer_parameter(net, i);
+    if (p->value.rank == 2) adj_rng_fill_normal(rng, &p->value, 0, 1 / sqrt((double)p->value.shape[1]));
+    else memset(p->value.data, 0, adj_tensor_bytes(&p->value));
+  }
+  adj_rng_destroy(&rng);
+  return 0;
+}
+
+static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed, int64_t images) {
   adj_dataset *train_set = NULL, *test_set = NULL;
   if (adj_dataset_load_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
       adj_dataset_load_dir(MPI_COMM_WORLD, dir, "test", 10, &test_set))
     return fail(rank, "loading data (run sh tools/provision-data.sh)");
+  if (images > 0 && images < train_set->count) train_set->count = images;
   adj_replicas *replicas = NULL;
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
@@ -37,7 +58,7 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
   if (adj_replicas_create(MPI_COMM_WORLD, ranks, &replicas)) goto done;
   adj_mlp_config mc = {.comm = adj_replicas_model_comm(replicas), .dtype = ADJ_FLOAT32, .batch = local,
                        .rows = train_set->rows, .cols = train_set->cols, .n_sizes = 8, .sizes = sizes};
-  if (adj_mlp_create(&mc, &net) || adj_network_init_uniform(net, seed)) goto done;
+  if (adj_mlp_create(&mc, &net) || init_shallowspeed(net, seed)) goto done;
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.006};
   if (adj_optimizer_create(net, &oc, &opt)) goto done;
   adj_trainer_config tc = {.network = net, .optimizer = opt, .train = train_set, .seed = seed,
@@ -52,7 +73,7 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
     adj_train_stats s, test;
     if (adj_trainer_run(trainer, -1, NULL, NULL, &s) || adj_trainer_evaluate(trainer, test_set, &test)) goto done;
     if (rank == 0)
-      printf("epoch %d: loss %.4f, test accuracy %.4f, %.0f images/s, reducer per step %.0f bytes, wait %.3f ms\n",
+      printf("epoch %d: loss %.6f, test accuracy %.4f, %.0f images/s, reducer per step %.0f bytes, wait %.3f ms\n",
              e + 1, s.loss, (double)test.correct / (double)test.samples, (double)s.samples / s.seconds,
              (double)s.reduced_bytes / (double)s.batches, 1e3 * s.reduce_wait_seconds / (double)s.batches);
   }
@@ -78,12 +99,15 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   const char *dir = argc > 1 ? argv[1] : "data/mnist";
-  int epochs = argc > 2 ? atoi(argv[2]) : 3;
+  int epochs = argc > 2 ? atoi(argv[2]) : 20; /* ShallowSpeed's EPOCHS */
   uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
-  int status = epochs >= 1 ? 0 : 2;
-  if (status && rank == 0) fprintf(stderr, "example-mlp-dp: EPOCHS must be a positive integer, got '%s'\n", argv[2]);
+  int64_t images = argc > 4 ? atoll(argv[4]) : 0;
+  int status = epochs >= 1 && images >= 0 ? 0 : 2;
+  if (status && rank == 0)
+    fprintf(stderr, "example-mlp-dp: EPOCHS must be a positive integer and IMAGES a non-negative one, got '%s' '%s'\n",
+            argv[2], argc > 4 ? argv[4] : "");
   adj_train_share_cores(MPI_COMM_WORLD);
-  if (!status) status = train(rank, ranks, dir, epochs, seed);
+  if (!status) status = train(rank, ranks, dir, epochs, seed, images);
   MPI_Finalize();
   return status;
 }

@@ -8,7 +8,8 @@
  *    samples, and two micro-batches per step accumulate before the reduction;
  *  - assert_sync: the parameter hashes are bit-identical on all replicas;
  *  - float64 parameters after 20 steps are bit-identical for bucket caps 0,
- *    1 MiB, 25 MiB and unlimited, and for reduction after the backward;
+ *    1 MiB, 25 MiB and unlimited, and for reduction after the backward
+ *    (with one bucket, and with one per parameter);
  *  - the trace of a step with one bucket per parameter: a bucket is posted
  *    before the backward of stage 0 starts, and exactly one wait comes
  *    between the last backward and the step; the counted bytes per step are
@@ -180,11 +181,15 @@ static void check_consistency(adj_test *t, const adj_dataset *data, const dp_opt
 /* float64, 20 steps: caps and the after-backward baseline, bit for bit. */
 static void check_caps(adj_test *t, const adj_dataset *data, int replicas) {
   const int64_t caps[][2] = {{0, 0}, {1 << 20, 1 << 20}, {1 << 20, 25 << 20}, {ADJ_REDUCER_UNLIMITED, ADJ_REDUCER_UNLIMITED}};
-  const char *names[] = {"0", "1 MiB", "1 MiB / 25 MiB", "unlimited", "unlimited, after the backward"};
+  const char *names[] = {"0", "1 MiB", "1 MiB / 25 MiB", "unlimited", "unlimited, after the backward",
+                         "0, after the backward"};
   void *first = NULL;
   size_t first_bytes = 0;
-  for (int c = 0; c < 5; c++) {
-    dp_options o = {.replicas = replicas, .layout = "sequential", .caps = caps[c < 4 ? c : 3], .after_backward = c == 4};
+  for (int c = 0; c < 6; c++) {
+    /* The after-backward baseline once with one bucket and once with one per
+     * parameter, the cut the overlapped runs post during the backward. */
+    dp_options o = {.replicas = replicas, .layout = "sequential", .caps = caps[c < 4 ? c : c == 4 ? 3 : 0],
+                    .after_backward = c >= 4};
     dp_run d;
     ADJ_TEST_OK(t, dp_create(&o, ADJ_FLOAT64, data, false, &d));
     if (!d.run.trainer) {

@@ -15,7 +15,9 @@
  * affine kernel (kernels.h).  For tp, P keeps the first rank's gathered copy
  * (P^T puts the gradient there and zeros on the others) and B broadcasts it
  * to every rank; B* is a sum-reduce that runs as an all-reduce, so the layer
- * performs exactly paper Table II's four collectives (phantom.h).  "G_rem" is G without this rank's own k rows:
+ * performs exactly paper Table II's four collectives (phantom.h).
+ *
+ * "G_rem" is G without this rank's own k rows:
  * rows [0, j k) and [(j+1) k, p k), which meet D's column blocks [0, j k) and
  * [j k, (p-1) k), so each remote product is two strided GEMMs.  Each
  * collective is posted before the local GEMM it does not depend on and

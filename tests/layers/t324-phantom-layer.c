@@ -216,7 +216,9 @@ static void ph_reduce_scatter(ph_traffic *t, int p, int64_t own, int64_t whole) 
 static void ph_broadcast(ph_traffic *t, int p, bool root, int64_t whole) {
   ph_add(t, p > 1 && root ? whole : 0, p > 1 && !root ? whole : 0, p > 1 && root, p > 1 && !root);
 }
-static void ph_all_reduce(ph_traffic *t, int p, int64_t whole) { ph_add(t, p > 1 ? whole : 0, p > 1 ? whole : 0, p > 1, p > 1); }
+static void ph_all_reduce(ph_traffic *t, int p, int64_t whole) {
+  ph_add(t, p > 1 ? whole : 0, p > 1 ? whole : 0, p > 1, p > 1);
+}
 
 /* Expected traffic of one layer's forward (fwd) and backward with dx (bwd)
  * on this rank, from the layer's shapes: phantom, an all-gather and a
@@ -289,7 +291,8 @@ static void ph_check_model(adj_test *t, const char *label, adj_layer *layer, con
   adj_ffn_shape shape = {.n = c->n_in, .p = p, .k = c->k, .layers = 1, .batch = c->batch};
   double model = tp ? adj_tp_message_floats(&shape) : adj_pp_message_floats(&shape), mean = all / p;
   adj_test_report(t, "  %-44s elements moved per rank and step %.1f, energy model %.1f", label, mean, model);
-  ADJ_TEST_CHECK(t, fabs(mean - model) <= 1e-9 * model, "%s: the layer moved %.3f elements per rank, the model says %.3f",
+  ADJ_TEST_CHECK(t, fabs(mean - model) <= 1e-9 * model,
+                 "%s: the layer moved %.3f elements per rank, the model says %.3f",
                  label, mean, model);
 }
 
@@ -361,7 +364,8 @@ static void test_stack(adj_test *t, bool tp) {
   const adj_decomposition *at = input;
   for (int l = 0; at && l < DEPTH; l++) {
     adj_phantom_layer_config config = ph_config(&c, at, ADJ_FLOAT64);
-    ADJ_TEST_OK(t, tp ? adj_tp_layer_create(&config, &layers[2 * l]) : adj_phantom_layer_create(&config, &layers[2 * l]));
+    adj_layer **layer = &layers[2 * l];
+    ADJ_TEST_OK(t, tp ? adj_tp_layer_create(&config, layer) : adj_phantom_layer_create(&config, layer));
     if (!layers[2 * l]) return;
     ADJ_TEST_OK(t, adj_activation_layer_create(&(adj_activation_layer_config){.dtype = ADJ_FLOAT64,
                                                    .input = adj_layer_output_layout(layers[2 * l]),

@@ -6,7 +6,9 @@
  * k2, ..., TP, ...) so shared-machine load hits every configuration alike.
  * Prints per configuration the step time (min / median / max over rounds, the
  * slowest rank per round), its ratio to TP, the counted bytes per rank and
- * step and their ratio, the measured exposed communication t_comm (time inside
+ * step and their ratio beside the model's (Table II's collectives as the
+ * counters count them; the input gradient is computed, so every layer runs
+ * all of its collectives), the measured exposed communication t_comm (time inside
  * the collectives) and t_comp = step - t_comm, and the energy per step
  * e = A t_comp + B t_comm of all ranks together, measured and modelled
  * (Table III for t_comm).
@@ -106,7 +108,9 @@ typedef struct stack {
   int depth;                      /* layers */
   adj_layer *layers[2 * MAX_LAYERS]; /* layer, ReLU, layer, ReLU, ... */
   adj_layer *net;
-  adj_tensor x, y, dy;
+  /* dx: the input gradient, asked for so every layer, the first included,
+   * performs all of its Table II collectives, as the model charges them. */
+  adj_tensor x, y, dy, dx;
 } stack;
 
 static void stack_create(const bench_args *a, const adj_decomposition *input, int64_t k, stack *s) {
@@ -122,7 +126,7 @@ static void stack_create(const bench_args *a, const adj_decomposition *input, in
     at = adj_layer_output_layout(s->layers[2 * l + 1]);
   }
   if (adj_network_create(k ? "phantom-ffn" : "tp-ffn", 2 * a->layers, s->layers, &s->net)) die("network");
-  adj_layer_create_input(s->net, &s->x);
+  adj_layer_create_input(s->net, &s->x), adj_layer_create_input(s->net, &s->dx);
   adj_layer_create_output(s->net, &s->y), adj_layer_create_output(s->net, &s->dy);
 }
 
@@ -157,7 +161,7 @@ static void stack_init(stack *s, int64_t n, int p, int64_t k, uint64_t seed, int
 static void stack_destroy(stack *s) {
   adj_layer_destroy(&s->net);
   for (int i = 0; i < 2 * s->depth; i++) adj_layer_destroy(&s->layers[i]);
-  adj_tensor_destroy(&s->x), adj_tensor_destroy(&s->y), adj_tensor_destroy(&s->dy);
+  adj_tensor_destroy(&s->x), adj_tensor_destroy(&s->y), adj_tensor_destroy(&s->dy), adj_tensor_destroy(&s->dx);
 }
 
 typedef struct stack_totals {
@@ -203,7 +207,7 @@ static void run_steps(const bench_args *a, const adj_decomposition *input, int r
       for (int l = 0; l < s->depth; l++) adj_phantom_layer_reset_counters(s->layers[2 * l]);
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      if (adj_layer_forward(s->net, &s->x, &s->y) || adj_layer_backward(s->net, &s->dy, NULL)) die("step");
+      if (adj_layer_forward(s->net, &s->x, &s->y) || adj_layer_backward(s->net, &s->dy, &s->dx)) die("step");
       double t = MPI_Wtime() - t0;
       stack_totals tot = stack_totals_get(s);
       if (r < 0) continue;
@@ -220,8 +224,9 @@ static void run_steps(const bench_args *a, const adj_decomposition *input, int r
     adj_comm_model fit = adj_comm_model_table3();
     printf("bench-phantom: n = %lld, L = %d, batch %lld, p = %d ranks, float32, %d rounds (TP and PP in turns)\n",
            (long long)a->n, a->layers, (long long)a->batch, p, a->rounds);
-    printf("%-10s %9s %9s %9s %7s %14s %9s %10s %10s %12s %7s %12s\n", "config", "min ms", "median ms", "max ms",
-           "vs TP", "bytes/rank", "vs TP", "t_comp ms", "t_comm ms", "e/step (J)", "vs TP", "model e (J)");
+    printf("%-10s %9s %9s %9s %7s %14s %9s %14s %10s %10s %12s %7s %12s\n", "config", "min ms", "median ms",
+           "max ms", "vs TP", "bytes/rank", "vs TP", "model B/rank", "t_comp ms", "t_comm ms", "e/step (J)", "vs TP",
+           "model e (J)");
     double base_med = 0, base_bytes = 0, base_e = 0;
     for (int c = 0; c < configs; c++) {
       double sorted[MAX_ROUNDS], comms[MAX_ROUNDS];
@@ -234,17 +239,19 @@ static void run_steps(const bench_args *a, const adj_decomposition *input, int r
       double e = p * adj_energy(a->p_busy, a->p_idle, t_comp, t_comm);
       adj_ffn_shape shape = {.n = a->n, .p = p, .k = c ? a->k[c - 1] : 0, .layers = a->layers, .batch = a->batch};
       double model_comm = c ? adj_pp_comm_time(&fit, &shape) : adj_tp_comm_time(&fit, &shape);
+      double model_bytes = sizeof(float) * (c ? adj_pp_message_floats(&shape) : adj_tp_message_floats(&shape));
       double model_e = p * adj_energy(a->p_busy, a->p_idle, t_comp, model_comm);
       if (c == 0) base_med = med, base_bytes = per_rank, base_e = e;
       char name[32];
       if (c) snprintf(name, sizeof name, "PP k=%lld", (long long)a->k[c - 1]);
       else snprintf(name, sizeof name, "TP");
-      printf("%-10s %9.2f %9.2f %9.2f %7.3f %14.0f %9.4f %10.2f %10.2f %12.4f %7.3f %12.4f\n", name, 1e3 * sorted[0],
-             1e3 * med, 1e3 * sorted[a->rounds - 1], med / base_med, per_rank, per_rank / base_bytes, 1e3 * t_comp,
-             1e3 * t_comm, e, e / base_e, model_e);
+      printf("%-10s %9.2f %9.2f %9.2f %7.3f %14.0f %9.4f %14.0f %10.2f %10.2f %12.4f %7.3f %12.4f\n", name,
+             1e3 * sorted[0], 1e3 * med, 1e3 * sorted[a->rounds - 1], med / base_med, per_rank, per_rank / base_bytes,
+             model_bytes, 1e3 * t_comp, 1e3 * t_comm, e, e / base_e, model_e);
     }
     printf("e = p (A t_comp + B t_comm), A = %.0f W, B = %.0f W; t_comm measured inside the collectives (median), "
-           "model e uses Table III's t_comm with the measured t_comp\n",
+           "model e uses Table III's t_comm with the measured t_comp; bytes/rank counted (sent + received, mean "
+           "over ranks), model B/rank the same from Table II's collectives (energy.h)\n",
            a->p_busy, a->p_idle);
   }
   free(step_max), free(comm_max), free(step), free(comm);
@@ -331,7 +338,7 @@ static void run_teacher(const bench_args *a, const adj_decomposition *input, int
     }
     MPI_Request request;
     MPI_Iallreduce(&local, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
-    if (adj_layer_backward(s.net, &s.dy, NULL) || adj_optimizer_step(opt)) die("backward");
+    if (adj_layer_backward(s.net, &s.dy, &s.dx) || adj_optimizer_step(opt)) die("backward");
     adj_wait_all(1, &request, ADJ_WAIT_YIELD);
     loss /= (double)total;
     double now = MPI_Wtime() - t0;

@@ -7,11 +7,17 @@
  *             backward  e_rem = D^T dy^T (own block 0);  dg = A* e;
  *                       grad L += dy^T x,  grad D += dy^T G_rem^T,  grad b += sum dy,
  *                       grad C += dg x,  dx = dy L + dg^T C
- *   tp        forward   X = A x;  y = X W^T + b
- *             backward  dX = dy W;  dx = A* dX;  grad W += dy^T X
+ *   tp        forward   X = B P A x;  y = X W^T + b
+ *             jvp       dX = B P A dx;  dy = dX W^T + X dW^T + db
+ *             backward  dX = dy W;  dx = A* P^T B* dX;  grad W += dy^T X
  *
  * A is adjoin's all-gather (A* its reduce-scatter); the local terms reuse the
- * affine kernel (kernels.h).  "G_rem" is G without this rank's own k rows:
+ * affine kernel (kernels.h).  For tp, P keeps the first rank's gathered copy
+ * (P^T puts the gradient there and zeros on the others) and B broadcasts it
+ * to every rank; B* is a sum-reduce that runs as an all-reduce, so the layer
+ * performs exactly paper Table II's four collectives (phantom.h).
+ *
+ * "G_rem" is G without this rank's own k rows:
  * rows [0, j k) and [(j+1) k, p k), which meet D's column blocks [0, j k) and
  * [j k, (p-1) k), so each remote product is two strided GEMMs.  Each
  * collective is posted before the local GEMM it does not depend on and
@@ -22,6 +28,7 @@
 
 #include "adjoin/all_gather.h"
 #include "adjoin/phantom.h"
+#include "broadcast_impl.h"
 #include "dist_layer_impl.h"
 #include "kernels_impl.h"
 
@@ -31,8 +38,15 @@ typedef struct adj_phantom_layer {
   int p, j;        /* ranks and this worker's position along the features */
   int64_t batch, n_in, n_out, k; /* this worker's block widths; k of the phantom */
   adj_op *gather;  /* phantom: (p k, N) along dim 0; tp: (N, n_in) along dim 1 */
-  /* phantom: g, dg (k, N) and G, dG, e (p k, N); tp: X, dX (N, n_in) whole. */
+  /* phantom: g, dg (k, N) and G, dG, e (p k, N); tp: G, dG the gathered (N, n_in). */
   adj_tensor g, dg, G, dG, e;
+  /* tp only: the first rank's G to every rank (Table II's broadcast; its
+   * adjoint, Table II's all-reduce, sums onto the first rank's copy). */
+  adj_op *broadcast;
+  bool root;          /* the broadcast's source: the first rank of the partition */
+  adj_tensor copy, dcopy; /* the broadcast copy (N, n_in) the GEMMs read, and its tangent or gradient */
+  adj_tensor sum;     /* the gradient of G: the broadcast's adjoint on the root, zeros elsewhere */
+  adj_tensor none;    /* the broadcast's empty domain on the other ranks */
   double comm_seconds; /* inside the collective's post and wait calls since the last reset */
 } adj_phantom_layer;
 
@@ -49,24 +63,26 @@ static void adj_phantom_pieces(const adj_phantom_layer *a, adj_phantom_piece pie
 
 /* ---- the collective, timed ---------------------------------------------------------------- */
 
-static int adj_phantom_begin(adj_phantom_layer *a, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+static int adj_phantom_begin(adj_phantom_layer *a, adj_op *op, adj_direction direction, const adj_tensor *in,
+                             adj_tensor *out) {
   double t0 = MPI_Wtime();
-  int status = adj_op_begin(a->gather, direction, in, out);
+  int status = adj_op_begin(op, direction, in, out);
   a->comm_seconds += MPI_Wtime() - t0;
   return status;
 }
 
-static int adj_phantom_end(adj_phantom_layer *a) {
+static int adj_phantom_end(adj_phantom_layer *a, adj_op *op) {
   double t0 = MPI_Wtime();
-  int status = adj_op_end(a->gather);
+  int status = adj_op_end(op);
   a->comm_seconds += MPI_Wtime() - t0;
   return status;
 }
 
 /* The whole collective (the tp layer has nothing to overlap it with). */
-static int adj_phantom_apply(adj_phantom_layer *a, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
-  ADJ_CALL(adj_phantom_begin(a, direction, in, out));
-  return adj_phantom_end(a);
+static int adj_phantom_apply(adj_phantom_layer *a, adj_op *op, adj_direction direction, const adj_tensor *in,
+                             adj_tensor *out) {
+  ADJ_CALL(adj_phantom_begin(a, op, direction, in, out));
+  return adj_phantom_end(a, op);
 }
 
 /* ---- local products ---------------------------------------------------------------------- */
@@ -132,14 +148,14 @@ static int adj_phantom_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y)
   adj_phantom_layer *a = l->impl;
   adj_parameter *c = l->parameters[1], *d = l->parameters[2], *b = adj_phantom_bias(l);
   if (a->active) adj_phantom_compress(a, l->dtype, &c->value, x, 0.0, &a->g);
-  ADJ_CALL(adj_phantom_begin(a, ADJ_FORWARD, &a->g, &a->G));
+  ADJ_CALL(adj_phantom_begin(a, a->gather, ADJ_FORWARD, &a->g, &a->G));
   int status = ADJ_SUCCESS;
   if (a->active) {
     adj_tensor lv;
     status = adj_phantom_matrix(&l->parameters[0]->value, a->n_out, a->n_in, &lv);
     if (!status) status = adj_affine_forward(x, &lv, b ? &b->value : NULL, y);
   }
-  int ended = adj_phantom_end(a);
+  int ended = adj_phantom_end(a, a->gather);
   ADJ_CALL(status ? status : ended);
   if (a->active) adj_phantom_decompress(a, l->dtype, &a->G, &d->value, y);
   return ADJ_SUCCESS;
@@ -153,7 +169,7 @@ static int adj_phantom_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
     adj_phantom_compress(a, l->dtype, &c->tangent, x, 0.0, &a->dg);
     if (dx) adj_phantom_compress(a, l->dtype, &c->value, dx, 1.0, &a->dg);
   }
-  ADJ_CALL(adj_phantom_begin(a, ADJ_FORWARD, &a->dg, &a->dG));
+  ADJ_CALL(adj_phantom_begin(a, a->gather, ADJ_FORWARD, &a->dg, &a->dG));
   int status = ADJ_SUCCESS;
   if (a->active) {
     adj_tensor lv, dlv;
@@ -162,7 +178,7 @@ static int adj_phantom_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
     if (!status) status = adj_affine_jvp(x, &lv, dx, &dlv, b ? &b->tangent : NULL, dy);
     if (!status) adj_phantom_decompress(a, l->dtype, &a->G, &d->tangent, dy);
   }
-  int ended = adj_phantom_end(a);
+  int ended = adj_phantom_end(a, a->gather);
   ADJ_CALL(status ? status : ended);
   if (a->active) adj_phantom_decompress(a, l->dtype, &a->dG, &d->value, dy);
   return ADJ_SUCCESS;
@@ -173,7 +189,7 @@ static int adj_phantom_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *
   const adj_tensor *x = l->input;
   adj_parameter *lp = l->parameters[0], *c = l->parameters[1], *d = l->parameters[2], *b = adj_phantom_bias(l);
   if (a->active) adj_phantom_error_compress(a, l->dtype, &d->value, dy, &a->e);
-  ADJ_CALL(adj_phantom_begin(a, ADJ_ADJOINT, &a->e, &a->dg));
+  ADJ_CALL(adj_phantom_begin(a, a->gather, ADJ_ADJOINT, &a->e, &a->dg));
   int status = ADJ_SUCCESS;
   if (a->active) {
     adj_tensor lv, glv;
@@ -182,7 +198,7 @@ static int adj_phantom_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *
     if (!status) status = adj_affine_backward(x, &lv, dy, dx, &glv, b ? &b->grad : NULL);
     if (!status) adj_phantom_decompressor_grad(a, l->dtype, dy, &a->G, &d->grad);
   }
-  int ended = adj_phantom_end(a);
+  int ended = adj_phantom_end(a, a->gather);
   ADJ_CALL(status ? status : ended);
   if (!a->active) return ADJ_SUCCESS;
   /* grad C += dg x;  dx += dg^T C */
@@ -196,33 +212,47 @@ static int adj_phantom_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *
 
 /* ---- tensor parallel -------------------------------------------------------------------- */
 
+/* copy = B P A x: the global layer, gathered from the shards and then
+ * broadcast from the first rank so every rank computes from that one copy. */
+static int adj_tp_globalize(adj_phantom_layer *a, const adj_tensor *x, adj_tensor *gathered, adj_tensor *copy) {
+  ADJ_CALL(adj_phantom_apply(a, a->gather, ADJ_FORWARD, x, gathered));
+  return adj_phantom_apply(a, a->broadcast, ADJ_FORWARD, a->root ? gathered : &a->none, copy);
+}
+
 static int adj_tp_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_phantom_layer *a = l->impl;
   adj_parameter *b = adj_phantom_bias(l);
-  ADJ_CALL(adj_phantom_apply(a, ADJ_FORWARD, x, &a->G));
-  return a->active ? adj_affine_forward(&a->G, &l->parameters[0]->value, b ? &b->value : NULL, y) : ADJ_SUCCESS;
+  ADJ_CALL(adj_tp_globalize(a, x, &a->G, &a->copy));
+  return a->active ? adj_affine_forward(&a->copy, &l->parameters[0]->value, b ? &b->value : NULL, y) : ADJ_SUCCESS;
 }
 
 static int adj_tp_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_phantom_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_phantom_bias(l);
-  if (dx) ADJ_CALL(adj_phantom_apply(a, ADJ_FORWARD, dx, &a->dG));
+  if (dx) ADJ_CALL(adj_tp_globalize(a, dx, &a->dG, &a->dcopy));
   if (!a->active) return ADJ_SUCCESS;
-  return adj_affine_jvp(&a->G, &w->value, dx ? &a->dG : NULL, &w->tangent, b ? &b->tangent : NULL, dy);
+  return adj_affine_jvp(&a->copy, &w->value, dx ? &a->dcopy : NULL, &w->tangent, b ? &b->tangent : NULL, dy);
 }
 
+/* dx = A* P^T B* dX.  B* sums every rank's dX onto the first rank's copy by
+ * an all-reduce; P^T leaves the other ranks' `sum` at its zeros, since the
+ * broadcast read only the first rank's copy.  Without dx (a network's first
+ * layer) no input gradient is wanted, and the pair is skipped. */
 static int adj_tp_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_phantom_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_phantom_bias(l);
   if (a->active)
-    ADJ_CALL(adj_affine_backward(&a->G, &w->value, dy, dx ? &a->dG : NULL, &w->grad, b ? &b->grad : NULL));
-  return dx ? adj_phantom_apply(a, ADJ_ADJOINT, &a->dG, dx) : ADJ_SUCCESS;
+    ADJ_CALL(adj_affine_backward(&a->copy, &w->value, dy, dx ? &a->dcopy : NULL, &w->grad, b ? &b->grad : NULL));
+  if (!dx) return ADJ_SUCCESS;
+  ADJ_CALL(adj_phantom_apply(a, a->broadcast, ADJ_ADJOINT, &a->dcopy, a->root ? &a->sum : &a->none));
+  return adj_phantom_apply(a, a->gather, ADJ_ADJOINT, &a->sum, dx);
 }
 
 static void adj_phantom_free(adj_phantom_layer *a) {
   if (!a) return;
   adj_op_destroy(&a->gather);
-  adj_tensor *owned[] = {&a->g, &a->dg, &a->G, &a->dG, &a->e};
+  adj_op_destroy(&a->broadcast);
+  adj_tensor *owned[] = {&a->g, &a->dg, &a->G, &a->dG, &a->e, &a->copy, &a->dcopy, &a->sum, &a->none};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) adj_tensor_destroy(owned[i]);
   free(a);
 }
@@ -320,14 +350,16 @@ typedef struct adj_phantom_plan {
   int p;
   int64_t batch, n_in, n_out, k;
   adj_partition *flat, *rows; /* the input's ranks as p and as p x 1 */
+  adj_partition *first;       /* tp: the input partition's first worker, 1 x 1 */
   adj_decomposition *y, *ghosts, *local, *compressor, *decompressor, *weight, *bias;
+  adj_decomposition *global;  /* tp: x (N, n_in) whole on `first`, the broadcast's source */
   int64_t *local_cuts;
 } adj_phantom_plan;
 
 static void adj_phantom_plan_free(adj_phantom_plan *p) {
-  adj_partition_destroy(&p->flat), adj_partition_destroy(&p->rows);
+  adj_partition_destroy(&p->flat), adj_partition_destroy(&p->rows), adj_partition_destroy(&p->first);
   adj_decomposition **layouts[] = {&p->y,      &p->ghosts,       &p->local, &p->compressor,
-                                   &p->decompressor, &p->weight, &p->bias};
+                                   &p->decompressor, &p->weight, &p->bias, &p->global};
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) adj_decomposition_destroy(layouts[i]);
   free(p->local_cuts);
 }
@@ -340,9 +372,12 @@ static int adj_phantom_layouts(const adj_phantom_layer_config *c, bool tp, adj_p
   const int64_t *in_cuts = adj_decomposition_cuts(c->input, 1), *out_cuts = adj_decomposition_cuts(p->y, 1);
   if (!c->no_bias)
     ADJ_CALL(adj_decomposition_create_explicit(p->flat, 1, &p->n_out, (const int64_t *[1]){out_cuts}, &p->bias));
-  if (tp)
+  if (tp) {
+    ADJ_CALL(adj_partition_create_sub(px, (const int[2]){0, 0}, (const int[2]){1, 1}, &p->first));
+    ADJ_CALL(adj_decomposition_create(p->first, 2, (const int64_t[2]){p->batch, p->n_in}, &p->global));
     return adj_decomposition_create_explicit(p->rows, 2, (const int64_t[2]){p->n_out, p->n_in},
                                              (const int64_t *[2]){out_cuts, NULL}, &p->weight);
+  }
   ADJ_CALL(adj_decomposition_create(p->rows, 2, (const int64_t[2]){p->p * p->k, p->batch}, &p->ghosts));
   p->local_cuts = malloc(sizeof *p->local_cuts * (size_t)(p->p + 1));
   ADJ_CHECK(p->local_cuts, ADJ_ERR_MEM, "phantom layer: out of memory");
@@ -365,14 +400,22 @@ static int adj_phantom_ops(const adj_phantom_layer_config *c, bool tp, const adj
   *a = (adj_phantom_layer){.tp = tp, .active = adj_partition_active(px), .p = p->p, .batch = p->batch,
                            .n_in = in.extent[1], .n_out = out.extent[1], .k = p->k};
   a->j = a->active ? adj_partition_coords(px)[1] : 0;
+  a->root = a->active && a->j == 0;
   if (tp) ADJ_CALL(adj_all_gather_create(c->dtype, c->input, 1, &a->gather));
   else ADJ_CALL(adj_all_gather_create(c->dtype, p->ghosts, 0, &a->gather));
+  if (tp) ADJ_CALL(adj_broadcast_create_summing_by_all_reduce(c->dtype, p->global, px, &a->broadcast));
   /* The layer dispatcher has checked and agreed on the caller's tensors; the
-   * operator sees only the layer's own buffers or those tensors. */
+   * operators see only the layer's own buffers or those tensors. */
   adj_op_set_checks(a->gather, false);
   int status = adj_op_create_range_tensor(a->gather, &a->G);
   if (!status) status = adj_op_create_range_tensor(a->gather, &a->dG);
-  if (!tp) {
+  if (tp) {
+    adj_op_set_checks(a->broadcast, false);
+    if (!status) status = adj_op_create_range_tensor(a->broadcast, &a->copy);
+    if (!status) status = adj_op_create_range_tensor(a->broadcast, &a->dcopy);
+    if (!status) status = adj_op_create_range_tensor(a->gather, &a->sum); /* zeroed: stays 0 off the root */
+    if (!status && !a->root) status = adj_op_create_domain_tensor(a->broadcast, &a->none);
+  } else {
     if (!status) status = adj_op_create_domain_tensor(a->gather, &a->g);
     if (!status) status = adj_op_create_domain_tensor(a->gather, &a->dg);
     if (!status) status = adj_op_create_range_tensor(a->gather, &a->e); /* zeroed: the own block stays 0 */
@@ -431,6 +474,12 @@ int adj_phantom_layer_counters(const adj_layer *l, adj_op_counters *counters) {
   ADJ_CHECK(a && counters, ADJ_ERR_ARG, "phantom counters: %s is not a phantom or tp layer",
             l ? l->name : "(NULL layer)");
   adj_op_get_counters(a->gather, counters);
+  if (!a->broadcast) return ADJ_SUCCESS;
+  adj_op_counters b;
+  adj_op_get_counters(a->broadcast, &b);
+  counters->forward_applications += b.forward_applications, counters->adjoint_applications += b.adjoint_applications;
+  counters->bytes_sent += b.bytes_sent, counters->bytes_received += b.bytes_received;
+  counters->messages_sent += b.messages_sent, counters->messages_received += b.messages_received;
   return ADJ_SUCCESS;
 }
 
@@ -438,6 +487,7 @@ int adj_phantom_layer_reset_counters(adj_layer *l) {
   adj_phantom_layer *a = adj_phantom_of(l);
   ADJ_CHECK(a, ADJ_ERR_ARG, "phantom counters: %s is not a phantom or tp layer", l ? l->name : "(NULL layer)");
   adj_op_reset_counters(a->gather);
+  if (a->broadcast) adj_op_reset_counters(a->broadcast);
   a->comm_seconds = 0;
   return ADJ_SUCCESS;
 }

@@ -44,19 +44,41 @@ double adj_comm_time(const adj_comm_model *model, adj_collective c, double m, in
   return model->alpha * adj_log2_steps(p) + model->beta * adj_logical_bytes(model, c, m, p);
 }
 
-double adj_tp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s) {
-  double full = (double)s->n * s->batch, part = full / s->p;
-  double layer = adj_comm_time(model, ADJ_COLL_BROADCAST, full, s->p) +
-                 adj_comm_time(model, ADJ_COLL_ALL_GATHER, part, s->p) +
-                 adj_comm_time(model, ADJ_COLL_ALL_REDUCE, full, s->p) +
-                 adj_comm_time(model, ADJ_COLL_REDUCE_SCATTER, part, s->p);
+/* One row of Table II: a collective and its message size m in floats. */
+typedef struct adj_table2_row {
+  adj_collective collective;
+  double m;
+} adj_table2_row;
+
+/* Table II's rows of one layer and iteration; returns how many. */
+static int adj_table2(const adj_ffn_shape *s, bool tp, adj_table2_row rows[4]) {
+  double full = (double)s->n * s->batch, part = full / s->p, ghosts = (double)s->k * s->batch;
+  if (!tp) {
+    rows[0] = (adj_table2_row){ADJ_COLL_ALL_GATHER, ghosts};
+    rows[1] = (adj_table2_row){ADJ_COLL_REDUCE_SCATTER, ghosts};
+    return 2;
+  }
+  rows[0] = (adj_table2_row){ADJ_COLL_BROADCAST, full};
+  rows[1] = (adj_table2_row){ADJ_COLL_ALL_GATHER, part};
+  rows[2] = (adj_table2_row){ADJ_COLL_ALL_REDUCE, full};
+  rows[3] = (adj_table2_row){ADJ_COLL_REDUCE_SCATTER, part};
+  return 4;
+}
+
+static double adj_ffn_comm_time(const adj_comm_model *model, const adj_ffn_shape *s, bool tp) {
+  adj_table2_row rows[4];
+  double layer = 0;
+  for (int i = 0, n = adj_table2(s, tp, rows); i < n; i++)
+    layer += adj_comm_time(model, rows[i].collective, rows[i].m, s->p);
   return s->layers * layer;
 }
 
+double adj_tp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s) {
+  return adj_ffn_comm_time(model, s, true);
+}
+
 double adj_pp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s) {
-  double m = (double)s->k * s->batch;
-  return s->layers *
-         (adj_comm_time(model, ADJ_COLL_ALL_GATHER, m, s->p) + adj_comm_time(model, ADJ_COLL_REDUCE_SCATTER, m, s->p));
+  return adj_ffn_comm_time(model, s, false);
 }
 
 double adj_tp_flops(const adj_ffn_shape *s) {
@@ -70,11 +92,33 @@ double adj_pp_flops(const adj_ffn_shape *s) {
   return s->layers * 3.0 * 2.0 * s->batch * (np * np + (double)s->k * np + (double)(s->p - 1) * np * s->k);
 }
 
-double adj_tp_message_floats(const adj_ffn_shape *s) {
-  return s->layers * (2.0 * s->n * s->batch + 2.0 * ((double)s->n / s->p) * s->batch);
+/* Floats one collective with Table II's message m moves per rank, sent plus
+ * received, mean over the p ranks, as adjoin's operator counters count them:
+ * an all-gather sends m and receives (p-1) m (its own chunk counts as sent
+ * even on one rank); a reduce-scatter sends and receives (p-1) m; a
+ * broadcast's root sends m and the p-1 others receive it; an all-reduce
+ * sends and receives m everywhere; on one rank the last two are local
+ * copies. */
+static double adj_counted_floats(adj_collective c, double m, int p) {
+  switch (c) {
+  case ADJ_COLL_ALL_GATHER: return p * m;
+  case ADJ_COLL_REDUCE_SCATTER: return 2.0 * (p - 1) * m;
+  case ADJ_COLL_BROADCAST: return p > 1 ? m : 0;
+  default: return p > 1 ? 2.0 * m : 0;
+  }
 }
 
-double adj_pp_message_floats(const adj_ffn_shape *s) { return s->layers * 2.0 * (double)s->k * s->batch; }
+static double adj_ffn_message_floats(const adj_ffn_shape *s, bool tp) {
+  adj_table2_row rows[4];
+  double layer = 0;
+  for (int i = 0, n = adj_table2(s, tp, rows); i < n; i++)
+    layer += adj_counted_floats(rows[i].collective, rows[i].m, s->p);
+  return s->layers * layer;
+}
+
+double adj_tp_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, true); }
+
+double adj_pp_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, false); }
 
 double adj_energy(double p_busy, double p_idle, double t_comp, double t_comm) {
   return p_busy * t_comp + p_idle * t_comm;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "adjoin/broadcast.h"
+#include "broadcast_impl.h"
 #include "op_impl.h"
 
 typedef enum adj_sum_algorithm {
@@ -204,10 +205,12 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, adj_sum_algorithm
   return ADJ_SUCCESS;
 }
 
-static int adj_bcast_plan_sums(adj_op *op) {
+/* `chosen` is the creator's algorithm; AUTO leaves the choice to the
+ * environment and the block size. */
+static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen) {
   adj_bcast *b = op->impl;
-  adj_sum_algorithm forced;
-  ADJ_CALL(adj_sum_algorithm_from_env(&forced));
+  adj_sum_algorithm forced = chosen;
+  if (forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&forced));
   size_t esize = adj_dtype_size(op->dtype);
   if (b->root_comm != MPI_COMM_NULL)
     ADJ_CALL(adj_sum_plan_create(op->name, b, forced, b->root_comm, b->source_count, esize, true, &b->root_sum));
@@ -383,8 +386,8 @@ static int adj_bcast_plan(const char *name, bool swapped, adj_dtype dtype, const
 
 /* Creates the operator once the shared arguments are validated.  Broadcast
  * terms throughout: x on P_x is the source, py the destination partition. */
-static int adj_bcast_create(const char *name, bool swapped, adj_dtype dtype, const adj_decomposition *x,
-                            const adj_partition *py, adj_op **op) {
+static int adj_bcast_create(const char *name, bool swapped, adj_sum_algorithm chosen, adj_dtype dtype,
+                            const adj_decomposition *x, const adj_partition *py, adj_op **op) {
   const adj_partition *px = adj_decomposition_partition(x);
   MPI_Comm base = adj_partition_base_comm(px);
   int rank = adj_decomposition_rank(x);
@@ -411,7 +414,7 @@ static int adj_bcast_create(const char *name, bool swapped, adj_dtype dtype, con
   }
   status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
   free(members);
-  if (!status) status = adj_bcast_plan_sums(*op);
+  if (!status) status = adj_bcast_plan_sums(*op, chosen);
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);
   return status;
@@ -439,10 +442,16 @@ static int adj_bcast_validate(const char *name, adj_dtype dtype, const adj_decom
 
 int adj_broadcast_create(adj_dtype dtype, const adj_decomposition *x, const adj_partition *p_y, adj_op **op) {
   ADJ_CALL(adj_bcast_validate("broadcast", dtype, x, p_y, op));
-  return adj_bcast_create("broadcast", false, dtype, x, p_y, op);
+  return adj_bcast_create("broadcast", false, ADJ_SUM_AUTO, dtype, x, p_y, op);
+}
+
+int adj_broadcast_create_summing_by_all_reduce(adj_dtype dtype, const adj_decomposition *x, const adj_partition *p_y,
+                                               adj_op **op) {
+  ADJ_CALL(adj_bcast_validate("broadcast", dtype, x, p_y, op));
+  return adj_bcast_create("broadcast", false, ADJ_SUM_ALLREDUCE, dtype, x, p_y, op);
 }
 
 int adj_sum_reduce_create(adj_dtype dtype, const adj_partition *p_x, const adj_decomposition *y, adj_op **op) {
   ADJ_CALL(adj_bcast_validate("sum-reduce", dtype, y, p_x, op));
-  return adj_bcast_create("sum-reduce", true, dtype, y, p_x, op);
+  return adj_bcast_create("sum-reduce", true, ADJ_SUM_AUTO, dtype, y, p_x, op);
 }

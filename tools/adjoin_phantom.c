@@ -175,7 +175,7 @@ static void print_energy(const phantom_args *a, const adj_comm_model *m) {
          a->tp_measured || a->pp_measured ? "measured where given" : "from flops at --gflops",
          a->tp_measured || a->pp_measured ? "measured where given" : "modelled");
   printf("  %-4s %12s %12s %14s %14s %12s\n", "", "t_comp (s)", "t_comm (s)", "e/rank (J)", "e, p ranks (J)",
-         "floats sent");
+         "floats moved");
   const double *times[2] = {tp, pp};
   const char *names[2] = {"TP", "PP"};
   double floats[2] = {adj_tp_message_floats(s), adj_pp_message_floats(s)};

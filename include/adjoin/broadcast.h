@@ -29,7 +29,9 @@
  * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root
  * measured 3-6x slower than its all-reduce at 1-8 MB), or reduce-scatter +
  * gather.
- * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter forces one;
+ * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter forces one
+ * (except in the tensor-parallel layer of phantom.h, whose broadcast always
+ * sums by all-reduce);
  * adj_op_algorithm names the choice.  An all-reduce or reduce-scatter leaf
  * keeps a scratch block (the whole block, or its chunk).  A reduce-scatter's
  * gather is posted by adj_op_end, so a split-phase application overlaps only

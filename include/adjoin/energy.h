@@ -83,8 +83,12 @@ double adj_pp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s);
 /* GEMM flops per rank per iteration (forward and backward, all layers). */
 double adj_tp_flops(const adj_ffn_shape *s);
 double adj_pp_flops(const adj_ffn_shape *s);
-/* Floats each rank sends through Table II's collectives per iteration (the
- * message sizes m summed): TP 2 n N + 2 n/p N, PP 2 k N, per layer. */
+/* Floats each rank moves (sends plus receives) through Table II's
+ * collectives per iteration, mean over the ranks, counted as adjoin's
+ * operators count them, so it equals what adj_phantom_layer_counters report
+ * for layers whose backward computes dx (test t324).  Per layer, p > 1:
+ * TP n N (broadcast) + n N (all-gather) + 2 n N (all-reduce)
+ * + 2 (p-1)/p n N (reduce-scatter); PP p k N + 2 (p-1) k N. */
 double adj_tp_message_floats(const adj_ffn_shape *s);
 double adj_pp_message_floats(const adj_ffn_shape *s);
 

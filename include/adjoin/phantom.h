@@ -21,16 +21,22 @@
  * nothing else.  The layer equals the dense n_out x n_in affine layer whose
  * block (j, j) is L_j and whose block (j, i) is D_ij C_i.
  *
- * Tensor-parallel layer (the dense baseline, W split by output rows):
+ * Tensor-parallel layer (the dense baseline, W split by output rows), with
+ * exactly paper Table II's collectives per layer and step:
  *
- *   X   = AllGather(x_0, ..., x_{p-1})    (N, n_in) on every rank
+ *   G   = AllGather(x_0, ..., x_{p-1})    (N, n_in) on every rank    all-gather n_j^in x N
+ *   X   = Broadcast(G on the first rank)  (N, n_in) on every rank    broadcast n_in x N
  *   y_j = X W_j^T + b_j                   W_j (n_j^out, n_in)
  *
- * backward reduce-scatters the partial input gradients dy_j W_j, so it moves
- * n_j^in x N per rank each way.  Paper Table II lists a further Broadcast and
- * All-Reduce of n x N per layer for its TP (it keeps the whole layer on each
- * rank); the energy model (energy.h) charges those as printed, this layer
- * does not need them because its input and output stay sharded.
+ * backward: dX = dy_j W_j; the broadcast's adjoint sums the p partial dX onto
+ * the first rank's copy by an all-reduce (all-reduce n_in x N; the other
+ * ranks' sums are dropped, as the broadcast read only the first rank's G);
+ * the all-gather's adjoint reduce-scatters that gradient onto the shards
+ * (reduce-scatter n_j^in x N).  The broadcast is Table II's "global layer on
+ * each rank": the sharded ends do not need it, and the layer performs it so
+ * the baseline costs what the paper's TP costs.  A backward without dx (a
+ * network's first layer) skips the all-reduce and reduce-scatter, which only
+ * serve the input gradient.
  *
  * Parameters (global layouts, so adj_layer_set/get_parameter and checkpoints
  * work):
@@ -77,8 +83,11 @@ int adj_phantom_layer_create(const adj_phantom_layer_config *config, adj_layer *
 int adj_tp_layer_create(const adj_phantom_layer_config *config, adj_layer **layer);
 
 /* Bytes and messages this worker's collectives moved since creation or the
- * last reset (the layer's only communication: one all-gather and its
- * adjoint).  ADJ_ERR_ARG for a layer not made by the functions above. */
+ * last reset, summed over the layer's operators (the layer's only
+ * communication): the phantom's all-gather and its adjoint; tp's all-gather
+ * and broadcast and their adjoints.  The applications count each operator's
+ * (tp: 2 per forward, 2 per backward with dx).  ADJ_ERR_ARG for a layer not
+ * made by the functions above. */
 int adj_phantom_layer_counters(const adj_layer *layer, adj_op_counters *counters);
 int adj_phantom_layer_reset_counters(adj_layer *layer);
 /* Wall seconds this worker spent inside the collective's calls (posting and

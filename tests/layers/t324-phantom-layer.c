@@ -3,10 +3,14 @@
  * (the n_out x n_in affine map whose block (j, j) is L_j and block (j, i) is
  * D_ij C_i, or W itself) in output, jvp, input gradient and every parameter
  * gradient (float64, 1e-12); Jacobian dot-product and Taylor tests; counted
- * bytes per layer and step equal the k x N all-gather and reduce-scatter
- * (phantom) or the n/p x N ones (tp), also summed over a stack; parameter
- * sizes of the size API equal the allocated blocks; bad configurations fail
- * on every rank with a message naming the bad value.
+ * bytes, messages and applications per layer, forward and backward apart,
+ * equal paper Table II's collectives computed here from the layer's shapes:
+ * the phantom's k x N all-gather and reduce-scatter, tp's broadcast of
+ * n x N and all-gather of n_j x N forward and all-reduce of n x N and
+ * reduce-scatter of n_j x N backward; the same summed over a stack of each;
+ * their mean over ranks equals the energy model's volume (energy.h);
+ * parameter sizes of the size API equal the allocated blocks; bad
+ * configurations fail on every rank with a message naming the bad value.
  *
  * Widths 13 and 11 are prime, so blocks are uneven at every p > 1; one case
  * cuts the input unevenly (quadratic cuts), two have n_in != n_out, and one
@@ -188,42 +192,126 @@ static void ph_compare_dense(adj_test *t, const char *label, adj_layer *layer, c
 
 /* ---- counted bytes ------------------------------------------------------------------------ */
 
-/* Expected counters of one forward + backward on this rank: the phantom's
- * all-gather of k x N (sent k N, received (p-1) k N) and its reduce-scatter
- * (sent (p-1) k N, received (p-1) k N); tp's the same on n_j x N blocks. */
-static void ph_expected_bytes(adj_layer *layer, const ph_case *c, bool tp, int64_t steps, uint64_t *sent,
-                              uint64_t *received) {
+/* What one rank's counters show for one collective, in elements and messages. */
+typedef struct ph_traffic {
+  int64_t sent, received, messages_sent, messages_received, applications;
+} ph_traffic;
+
+static void ph_add(ph_traffic *t, int64_t sent, int64_t received, bool sends, bool receives) {
+  t->sent += sent, t->received += received;
+  t->messages_sent += sends, t->messages_received += receives;
+  t->applications++;
+}
+
+/* Paper Table II's collectives as adjoin's operators count them on this rank,
+ * for a group of p ranks.  own is this rank's chunk of an all-gather or
+ * reduce-scatter (Table II's m = n/p x N or k x N), whole the gathered size
+ * (p chunks) or the broadcast / all-reduced block (Table II's m = n x N).
+ * One message per direction and collective; on one rank a broadcast and an
+ * all-reduce are local copies and count nothing. */
+static void ph_all_gather(ph_traffic *t, int64_t own, int64_t whole) { ph_add(t, own, whole - own, true, true); }
+static void ph_reduce_scatter(ph_traffic *t, int p, int64_t own, int64_t whole) {
+  ph_add(t, whole - own, own * (p - 1), true, true);
+}
+static void ph_broadcast(ph_traffic *t, int p, bool root, int64_t whole) {
+  ph_add(t, p > 1 && root ? whole : 0, p > 1 && !root ? whole : 0, p > 1 && root, p > 1 && !root);
+}
+static void ph_all_reduce(ph_traffic *t, int p, int64_t whole) {
+  ph_add(t, p > 1 ? whole : 0, p > 1 ? whole : 0, p > 1, p > 1);
+}
+
+/* Expected traffic of one layer's forward (fwd) and backward with dx (bwd)
+ * on this rank, from the layer's shapes: phantom, an all-gather and a
+ * reduce-scatter of k x N per rank; tp, Table II's broadcast of n x N and
+ * all-gather of n_j x N forward, all-reduce of n x N and reduce-scatter of
+ * n_j x N backward. */
+static void ph_expected_traffic(adj_layer *layer, const ph_case *c, bool tp, ph_traffic *fwd, ph_traffic *bwd) {
+  *fwd = *bwd = (ph_traffic){0};
   const adj_decomposition *in = adj_layer_input_layout(layer);
-  int p = adj_partition_shape(adj_decomposition_partition(in))[1];
-  if (!adj_partition_active(adj_decomposition_partition(in))) { /* an inactive worker moves nothing */
-    *sent = *received = 0;
-    return;
-  }
-  int64_t own = tp ? adj_decomposition_local_block(in).extent[1] : c->k, all = tp ? c->n_in : p * c->k;
-  int64_t es = (int64_t)adj_dtype_size(adj_layer_dtype(layer)), n = c->batch;
-  *sent = (uint64_t)(steps * (own + (all - own)) * n * es);
-  *received = (uint64_t)(steps * ((all - own) + own * (p - 1)) * n * es);
+  const adj_partition *px = adj_decomposition_partition(in);
+  bool active = adj_partition_active(px);
+  int p = adj_partition_shape(px)[1];
+  int64_t n = c->batch, own = tp ? adj_decomposition_local_block(in).extent[1] * n : c->k * n;
+  int64_t whole = tp ? c->n_in * n : p * c->k * n;
+  if (tp) ph_broadcast(fwd, p, active && adj_partition_coords(px)[1] == 0, whole), ph_all_reduce(bwd, p, whole);
+  ph_all_gather(fwd, own, whole);
+  ph_reduce_scatter(bwd, p, own, whole);
+  if (active) return;
+  /* An inactive worker takes part in every application and moves nothing. */
+  *fwd = (ph_traffic){.applications = fwd->applications};
+  *bwd = (ph_traffic){.applications = bwd->applications};
+}
+
+static void ph_accumulate(ph_traffic *into, const ph_traffic *t) {
+  into->sent += t->sent, into->received += t->received, into->applications += t->applications;
+  into->messages_sent += t->messages_sent, into->messages_received += t->messages_received;
+}
+
+static ph_traffic ph_counted(const adj_op_counters *now, const adj_op_counters *before, int64_t es) {
+  return (ph_traffic){.sent = (int64_t)(now->bytes_sent - before->bytes_sent) / es,
+                      .received = (int64_t)(now->bytes_received - before->bytes_received) / es,
+                      .messages_sent = (int64_t)(now->messages_sent - before->messages_sent),
+                      .messages_received = (int64_t)(now->messages_received - before->messages_received),
+                      .applications = (int64_t)(now->forward_applications + now->adjoint_applications -
+                                                before->forward_applications - before->adjoint_applications)};
+}
+
+static bool ph_same(const ph_traffic *a, const ph_traffic *b) {
+  return a->sent == b->sent && a->received == b->received && a->messages_sent == b->messages_sent &&
+         a->messages_received == b->messages_received && a->applications == b->applications;
+}
+
+/* One direction's counted traffic against the expected, reported for rank 0
+ * and checked on every rank. */
+static void ph_check_traffic(adj_test *t, const char *label, const char *direction, const ph_traffic *got,
+                             const ph_traffic *want) {
+  adj_test_report(t, "  %-44s %s: sent %lld received %lld elements, %lld/%lld messages (rank 0; expected %lld, %lld, "
+                  "%lld/%lld)", label, direction, (long long)got->sent, (long long)got->received,
+                  (long long)got->messages_sent, (long long)got->messages_received, (long long)want->sent,
+                  (long long)want->received, (long long)want->messages_sent, (long long)want->messages_received);
+  ADJ_TEST_CHECK(t, ph_same(got, want),
+                 "%s %s on rank %d: counted sent %lld received %lld, %lld/%lld messages, %lld applications; "
+                 "expected %lld, %lld, %lld/%lld, %lld", label, direction, t->rank, (long long)got->sent,
+                 (long long)got->received, (long long)got->messages_sent, (long long)got->messages_received,
+                 (long long)got->applications, (long long)want->sent, (long long)want->received,
+                 (long long)want->messages_sent, (long long)want->messages_received, (long long)want->applications);
+}
+
+/* The mean over the layer's ranks of the counted elements (sent plus
+ * received) against the energy model's volume for the same layer (energy.h),
+ * so adjoin-phantom's figures are what the layers move. */
+static void ph_check_model(adj_test *t, const char *label, adj_layer *layer, const ph_case *c, bool tp,
+                           const ph_traffic *fwd, const ph_traffic *bwd) {
+  const adj_partition *px = adj_decomposition_partition(adj_layer_input_layout(layer));
+  int p = adj_partition_shape(px)[1];
+  double mine = (double)(fwd->sent + fwd->received + bwd->sent + bwd->received), all = 0;
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+  adj_ffn_shape shape = {.n = c->n_in, .p = p, .k = c->k, .layers = 1, .batch = c->batch};
+  double model = tp ? adj_tp_message_floats(&shape) : adj_pp_message_floats(&shape), mean = all / p;
+  adj_test_report(t, "  %-44s elements moved per rank and step %.1f, energy model %.1f", label, mean, model);
+  ADJ_TEST_CHECK(t, fabs(mean - model) <= 1e-9 * model,
+                 "%s: the layer moved %.3f elements per rank, the model says %.3f",
+                 label, mean, model);
 }
 
 static void ph_check_bytes(adj_test *t, const char *label, adj_layer *layer, const ph_case *c, bool tp) {
   adj_tensor x, y, dx;
   adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx), adj_layer_create_output(layer, &y);
+  int64_t es = (int64_t)adj_dtype_size(adj_layer_dtype(layer));
+  adj_op_counters zero = {0}, after_forward = {0}, after_backward = {0};
   ADJ_TEST_OK(t, adj_phantom_layer_reset_counters(layer));
   ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+  ADJ_TEST_OK(t, adj_phantom_layer_counters(layer, &after_forward));
   ADJ_TEST_OK(t, adj_layer_backward(layer, &y, &dx));
-  adj_op_counters got = {0};
-  ADJ_TEST_OK(t, adj_phantom_layer_counters(layer, &got));
-  uint64_t sent, received;
-  ph_expected_bytes(layer, c, tp, 1, &sent, &received);
-  adj_test_report(t, "  %-44s bytes per step: sent %llu received %llu (rank 0; expected %llu, %llu)", label,
-                  (unsigned long long)got.bytes_sent, (unsigned long long)got.bytes_received,
-                  (unsigned long long)sent, (unsigned long long)received);
-  ADJ_TEST_CHECK(t, got.bytes_sent == sent && got.bytes_received == received && got.forward_applications == 1 &&
-                        got.adjoint_applications == 1,
-                 "%s: counted sent %llu received %llu (fwd %llu adj %llu), expected %llu and %llu", label,
-                 (unsigned long long)got.bytes_sent, (unsigned long long)got.bytes_received,
-                 (unsigned long long)got.forward_applications, (unsigned long long)got.adjoint_applications,
-                 (unsigned long long)sent, (unsigned long long)received);
+  ADJ_TEST_OK(t, adj_phantom_layer_counters(layer, &after_backward));
+  ph_traffic want_fwd, want_bwd, got_fwd = ph_counted(&after_forward, &zero, es),
+                                 got_bwd = ph_counted(&after_backward, &after_forward, es);
+  ph_expected_traffic(layer, c, tp, &want_fwd, &want_bwd);
+  ph_check_traffic(t, label, "forward ", &got_fwd, &want_fwd);
+  ph_check_traffic(t, label, "backward", &got_bwd, &want_bwd);
+  ph_check_model(t, label, layer, c, tp, &got_fwd, &got_bwd);
   adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dx);
 }
 
@@ -264,10 +352,11 @@ static void check_case(adj_test *t, const ph_case *c, bool tp) {
   adj_decomposition_destroy(&input);
 }
 
-/* A stack of phantom layers with ReLU between them: each layer takes the
- * previous one's output layout as it is (no repartition), and the counted
- * bytes of a step are the layers' k x N collectives and nothing more. */
-static void test_stack(adj_test *t) {
+/* A stack of phantom (or tp) layers with ReLU between them: each layer takes
+ * the previous one's output layout as it is (no repartition), and the counted
+ * traffic of a step (input gradient asked of every layer) is the layers' own
+ * collectives and nothing more. */
+static void test_stack(adj_test *t, bool tp) {
   enum { DEPTH = 3 };
   const ph_case c = {6, 13, 13, 2, true, false, false, false};
   adj_decomposition *input = ph_input(t, &c);
@@ -275,7 +364,8 @@ static void test_stack(adj_test *t) {
   const adj_decomposition *at = input;
   for (int l = 0; at && l < DEPTH; l++) {
     adj_phantom_layer_config config = ph_config(&c, at, ADJ_FLOAT64);
-    ADJ_TEST_OK(t, adj_phantom_layer_create(&config, &layers[2 * l]));
+    adj_layer **layer = &layers[2 * l];
+    ADJ_TEST_OK(t, tp ? adj_tp_layer_create(&config, layer) : adj_phantom_layer_create(&config, layer));
     if (!layers[2 * l]) return;
     ADJ_TEST_OK(t, adj_activation_layer_create(&(adj_activation_layer_config){.dtype = ADJ_FLOAT64,
                                                    .input = adj_layer_output_layout(layers[2 * l]),
@@ -301,19 +391,18 @@ static void test_stack(adj_test *t) {
   adj_rng_destroy(&rng);
   for (int i = 0; i < 2 * DEPTH; i++) ADJ_TEST_OK(t, adj_layer_forward(layers[i], &acts[i], &acts[i + 1]));
   for (int i = 2 * DEPTH - 1; i >= 0; i--) ADJ_TEST_OK(t, adj_layer_backward(layers[i], &grads[i + 1], &grads[i]));
-  uint64_t sent = 0, received = 0, want_sent, want_received;
+  int64_t es = (int64_t)sizeof(double);
+  ph_traffic got = {0}, want = {0}, fwd, bwd;
   for (int l = 0; l < DEPTH; l++) {
-    adj_op_counters got;
-    adj_phantom_layer_counters(layers[2 * l], &got);
-    sent += got.bytes_sent, received += got.bytes_received;
+    adj_op_counters counted, zero = {0};
+    ADJ_TEST_OK(t, adj_phantom_layer_counters(layers[2 * l], &counted));
+    ph_traffic one = ph_counted(&counted, &zero, es);
+    ph_expected_traffic(layers[2 * l], &c, tp, &fwd, &bwd);
+    ph_accumulate(&got, &one), ph_accumulate(&want, &fwd), ph_accumulate(&want, &bwd);
   }
-  ph_expected_bytes(layers[0], &c, false, DEPTH, &want_sent, &want_received);
-  adj_test_report(t, "  stack of %d phantom+ReLU layers p=%d n=13 k=2 N=6: bytes sent %llu received %llu per step "
-                  "(rank 0; expected %llu, %llu)", DEPTH, t->size, (unsigned long long)sent,
-                  (unsigned long long)received, (unsigned long long)want_sent, (unsigned long long)want_received);
-  ADJ_TEST_CHECK(t, sent == want_sent && received == want_received,
-                 "stack: counted %llu/%llu bytes, expected %llu/%llu", (unsigned long long)sent,
-                 (unsigned long long)received, (unsigned long long)want_sent, (unsigned long long)want_received);
+  char label[96];
+  snprintf(label, sizeof label, "stack of %d %s+ReLU p=%d n=13 k=2 N=6", DEPTH, tp ? "tp" : "phantom", t->size);
+  ph_check_traffic(t, label, "step", &got, &want);
   for (int i = 0; i <= 2 * DEPTH; i++) adj_tensor_destroy(&acts[i]), adj_tensor_destroy(&grads[i]);
   for (int i = 0; i < 2 * DEPTH; i++) adj_layer_destroy(&layers[i]);
   adj_decomposition_destroy(&input);
@@ -380,7 +469,8 @@ int main(int argc, char **argv) {
   adj_test_report(&t, "t324 on %d ranks (float64 unless noted)", t.size);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&t, &cases[i], false);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&t, &cases[i], true);
-  test_stack(&t);
+  test_stack(&t, false);
+  test_stack(&t, true);
   test_float32(&t);
   test_errors(&t);
   return adj_test_finish(&t);

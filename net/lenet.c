@@ -39,24 +39,37 @@ static const lenet_layout lenet_layouts[] = {
 };
 enum { LENET_N_LAYOUTS = sizeof lenet_layouts / sizeof lenet_layouts[0], LENET_MAX_STAGES = 24 };
 
-static const lenet_layout *lenet_find(const char *name) {
+/* A named layout, or a grid "RxC": the integrated layout of the parallelism
+ * spec with image rows over R and the batch over C in the convolutions and
+ * pools, and 1.5D affine layers on R x C (hybrid4-batch is 2x2).  False for
+ * anything else. */
+static bool lenet_find(const char *name, lenet_layout *out) {
   for (int i = 0; name && i < LENET_N_LAYOUTS; i++)
-    if (!strcmp(name, lenet_layouts[i].name)) return &lenet_layouts[i];
-  return NULL;
+    if (!strcmp(name, lenet_layouts[i].name)) return *out = lenet_layouts[i], true;
+  int rows, cols;
+  char tail;
+  if (!name || sscanf(name, "%dx%d%c", &rows, &cols, &tail) != 2 || rows < 1 || cols < 1 || rows > 10 ||
+      cols > 4096)
+    return false;
+  *out = (lenet_layout){name, rows * cols, {rows, 1}, 1, 1, {1, 1, 1}, {rows, cols}, cols};
+  return true;
 }
 
 int adj_lenet_layout_ranks(const char *layout) {
-  const lenet_layout *l = lenet_find(layout);
-  return l ? l->ranks : 0;
+  lenet_layout l;
+  return lenet_find(layout, &l) ? l.ranks : 0;
 }
 
-const char *adj_lenet_layout_names(void) { return "sequential, dist2, dist4, dist8, hybrid4, hybrid4-batch"; }
+const char *adj_lenet_layout_names(void) {
+  return "sequential, dist2, dist4, dist8, hybrid4, hybrid4-batch, RxC (a grid, R <= 10)";
+}
 
 /* ---- the builder's state ------------------------------------------------------------ */
 
 typedef struct lenet_build {
   const adj_lenet_config *config;
-  const lenet_layout *layout;
+  const lenet_layout *layout; /* points at `resolved` */
+  lenet_layout resolved;
   adj_decomposition *current; /* owned reference: the layout the next stage takes */
   adj_layer *stages[LENET_MAX_STAGES];
   int n;
@@ -198,9 +211,9 @@ static int lenet_stages(lenet_build *b) {
 /* ---- public --------------------------------------------------------------------------- */
 
 /* Checks every rank can make from the shared arguments alone. */
-static int lenet_check(const adj_lenet_config *c, const lenet_layout **layout) {
+static int lenet_check(const adj_lenet_config *c, lenet_layout *resolved, const lenet_layout **layout) {
   ADJ_CHECK(c, ADJ_ERR_ARG, "lenet: config is NULL");
-  *layout = lenet_find(c->layout);
+  *layout = lenet_find(c->layout, resolved) ? resolved : NULL;
   ADJ_CHECK(*layout, ADJ_ERR_ARG, "lenet: unknown layout '%s' (expected one of: %s)", c->layout ? c->layout : "(null)",
             adj_lenet_layout_names());
   int size;
@@ -219,7 +232,7 @@ int adj_lenet_create(const adj_lenet_config *c, adj_layer **network) {
   ADJ_CHECK(c && network, ADJ_ERR_ARG, "LeNet-5: config and output network pointer are required");
   *network = NULL;
   lenet_build b = {.config = c};
-  ADJ_CALL(lenet_check(c, &b.layout));
+  ADJ_CALL(lenet_check(c, &b.resolved, &b.layout));
   int status = lenet_stages(&b);
   char name[64];
   snprintf(name, sizeof name, "lenet5-%s", c->layout);

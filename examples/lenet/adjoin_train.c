@@ -59,7 +59,8 @@ static const char usage[] =
     "  --dtype f32|f64       [f32]\n"
     "  --model lenet|mlp     LeNet-5, or ShallowSpeed's MLP 784-128-127-126-125-124-123-10 [lenet]\n"
     "  --layout NAME         LeNet-5: sequential, dist2, dist4, dist8, hybrid4,\n"
-    "                        hybrid4-batch [sequential on 1 rank, distN on N];\n"
+    "                        hybrid4-batch, or a grid RxC (rows x batch in the convolutions,\n"
+    "                        1.5D affine layers) [sequential on 1 rank, distN on N];\n"
     "                        MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN on N ranks];\n"
     "                        either: dp (a sequential replica per rank)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
@@ -199,13 +200,29 @@ static int apply_option(train_options *o, int c, const char *arg) {
 
 static bool is_mlp(const train_options *o) { return !strcmp(o->model, "mlp"); }
 
-/* An MLP layout: "sequential" (0 x 0) or a grid "PrxPc"; false otherwise. */
-static bool mlp_grid(const char *layout, int *rows, int *cols) {
-  *rows = *cols = 0;
-  if (!strcmp(layout, "sequential")) return true;
+/* A grid layout "PrxPc"; false otherwise. */
+static bool grid_layout(const char *layout, int *rows, int *cols) {
   char tail;
   return sscanf(layout, "%dx%d%c", rows, cols, &tail) == 2 && *rows >= 1 && *cols >= 1 && *rows <= 4096 &&
          *cols <= 4096;
+}
+
+/* An MLP layout: "sequential" (0 x 0) or a grid; false otherwise. */
+static bool mlp_grid(const char *layout, int *rows, int *cols) {
+  *rows = *cols = 0;
+  return !strcmp(layout, "sequential") || grid_layout(layout, rows, cols);
+}
+
+/* A grid P_r x P_c runs as P_c data-parallel replicas of P_r x 1: the same
+ * split of batch and features, with the weight gradients summed over P_c by
+ * the bucketed reducer, overlapped with the backward (issue 13 item 1). */
+static void grid_as_replicas(train_options *o) {
+  static char replica_layout[32];
+  int rows, cols;
+  if (!grid_layout(o->layout, &rows, &cols) || cols == 1) return;
+  snprintf(replica_layout, sizeof replica_layout, "%dx1", rows);
+  o->layout = replica_layout;
+  o->replicas = (o->replicas ? o->replicas : 1) * cols;
 }
 
 /* Ranks the model's layout needs, 0 for an unknown layout (and a message). */
@@ -213,6 +230,10 @@ static int layout_ranks(const train_options *o) {
   int rows, cols, need = 0;
   if (is_mlp(o)) need = mlp_grid(o->layout, &rows, &cols) ? (rows ? rows * cols : 1) : 0;
   else need = adj_lenet_layout_ranks(o->layout);
+  if (need && is_mlp(o) && rows > 10) {
+    complain("MLP layout %s puts %d feature workers on the 10 classes (at most 10)\n", o->layout, rows);
+    return 0;
+  }
   if (!need && is_mlp(o)) complain("no MLP layout '%s' (sequential, a grid PrxPc such as 2x3, or dp)\n", o->layout);
   else if (!need) complain("no layout '%s' (layouts: %s, dp)\n", o->layout, adj_lenet_layout_names());
   return need;
@@ -232,6 +253,7 @@ static int check_options(train_options *o, int ranks) {
     }
     o->layout = "sequential", o->replicas = ranks;
   }
+  grid_as_replicas(o);
   if (!o->replicas) o->replicas = 1;
   int need = layout_ranks(o);
   if (!need) return -1;

@@ -41,7 +41,9 @@
  * hybrid4-batch also splits the convolutions and pools over the batch: rows
  * of the image over 2 workers and the batch over 2 (the integrated
  * model/batch/domain layout of the parallelism spec), so the batch must have
- * at least 2 samples.
+ * at least 2 samples.  Any grid "RxC" (R <= 10 for the 10 classes) is that
+ * layout on R x C ranks: rows over R and the batch over C in the convolutions
+ * and pools, 1.5D affine layers on R x C; hybrid4-batch is "2x2".
  * A communicator larger than the layout leaves the extra ranks idle (zero
  * volume everywhere); a smaller one is an error.
  *

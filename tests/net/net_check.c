@@ -58,8 +58,8 @@ double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
 }
 
 int nc_layouts_fitting(int size, const char **layouts) {
-  static const char *const all[NC_MAX_LAYOUTS - 1] = {"sequential", "dist2",  "dist4",
-                                                      "hybrid4",    "hybrid4-batch", "dist8"};
+  static const char *const all[NC_MAX_LAYOUTS - 1] = {"sequential",    "dist2", "dist4", "hybrid4",
+                                                      "hybrid4-batch", "dist8", "4x2"};
   int n = 0;
   for (int i = 0; i < NC_MAX_LAYOUTS - 1; i++)
     if (adj_lenet_layout_ranks(all[i]) <= size) layouts[n++] = all[i];

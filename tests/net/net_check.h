@@ -35,7 +35,7 @@ void nc_write_file(const char *path, const void *data, long size);
 
 /* The LeNet-5 layouts that fit the world size, by the ranks they need (the
  * widest last), NULL-terminated: `layouts` holds NC_MAX_LAYOUTS entries. */
-enum { NC_MAX_LAYOUTS = 7 };
+enum { NC_MAX_LAYOUTS = 8 };
 int nc_layouts_fitting(int size, const char **layouts);
 
 /* A temporary directory /tmp/adjoin-TAG-XXXXXX made on rank 0, its name

@@ -207,15 +207,18 @@ static double adj_plan_log2(int64_t q) {
 typedef struct adj_plan_ctx {
   const adj_plan_config *c;
   double word;   /* bytes per element */
-  double alpha, beta;
+  double alpha, beta;                       /* point to point: the halo exchanges */
+  double collective_alpha, collective_beta; /* every other class */
 } adj_plan_ctx;
 
 /* Adds `times` collectives of `latency` messages each and `words` per worker. */
 static void adj_plan_charge(const adj_plan_ctx *x, adj_plan_layer_cost *cost, int kind, double times, double latency,
                             double words) {
+  bool p2p = kind == ADJ_PLAN_HALO;
+  double alpha = p2p ? x->alpha : x->collective_alpha, beta = p2p ? x->beta : x->collective_beta;
   cost->messages[kind] += times * latency;
   cost->words[kind] += times * words;
-  cost->time[kind] += times * (x->alpha * latency + x->beta * x->word * words);
+  cost->time[kind] += times * (alpha * latency + beta * x->word * words);
 }
 
 /* 001 eq. (8) terms of one layer on p_r x p_c (eq. 4 uses 3 for gather + dX). */
@@ -307,6 +310,11 @@ static int adj_plan_check(const adj_plan_network *net, const adj_plan_config *c,
   ADJ_CHECK(c->alpha > 0 && isfinite(c->alpha), ADJ_ERR_ARG, "plan: alpha %g must be > 0 (seconds per message)",
             c->alpha);
   ADJ_CHECK(c->beta > 0 && isfinite(c->beta), ADJ_ERR_ARG, "plan: beta %g must be > 0 (seconds per byte)", c->beta);
+  bool none = c->collective_alpha == 0 && c->collective_beta == 0;
+  ADJ_CHECK(none || (c->collective_alpha > 0 && c->collective_beta > 0 && isfinite(c->collective_alpha) &&
+                     isfinite(c->collective_beta)),
+            ADJ_ERR_ARG, "plan: collective alpha %g and beta %g must both be > 0 (or both 0: alpha and beta)",
+            c->collective_alpha, c->collective_beta);
   ADJ_CHECK(c->word_bytes >= 0, ADJ_ERR_ARG, "plan: word size %d bytes must be > 0", c->word_bytes);
   ADJ_CHECK(p_r >= 1 && p_c >= 1 && (int64_t)p_r * p_c == c->p, ADJ_ERR_ARG,
             "plan: grid %dx%d has %lld workers but P = %d", p_r, p_c, (long long)p_r * p_c, c->p);
@@ -354,7 +362,10 @@ int adj_plan_evaluate(const adj_plan_network *net, const adj_plan_config *c, int
   ADJ_CHECK(result, ADJ_ERR_ARG, "plan: result pointer is NULL");
   *result = (adj_plan_result){0};
   ADJ_CALL(adj_plan_check(net, c, p_r, p_c));
-  adj_plan_ctx x = {.c = c, .word = c->word_bytes ? c->word_bytes : 4, .alpha = c->alpha, .beta = c->beta};
+  bool collective = c->collective_alpha > 0;
+  adj_plan_ctx x = {.c = c, .word = c->word_bytes ? c->word_bytes : 4, .alpha = c->alpha, .beta = c->beta,
+                    .collective_alpha = collective ? c->collective_alpha : c->alpha,
+                    .collective_beta = collective ? c->collective_beta : c->beta};
   adj_plan_layer_cost *costs = calloc((size_t)net->n, sizeof *costs);
   ADJ_CHECK(costs, ADJ_ERR_MEM, "plan: out of memory for %d layers", net->n);
   *result = (adj_plan_result){.p_r = p_r, .p_c = p_c, .n = net->n, .layers = costs};
@@ -470,19 +481,38 @@ static int adj_plan_pingpong(MPI_Comm comm, int rank, adj_wait_policy policy, ch
   return ADJ_SUCCESS;
 }
 
-int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) {
-  int size, rank;
+/* Least-squares line t = c0 + c1 m through the sweep's sizes 8 << i. */
+static void adj_plan_fit_line(const double *t, double *c0, double *c1) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = ADJ_PLAN_SIZES;
+  for (int i = 0; i < ADJ_PLAN_SIZES; i++) {
+    double m = (double)(8 << i);
+    sx += m, sy += t[i], sxx += m * m, sxy += m * t[i];
+  }
+  *c1 = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  *c0 = (sy - *c1 * sx) / n;
+}
+
+/* Shared start of both sweeps: >= 2 ranks, repeats, the wait policy. */
+static int adj_plan_calibrate_setup(MPI_Comm comm, const char *what, int repeats, const double *alpha,
+                                    const double *beta, adj_wait_policy *policy) {
+  int size;
   MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  ADJ_CHECK(size >= 2, ADJ_ERR_ARG, "plan calibrate: needs at least 2 ranks, the communicator has %d", size);
-  ADJ_CHECK(repeats >= 1 && alpha && beta, ADJ_ERR_ARG, "plan calibrate: repeats %d must be >= 1", repeats);
+  ADJ_CHECK(size >= 2, ADJ_ERR_ARG, "plan calibrate %s: needs at least 2 ranks, the communicator has %d", what, size);
+  ADJ_CHECK(repeats >= 1, ADJ_ERR_ARG, "plan calibrate %s: repeats %d must be >= 1", what, repeats);
+  ADJ_CHECK(alpha && beta, ADJ_ERR_ARG, "plan calibrate %s: alpha or beta pointer is NULL", what);
+  return adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, policy);
+}
+
+int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) {
   adj_wait_policy policy;
-  ADJ_CALL(adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, &policy));
+  ADJ_CALL(adj_plan_calibrate_setup(comm, "ping-pong", repeats, alpha, beta, &policy));
+  int rank;
+  MPI_Comm_rank(comm, &rank);
   int largest = 8 << (ADJ_PLAN_SIZES - 1);
   char *buffer = calloc((size_t)largest, 1);
   ADJ_CALL(adj_status_agree(comm, buffer ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan calibrate: out of memory"),
                             policy));
-  double sx = 0, sy = 0, sxx = 0, sxy = 0, t[ADJ_PLAN_SIZES];
+  double t[ADJ_PLAN_SIZES];
   int status = ADJ_SUCCESS;
   for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++) status = adj_plan_pingpong(comm, rank, policy, buffer, 8 << i, repeats, &t[i]);
   free(buffer);
@@ -491,13 +521,7 @@ int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) 
   MPI_Request r;
   ADJ_CALL_MPI(MPI_Ibcast(t, ADJ_PLAN_SIZES, MPI_DOUBLE, 0, comm, &r));
   ADJ_CALL(adj_wait_all(1, &r, policy));
-  for (int i = 0; i < ADJ_PLAN_SIZES; i++) {
-    double m = (double)(8 << i);
-    sx += m, sy += t[i], sxx += m * m, sxy += m * t[i];
-  }
-  double n = ADJ_PLAN_SIZES, denom = n * sxx - sx * sx;
-  *beta = (n * sxy - sx * sy) / denom;
-  *alpha = (sy - *beta * sx) / n;
+  adj_plan_fit_line(t, alpha, beta);
   /* A fit dominated by the large messages can put the intercept below zero;
    * the smallest message's time is then the latency. */
   if (!(*alpha > 0)) *alpha = t[0];
@@ -505,22 +529,115 @@ int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) 
   return ADJ_SUCCESS;
 }
 
-int adj_plan_calibration_write(const char *path, double alpha, double beta) {
-  FILE *f = path ? fopen(path, "w") : NULL;
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot write calibration file '%s': %s", path ? path : "(NULL)", strerror(errno));
-  int bad = fprintf(f, "alpha %.9e\nbeta %.9e\n", alpha, beta) < 0;
+/* This rank's best time of `repeats` all-reduces of `count` doubles. */
+static int adj_plan_allreduce_time(MPI_Comm comm, adj_wait_policy policy, const double *send, double *recv, int count,
+                                   int repeats, double *best) {
+  *best = INFINITY;
+  for (int k = 0; k < repeats; k++) {
+    MPI_Request r;
+    double t0 = MPI_Wtime();
+    ADJ_CALL_MPI(MPI_Iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, comm, &r));
+    ADJ_CALL(adj_wait_all(1, &r, policy));
+    *best = fmin(*best, MPI_Wtime() - t0);
+  }
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibrate_allreduce(MPI_Comm comm, int repeats, double *alpha, double *beta) {
+  adj_wait_policy policy;
+  ADJ_CALL(adj_plan_calibrate_setup(comm, "all-reduce", repeats, alpha, beta, &policy));
+  int q;
+  MPI_Comm_size(comm, &q);
+  int largest = 1 << (ADJ_PLAN_SIZES - 1); /* doubles: 8 B << 19 = 4 MiB */
+  double *send = calloc((size_t)largest, sizeof *send), *recv = calloc((size_t)largest, sizeof *recv);
+  int status = send && recv ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan calibrate all-reduce: out of memory");
+  status = adj_status_agree(comm, status, policy);
+  double mine[ADJ_PLAN_SIZES], t[ADJ_PLAN_SIZES];
+  for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++)
+    status = adj_plan_allreduce_time(comm, policy, send, recv, 1 << i, repeats, &mine[i]);
+  free(send), free(recv);
+  ADJ_CALL(status);
+  /* A collective ends when its slowest rank does. */
+  MPI_Request r;
+  ADJ_CALL_MPI(MPI_Iallreduce(mine, t, ADJ_PLAN_SIZES, MPI_DOUBLE, MPI_MAX, comm, &r));
+  ADJ_CALL(adj_wait_all(1, &r, policy));
+  double c0, c1, latency = 2 * adj_plan_log2(q), volume = 2.0 * (q - 1) / q;
+  adj_plan_fit_line(t, &c0, &c1);
+  *alpha = (c0 > 0 ? c0 : t[0]) / latency;
+  *beta = c1 / volume;
+  ADJ_CHECK(*beta > 0, ADJ_ERR_NUMERIC, "plan calibrate all-reduce: fitted beta %g s/B is not positive", *beta);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_save(const char *path, const adj_plan_calibration *cal) {
+  FILE *f = path && cal ? fopen(path, "w") : NULL;
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot write calibration file '%s': %s", path ? path : "(NULL)",
+            cal ? strerror(errno) : "no calibration");
+  int bad = fprintf(f, "alpha %.9e\nbeta %.9e\n", cal->alpha, cal->beta) < 0;
+  if (cal->collective_ranks)
+    bad |= fprintf(f, "allreduce_alpha %.9e\nallreduce_beta %.9e\nallreduce_ranks %d\n", cal->collective_alpha,
+                   cal->collective_beta, cal->collective_ranks) < 0;
   bad |= fclose(f) != 0;
   ADJ_CHECK(!bad, ADJ_ERR_IO, "plan: writing calibration file '%s' failed", path);
   return ADJ_SUCCESS;
 }
 
-int adj_plan_calibration_read(const char *path, double *alpha, double *beta) {
-  FILE *f = path ? fopen(path, "r") : NULL;
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open calibration file '%s': %s", path ? path : "(NULL)", strerror(errno));
-  int got = fscanf(f, " alpha %lf beta %lf", alpha, beta);
-  fclose(f);
-  ADJ_CHECK(got == 2, ADJ_ERR_IO, "plan: calibration file '%s' is not 'alpha A beta B'", path);
-  ADJ_CHECK(*alpha > 0 && *beta > 0 && isfinite(*alpha) && isfinite(*beta), ADJ_ERR_IO,
-            "plan: calibration file '%s' has alpha %g and beta %g; both must be > 0", path, *alpha, *beta);
+int adj_plan_calibration_write(const char *path, double alpha, double beta) {
+  return adj_plan_calibration_save(path, &(adj_plan_calibration){.alpha = alpha, .beta = beta});
+}
+
+/* One "key value" line of a calibration file into the field the key names. */
+static int adj_plan_calibration_line(const char *path, int line, const char *key, double value,
+                                     adj_plan_calibration *cal, unsigned *seen) {
+  static const char *const keys[] = {"alpha", "beta", "allreduce_alpha", "allreduce_beta", "allreduce_ranks"};
+  int k = 0;
+  while (k < 5 && strcmp(keys[k], key)) k++;
+  ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", path, line, key);
+  ADJ_CHECK(value > 0 && isfinite(value) && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))),
+            ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s %g must be > 0%s", path, line, key, value,
+            k == 4 ? " (an integer >= 2)" : "");
+  double *fields[] = {&cal->alpha, &cal->beta, &cal->collective_alpha, &cal->collective_beta};
+  if (k < 4) *fields[k] = value;
+  else cal->collective_ranks = (int)value;
+  *seen |= 1u << k;
   return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_load(const char *path, adj_plan_calibration *cal) {
+  ADJ_CHECK(path && cal, ADJ_ERR_ARG, "plan: calibration path or output pointer is NULL");
+  *cal = (adj_plan_calibration){0};
+  FILE *f = fopen(path, "r");
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open calibration file '%s': %s", path, strerror(errno));
+  char text[256], key[64], tail;
+  unsigned seen = 0;
+  int status = ADJ_SUCCESS;
+  for (int line = 1; !status && fgets(text, sizeof text, f); line++) {
+    double value;
+    int got = sscanf(text, " %63s %lf %c", key, &value, &tail);
+    if (got == EOF || (got >= 1 && key[0] == '#')) continue;
+    status = got == 2 ? adj_plan_calibration_line(path, line, key, value, cal, &seen)
+                      : adj_error_set(ADJ_ERR_IO, "plan: calibration file '%s' line %d is not 'key value'", path, line);
+  }
+  fclose(f);
+  ADJ_CALL(status);
+  ADJ_CHECK((seen & 3u) == 3u, ADJ_ERR_IO, "plan: calibration file '%s' lacks %s", path,
+            seen & 1u ? "beta" : "alpha");
+  ADJ_CHECK((seen >> 2) == 0 || (seen >> 2) == 7u, ADJ_ERR_IO,
+            "plan: calibration file '%s' needs allreduce_alpha, allreduce_beta and allreduce_ranks together", path);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_read(const char *path, double *alpha, double *beta) {
+  ADJ_CHECK(alpha && beta, ADJ_ERR_ARG, "plan: alpha or beta pointer is NULL");
+  adj_plan_calibration cal;
+  ADJ_CALL(adj_plan_calibration_load(path, &cal));
+  *alpha = cal.alpha, *beta = cal.beta;
+  return ADJ_SUCCESS;
+}
+
+void adj_plan_calibration_apply(const adj_plan_calibration *cal, adj_plan_config *config) {
+  if (!cal || !config) return;
+  config->alpha = cal->alpha, config->beta = cal->beta;
+  config->collective_alpha = cal->collective_ranks ? cal->collective_alpha : 0;
+  config->collective_beta = cal->collective_ranks ? cal->collective_beta : 0;
 }

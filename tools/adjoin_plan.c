@@ -12,9 +12,11 @@
  * one line per grid (total, breakdown by collective, speed-up against 1 x P),
  * --sweep the best grid and its speed-up for P = P0, 2 P0, ... P1.  Defaults:
  * alpha 2e-6 s, bandwidth 6e9 B/s (Cori, papers 000/001), word 4 bytes.
- * --calibrate measures alpha and beta by ping-pong between two ranks and
- * writes them to FILE; --calibration FILE uses them (overriding --alpha,
- * --beta).  Exit status: 0 on success, 1 when the plan cannot be made (bad network file,
+ * --calibrate measures alpha and beta by ping-pong between two ranks, and the
+ * collectives' alpha and beta by an all-reduce sweep on all ranks, and writes
+ * both fits to FILE; --calibration FILE uses them (overriding --alpha, --beta;
+ * the all-reduce fit, when the file has one, prices every collective and the
+ * ping-pong fit the halo exchanges).  Exit status: 0 on success, 1 when the plan cannot be made (bad network file,
  * grid), 2 on a usage error; messages name the bad value on stderr. */
 #include <errno.h>
 #include <math.h>
@@ -120,10 +122,12 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
   if (!have_p && !a->sweep0) return plan_fail("--procs", "missing", NULL);
   if (!have_b) return plan_fail("--batch", "missing", NULL);
   if (!have_beta) a->config.beta = 1.0 / bandwidth;
-  if (a->calibration && adj_plan_calibration_read(a->calibration, &a->config.alpha, &a->config.beta)) {
+  adj_plan_calibration cal;
+  if (a->calibration && adj_plan_calibration_load(a->calibration, &cal)) {
     fprintf(stderr, "adjoin-plan: --calibration: %s\n", adj_last_error());
     return EXIT_USAGE;
   }
+  if (a->calibration) adj_plan_calibration_apply(&cal, &a->config);
   return 0;
 }
 
@@ -136,6 +140,9 @@ static void print_header(const plan_args *a, const adj_plan_network *net) {
          net->name, (long long)adj_plan_network_parameters(net), adj_plan_mode_name(c->mode),
          c->conv == ADJ_PLAN_CONV_BATCH ? "batch" : c->conv == ADJ_PLAN_CONV_DOMAIN ? "domain" : "same", c->p, (long long)c->batch, c->alpha, c->beta,
          1e-9 / c->beta, c->word_bytes);
+  if (c->collective_alpha > 0)
+    printf("collectives: alpha %.3g s, beta %.4g s/B (%.4g GB/s), from an all-reduce sweep\n", c->collective_alpha,
+           c->collective_beta, 1e-9 / c->collective_beta);
 }
 
 static void print_layers(const adj_plan_network *net, const adj_plan_result *r, const char *what) {
@@ -266,15 +273,23 @@ static int plan_sweep(plan_args *a, const adj_plan_network *net) {
   return 0;
 }
 
-/* Ping-pong under mpiexec (2 or more ranks); rank 0 writes the file. */
+/* Ping-pong between two ranks and an all-reduce sweep on all of them under
+ * mpiexec (2 or more ranks); rank 0 prints both fits and writes the file. */
 static int plan_calibrate(int *argc, char ***argv, const char *path) {
   MPI_Init(argc, argv);
-  double alpha = 0, beta = 0;
-  int rank, s = adj_plan_calibrate(MPI_COMM_WORLD, 20, &alpha, &beta);
+  enum { REPEATS = 20 };
+  adj_plan_calibration cal = {0};
+  int rank, s = adj_plan_calibrate(MPI_COMM_WORLD, REPEATS, &cal.alpha, &cal.beta);
+  if (!s) s = adj_plan_calibrate_allreduce(MPI_COMM_WORLD, REPEATS, &cal.collective_alpha, &cal.collective_beta);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (!s && rank == 0) s = adj_plan_calibration_write(path, alpha, beta);
+  MPI_Comm_size(MPI_COMM_WORLD, &cal.collective_ranks);
+  if (!s && rank == 0) s = adj_plan_calibration_save(path, &cal);
   if (rank == 0 && !s)
-    printf("calibrated: alpha %.3e s, beta %.3e s/B (%.3g GB/s); written to %s\n", alpha, beta, 1e-9 / beta, path);
+    printf("ping-pong (2 ranks):   alpha %.3e s, beta %.3e s/B (%.3g GB/s)\n"
+           "all-reduce (%d ranks): alpha %.3e s, beta %.3e s/B (%.3g GB/s) per latency term and byte\n"
+           "written to %s\n",
+           cal.alpha, cal.beta, 1e-9 / cal.beta, cal.collective_ranks, cal.collective_alpha, cal.collective_beta,
+           1e-9 / cal.collective_beta, path);
   if (s) fprintf(stderr, "adjoin-plan: rank %d: %s\n", rank, adj_last_error());
   MPI_Finalize();
   return s ? EXIT_PLAN : 0;

@@ -23,7 +23,8 @@
  *              unless ADJ_PLAN_CONV_BATCH puts them on 1 x P.
  *
  * Times: a collective over a group of q workers costs alpha ceil(log2 q) plus
- * beta times its per-worker volume; paper modes use the papers' real-valued
+ * beta times its per-worker volume (with the collective constants when the
+ * config has them, e.g. from an all-reduce calibration sweep); paper modes use the papers' real-valued
  * volumes, adjoin mode the bytes the operators count.  Nothing here runs MPI
  * except adj_plan_calibrate.  Errors name the bad value (a grid that does not
  * multiply to P, a layer that cannot be split as asked, an unknown layer type,
@@ -93,6 +94,12 @@ typedef struct adj_plan_config {
   double alpha;            /* seconds per message, > 0 */
   double beta;             /* seconds per byte, > 0 */
   int word_bytes;          /* 0 means 4 */
+  /* Constants of the collectives (all-gather, reduce-scatter, broadcast,
+   * sum-reduce, all-reduce) when they differ from the point-to-point ones,
+   * e.g. an all-reduce sweep's fit (adj_plan_calibrate_allreduce); both 0
+   * means alpha and beta.  Halo exchanges always use alpha and beta. */
+  double collective_alpha; /* seconds per latency term, >= 0 */
+  double collective_beta;  /* seconds per byte, >= 0 */
 } adj_plan_config;
 
 /* The collectives a step is split into. */
@@ -155,7 +162,34 @@ int adj_plan_affine15_counts(int64_t n, const int64_t *batch_cuts, int64_t f_in,
  * policy is adjoin's (wait.h), so an oversubscribed host measures what the
  * operators see. */
 int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta);
-/* Writes "alpha A\nbeta B\n" to path, and reads it back. */
+
+/* Measures the collectives' alpha and beta on all q ranks of comm: an
+ * all-reduce (MPI_Iallreduce, adjoin's wait policy) of 8 B ... 4 MiB, each
+ * size's time the slowest rank's best of `repeats`, fitted by least squares
+ * to the planner's model of an all-reduce, a reduce-scatter plus an
+ * all-gather:  t = alpha 2 ceil(log2 q) + beta 2 (q - 1)/q m.  Collective on
+ * comm (>= 2 ranks); every rank gets the figures. */
+int adj_plan_calibrate_allreduce(MPI_Comm comm, int repeats, double *alpha, double *beta);
+
+/* A machine's constants: the ping-pong fit, and the all-reduce fit on
+ * collective_ranks workers when measured (all three 0 when not). */
+typedef struct adj_plan_calibration {
+  double alpha, beta;
+  double collective_alpha, collective_beta;
+  int collective_ranks;
+} adj_plan_calibration;
+
+/* Text file, one "key value" a line: alpha, beta, and optionally
+ * allreduce_alpha, allreduce_beta, allreduce_ranks (all three or none).
+ * load reads files written by either save or adj_plan_calibration_write;
+ * a missing or non-positive value or an unknown key is an error naming it. */
+int adj_plan_calibration_save(const char *path, const adj_plan_calibration *calibration);
+int adj_plan_calibration_load(const char *path, adj_plan_calibration *calibration);
+/* Sets config's alpha and beta, and its collective constants when the
+ * calibration has an all-reduce fit. */
+void adj_plan_calibration_apply(const adj_plan_calibration *calibration, adj_plan_config *config);
+/* The ping-pong constants alone: writes "alpha A\nbeta B\n" to path, and
+ * reads alpha and beta of any calibration file. */
 int adj_plan_calibration_write(const char *path, double alpha, double beta);
 int adj_plan_calibration_read(const char *path, double *alpha, double *beta);
 

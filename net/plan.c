@@ -296,7 +296,9 @@ static void adj_plan_adjoin_window(const adj_plan_ctx *x, const adj_plan_layer *
     int64_t h = adj_plan_halo_rows(l, p_r, part);
     if (h > rows) rows = h;
   }
-  if (p_r > 1) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 2, n_c * (double)(rows * l->in_w * l->in_c));
+  /* An exchange with no rows to move posts no message (e.g. a 2x2 pool of
+   * stride 2 on even blocks). */
+  if (p_r > 1 && rows > 0) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 2, n_c * (double)(rows * l->in_w * l->in_c));
   int64_t p = (int64_t)p_r * p_c;
   if (l->kind == ADJ_PLAN_CONV && p > 1)
     adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p), (double)(l->weights + l->biases));

@@ -118,6 +118,14 @@ static void test_conv_by_hand(adj_test *t) {
   }
   adj_plan_result_free(&r);
   adj_plan_network_destroy(&net);
+  /* A 2x2 pool of stride 2 on 8 rows over 2 workers (4 | 4) needs no row of
+   * a neighbour: the halo operator posts nothing, so no latency either. */
+  net = parse(t, "input 2 8 8\npool p k=2 s=2\n");
+  if (!net) return;
+  ADJ_TEST_OK(t, adj_plan_evaluate(net, &c, 2, 2, &r));
+  if (r.layers) expect_near(t, "adjoin pool, no halo rows: no halo time", r.layers[0].time[ADJ_PLAN_HALO], 0);
+  adj_plan_result_free(&r);
+  adj_plan_network_destroy(&net);
 }
 
 static void test_networks(adj_test *t, const char *dir) {

@@ -1,48 +1,182 @@
 /* bench-plan: the cost model against the machine.  For every P_r x P_c grid
- * of the run, an MLP of 1.5D layers (784-512-256-10, batch 64, float32)
- * is built and the communication of one training step is timed alone: each
- * layer's input all-gather, reduce-scatter (not the first layer) and weight
- * and bias broadcasts and sum-reduces, applied through the layer's own
- * operators: the sum of each operator's best application over REPEATS steps
- * (slowest rank), and the best whole step.  The prediction is the
- * planner's adjoin mode with alpha and beta from `adjoin-plan --calibrate`.
+ * of the run it builds two MLPs of 1.5D layers (784-512-256-10 and
+ * 784-1024-1024-10) and LeNet-5 in the grid layout "RxC" of adj_lenet_create
+ * (conv and pool rows over R, the batch over C, 1.5D affine layers on R x C;
+ * R <= 5, pool2's output rows), batch 64, float32, and times the
+ * communication of one training step per layer, then prints it next to the
+ * planner's adjoin mode for the same layer and grid.
+ *
+ * Method: the communication the planner models is exactly the layers' own
+ * operators (the 1.5D layer's input all-gather, its reduce-scatter adjoint
+ * and the weight and bias broadcasts / sum-reduces; the conv layer's halo
+ * exchange and weight and bias broadcasts; the pool layer's halo exchange).
+ * Each operator is applied alone on its own buffers, forward and then
+ * adjoint as the step does (the first layer's gather has no adjoint), so
+ * no computation is timed.  A layer's measured time is the sum of its
+ * operators' times, each the best of REPEATS (after one warm-up) of the
+ * slowest rank, as the calibration takes each size's best.  The repartitions
+ * that move the data between LeNet's stages are not modelled by the planner
+ * (specs A10) and not timed.
  *
  *   mpiexec -n P bench-plan CALIBRATION_FILE [REPEATS]
  *
- * Prints per grid: predicted and measured seconds and measured / predicted. */
+ * CALIBRATION_FILE is `adjoin-plan --calibrate`'s; with its all-reduce fit
+ * the collectives are priced by it and the halos by the ping-pong fit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "adjoin/adjoin.h"
 
-enum { N = 64, LAYERS = 3 };
-static const int64_t widths[LAYERS] = {512, 256, 10};
+enum { BATCH = 64, MAX_OPS = 32, MAX_LAYERS = 16, LENET_MAX_ROWS = 5 };
 
 static void die(const char *what) {
   fprintf(stderr, "bench-plan: %s: %s\n", what, adj_last_error());
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* One step's communication of the MLP's 1.5D layers: seconds per operator
- * (forward and, where the step has one, adjoint) into t[3 i + k]. */
-static void step_comm(adj_layer *net, double *t) {
-  for (int i = 0; i < LAYERS; i++) {
-    adj_op *ops[3];
-    if (adj_affine15_layer_ops(adj_network_layer(net, 2 * i), &ops[0], &ops[1], &ops[2])) die("ops");
-    for (int k = 0; k < 3; k++) {
-      t[3 * i + k] = 0;
-      if (!ops[k]) continue;
-      adj_tensor d, r;
-      if (adj_op_create_domain_tensor(ops[k], &d) || adj_op_create_range_tensor(ops[k], &r)) die("tensors");
-      double s = MPI_Wtime();
-      if (adj_op_forward(ops[k], &d, &r)) die("forward");
-      /* The first layer's all-gather has no adjoint: no input gradient. */
-      if ((k > 0 || i > 0) && adj_op_adjoint(ops[k], &r, &d)) die("adjoint");
-      t[3 * i + k] = MPI_Wtime() - s;
-      adj_tensor_destroy(&d), adj_tensor_destroy(&r);
+/* One communication operator of the step, the planner layer it belongs to,
+ * and buffers to apply it on. */
+typedef struct timed_op {
+  adj_op *op;
+  int layer;
+  bool adjoint;
+  adj_tensor domain, range;
+} timed_op;
+
+typedef struct step_comm {
+  int n, layers;
+  timed_op ops[MAX_OPS];
+} step_comm;
+
+static void add_op(step_comm *s, adj_op *op, bool adjoint) {
+  if (!op) return;
+  if (s->n == MAX_OPS) die("too many operators");
+  timed_op *t = &s->ops[s->n++];
+  *t = (timed_op){.op = op, .layer = s->layers, .adjoint = adjoint};
+  if (adj_op_create_domain_tensor(op, &t->domain)) die("domain tensor");
+  if (!adj_op_in_place(op) && adj_op_create_range_tensor(op, &t->range)) die("range tensor");
+}
+
+/* The modelled operators of every conv, pool and 1.5D stage, in network
+ * order, which is the planner network's layer order. */
+static void collect(adj_layer *net, step_comm *s) {
+  *s = (step_comm){0};
+  for (int i = 0; i < adj_network_depth(net); i++) {
+    adj_layer *stage = adj_network_layer(net, i);
+    adj_op *a, *b, *c;
+    if (!adj_conv_layer_ops(stage, &a, &b, &c)) {
+      add_op(s, a, true), add_op(s, b, true), add_op(s, c, true);
+    } else if (!adj_pool_layer_halo_op(stage, &a)) {
+      add_op(s, a, true);
+    } else if (!adj_affine15_layer_ops(stage, &a, &b, &c)) {
+      add_op(s, a, s->layers > 0), add_op(s, b, true), add_op(s, c, true);
+    } else {
+      continue;
     }
+    s->layers++;
   }
+}
+
+static void release(step_comm *s) {
+  for (int j = 0; j < s->n; j++) adj_tensor_destroy(&s->ops[j].domain), adj_tensor_destroy(&s->ops[j].range);
+}
+
+static double apply_once(timed_op *t) {
+  adj_tensor *r = adj_op_in_place(t->op) ? &t->domain : &t->range;
+  double s = MPI_Wtime();
+  if (adj_op_forward(t->op, &t->domain, r)) die("forward");
+  if (t->adjoint && adj_op_adjoint(t->op, r, &t->domain)) die("adjoint");
+  return MPI_Wtime() - s;
+}
+
+/* Per layer: the sum over its operators of each one's best time (slowest rank). */
+static void measure(step_comm *s, int repeats, double *layer_seconds) {
+  double best[MAX_OPS], mine[MAX_OPS], slowest[MAX_OPS];
+  for (int j = 0; j < s->n; j++) best[j] = INFINITY;
+  for (int k = 0; k < repeats + 1; k++) {
+    for (int j = 0; j < s->n; j++) mine[j] = apply_once(&s->ops[j]);
+    MPI_Allreduce(mine, slowest, s->n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (int j = 0; k > 0 && j < s->n; j++) best[j] = fmin(best[j], slowest[j]);
+  }
+  for (int i = 0; i < s->layers; i++) layer_seconds[i] = 0;
+  for (int j = 0; j < s->n; j++) layer_seconds[s->ops[j].layer] += best[j];
+}
+
+static void print_row(const char *label, const char *grid, const char *layer, double predicted, double measured) {
+  printf("%-18s %-6s %-6s %12.4e %12.4e", label, grid, layer, predicted, measured);
+  if (predicted > 0) printf(" %9.2f\n", measured / predicted);
+  else printf(" %9s\n", "-"); /* nothing modelled (no split) */
+}
+
+/* Times `net` and prints each layer's prediction, measurement and ratio. */
+static void report(const char *label, adj_layer *net, const adj_plan_network *plan_net, const adj_plan_config *config,
+                   int p_r, int p_c, int repeats) {
+  step_comm s;
+  collect(net, &s);
+  if (s.layers != plan_net->n) die("network stages do not match the planner's layers");
+  adj_plan_result plan;
+  if (adj_plan_evaluate(plan_net, config, p_r, p_c, &plan)) die("plan");
+  double measured[MAX_LAYERS], total = 0;
+  measure(&s, repeats, measured);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char grid[24];
+  snprintf(grid, sizeof grid, "%dx%d", p_r, p_c);
+  for (int i = 0; rank == 0 && i < plan.n; i++) {
+    total += measured[i];
+    print_row(label, grid, plan_net->layers[i].name, plan.layers[i].total, measured[i]);
+  }
+  if (rank == 0) print_row(label, grid, "total", plan.total, total);
+  adj_plan_result_free(&plan);
+  release(&s);
+}
+
+static void bench_mlp(const char *label, const char *text, const int64_t *widths, int p_r, int p_c,
+                      const adj_plan_config *config, int repeats) {
+  adj_plan_network *plan_net;
+  if (adj_plan_network_parse(text, label, &plan_net)) die("network");
+  adj_partition *p;
+  adj_decomposition *in;
+  adj_layer *net;
+  if (adj_partition_create(MPI_COMM_WORLD, 2, (const int[2]){p_c, p_r}, p_r * p_c, NULL, &p)) die("partition");
+  if (adj_decomposition_create(p, 2, (const int64_t[2]){BATCH, 784}, &in)) die("decomposition");
+  adj_mlp15_config mc = {.dtype = ADJ_FLOAT32, .input = in, .layers = 3, .widths = widths};
+  if (adj_mlp15_create(&mc, &net)) die("mlp");
+  report(label, net, plan_net, config, p_r, p_c, repeats);
+  adj_layer_destroy(&net);
+  adj_decomposition_destroy(&in);
+  adj_partition_destroy(&p);
+  adj_plan_network_destroy(&plan_net);
+}
+
+static const char lenet_text[] = "input 1 28 28\nconv conv1 out=6 k=5 p=2\npool pool1 k=2 s=2\n"
+                                 "conv conv2 out=16 k=5\npool pool2 k=2 s=2\nfc fc1 out=120\nfc fc2 out=84\n"
+                                 "fc fc3 out=10\n";
+
+static void bench_lenet(int p_r, int p_c, const adj_plan_config *config, int repeats) {
+  adj_plan_network *plan_net;
+  if (adj_plan_network_parse(lenet_text, "lenet5", &plan_net)) die("network");
+  char layout[24];
+  snprintf(layout, sizeof layout, "%dx%d", p_r, p_c);
+  adj_layer *net;
+  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT32, .layout = layout, .batch = BATCH,
+                         .logits_only = true};
+  if (adj_lenet_create(&lc, &net)) die("lenet");
+  report("lenet5", net, plan_net, config, p_r, p_c, repeats);
+  adj_layer_destroy(&net);
+  adj_plan_network_destroy(&plan_net);
+}
+
+static void print_header(int size, int repeats, const adj_plan_calibration *cal) {
+  printf("bench-plan: %d ranks, batch %d, float32, best of %d, adjoin mode\n"
+         "ping-pong fit: alpha %.3e s, beta %.3e s/B (halo exchanges", size, BATCH, repeats, cal->alpha, cal->beta);
+  if (cal->collective_ranks)
+    printf(")\nall-reduce fit on %d ranks: alpha %.3e s, beta %.3e s/B (collectives)\n", cal->collective_ranks,
+           cal->collective_alpha, cal->collective_beta);
+  else
+    printf(" and collectives: the file has no all-reduce fit)\n");
+  printf("%-18s %-6s %-6s %12s %12s %9s\n", "network", "grid", "layer", "predicted s", "measured s", "meas/pred");
 }
 
 int main(int argc, char **argv) {
@@ -56,54 +190,22 @@ int main(int argc, char **argv) {
     return 2;
   }
   int repeats = argc > 2 ? atoi(argv[2]) : 10;
-  adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = size, .batch = N, .word_bytes = 4};
-  if (adj_plan_calibration_read(argv[1], &config.alpha, &config.beta)) die("calibration");
-  adj_plan_network *plan_net;
-  if (adj_plan_network_parse("input 784\nfc fc1 out=512\nfc fc2 out=256\nfc fc3 out=10\n", "mlp", &plan_net))
-    die("network");
-  if (!rank)
-    printf("bench-plan: %d ranks, MLP 784-512-256-10, batch %d, float32, alpha %.3e s, beta %.3e s/B, best of %d\n"
-           "%-7s %12s %12s %9s %12s %9s\n",
-           size, N, config.alpha, config.beta, repeats, "grid", "predicted s", "per-op s", "meas/pred", "step s", "step/pred");
+  if (repeats < 1) repeats = 1;
+  adj_plan_calibration cal;
+  adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = size, .batch = BATCH, .word_bytes = 4};
+  if (adj_plan_calibration_load(argv[1], &cal)) die("calibration");
+  adj_plan_calibration_apply(&cal, &config);
+  if (!rank) print_header(size, repeats, &cal);
+  static const int64_t narrow[3] = {512, 256, 10}, wide[3] = {1024, 1024, 10};
   for (int p_r = 1; p_r <= size; p_r++) {
     if (size % p_r) continue;
-    int p_c = size / p_r;
-    adj_partition *p;
-    adj_decomposition *in;
-    adj_layer *net;
-    if (adj_partition_create(MPI_COMM_WORLD, 2, (const int[2]){p_c, p_r}, size, NULL, &p)) die("partition");
-    if (adj_decomposition_create(p, 2, (const int64_t[2]){N, 784}, &in)) die("decomposition");
-    adj_mlp15_config mc = {.dtype = ADJ_FLOAT32, .input = in, .layers = LAYERS, .widths = widths};
-    if (adj_mlp15_create(&mc, &net)) die("mlp");
-    adj_plan_result plan;
-    if (adj_plan_evaluate(plan_net, &config, p_r, p_c, &plan)) die("plan");
-    /* Each operator's best application over the repeats (slowest rank), as
-     * the calibration takes each size's best round trip; the first step
-     * warms up.  "step" is the best whole step, for comparison. */
-    double best_op[3 * LAYERS], step = INFINITY, best = 0;
-    for (int j = 0; j < 3 * LAYERS; j++) best_op[j] = INFINITY;
-    for (int k = 0; k < repeats + 1; k++) {
-      double t[3 * LAYERS], slowest[3 * LAYERS], sum = 0;
-      step_comm(net, t);
-      MPI_Allreduce(t, slowest, 3 * LAYERS, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      for (int j = 0; j < 3 * LAYERS; j++) sum += slowest[j];
-      if (k == 0) continue;
-      for (int j = 0; j < 3 * LAYERS; j++) best_op[j] = fmin(best_op[j], slowest[j]);
-      step = fmin(step, sum);
-    }
-    for (int j = 0; j < 3 * LAYERS; j++) best += best_op[j];
-    if (!rank) {
-      char grid[24];
-      snprintf(grid, sizeof grid, "%dx%d", p_r, p_c);
-      printf("%-7s %12.4e %12.4e %8.2fx %12.4e %8.2fx\n", grid, plan.total, best, best / plan.total, step,
-             step / plan.total);
-    }
-    adj_plan_result_free(&plan);
-    adj_layer_destroy(&net);
-    adj_decomposition_destroy(&in);
-    adj_partition_destroy(&p);
+    bench_mlp("mlp-512-256-10", "input 784\nfc fc1 out=512\nfc fc2 out=256\nfc fc3 out=10\n", narrow, p_r,
+              size / p_r, &config, repeats);
+    bench_mlp("mlp-1024-1024-10", "input 784\nfc fc1 out=1024\nfc fc2 out=1024\nfc fc3 out=10\n", wide, p_r,
+              size / p_r, &config, repeats);
   }
-  adj_plan_network_destroy(&plan_net);
+  for (int p_r = 1; p_r <= size && p_r <= LENET_MAX_ROWS; p_r++)
+    if (size % p_r == 0) bench_lenet(p_r, size / p_r, &config, repeats);
   MPI_Finalize();
   return 0;
 }

@@ -477,6 +477,14 @@ static adj_conv_layer *adj_conv_of(const adj_layer *layer) {
   return conv ? layer->impl : NULL;
 }
 
+int adj_conv_layer_ops(adj_layer *layer, adj_op **halo, adj_op **weight, adj_op **bias) {
+  const adj_conv_layer *c = adj_conv_of(layer);
+  ADJ_CHECK(c && halo && weight && bias, ADJ_ERR_ARG, "conv layer ops: %s is not a convolution layer",
+            layer ? layer->name : "(NULL)");
+  *halo = c->halo, *weight = c->w_bcast, *bias = c->b_bcast;
+  return ADJ_SUCCESS;
+}
+
 int adj_conv_layer_counters(const adj_layer *layer, adj_conv_counters *counters) {
   const adj_conv_layer *c = adj_conv_of(layer);
   ADJ_CHECK(c && counters, ADJ_ERR_ARG, "conv layer counters: %s is not a convolution layer (or counters is NULL)",

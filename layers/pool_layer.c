@@ -272,6 +272,13 @@ int adj_pool_layer_halo_counters(const adj_layer *layer, adj_op_counters *counte
   return ADJ_SUCCESS;
 }
 
+int adj_pool_layer_halo_op(adj_layer *layer, adj_op **halo) {
+  const adj_pool_layer *p = adj_pool_of(layer);
+  ADJ_CHECK(p && halo, ADJ_ERR_ARG, "pool layer ops: %s is not a pool layer", layer ? layer->name : "(NULL)");
+  *halo = p->halo;
+  return ADJ_SUCCESS;
+}
+
 void adj_pool_layer_reset_counters(adj_layer *layer) {
   adj_pool_layer *p = adj_pool_of(layer);
   if (p) adj_op_reset_counters(p->halo);

@@ -110,6 +110,12 @@ typedef struct adj_conv_counters {
 int adj_conv_layer_counters(const adj_layer *layer, adj_conv_counters *counters);
 void adj_conv_layer_reset_counters(adj_layer *layer);
 
+/* The layer's halo exchange and weight and bias broadcasts (NULL when it has
+ * none), for a benchmark that times the communication alone; the layer owns
+ * them.  Applying them changes the layer's buffers only through their own
+ * tensors.  ADJ_ERR_ARG when layer is not a convolution layer. */
+int adj_conv_layer_ops(adj_layer *layer, adj_op **halo, adj_op **weight, adj_op **bias);
+
 ADJ_END_DECLS
 
 #endif

@@ -98,6 +98,9 @@ int adj_pool_layer_create(const adj_pool_layer_config *config, adj_layer **layer
  * when layer is not a pool layer. */
 int adj_pool_layer_halo_counters(const adj_layer *layer, adj_op_counters *counters);
 void adj_pool_layer_reset_counters(adj_layer *layer);
+/* The pool layer's halo exchange (owned by the layer), for a benchmark that
+ * times the communication alone; ADJ_ERR_ARG when layer is not a pool layer. */
+int adj_pool_layer_halo_op(adj_layer *layer, adj_op **halo);
 
 /* ---- affine -------------------------------------------------------------------------- */
 

@@ -12,7 +12,8 @@
  * exchange and weight and bias broadcasts; the pool layer's halo exchange).
  * Each operator is applied alone on its own buffers, forward and then
  * adjoint as the step does (the first layer's gather has no adjoint), so
- * no computation is timed.  A layer's measured time is the sum of its
+ * no computation is timed, and starts after a barrier (not timed), so no
+ * rank's lateness from the operator before is charged to it.  A layer's measured time is the sum of its
  * operators' times, each the best of REPEATS (after one warm-up) of the
  * slowest rank, as the calibration takes each size's best.  The repartitions
  * that move the data between LeNet's stages are not modelled by the planner
@@ -82,8 +83,18 @@ static void release(step_comm *s) {
   for (int j = 0; j < s->n; j++) adj_tensor_destroy(&s->ops[j].domain), adj_tensor_destroy(&s->ops[j].range);
 }
 
-static double apply_once(timed_op *t) {
+/* A barrier with adjoin's wait policy (wait.h), so an oversubscribed host
+ * does not busy-poll in it. */
+static void barrier(adj_wait_policy policy) {
+  MPI_Request r;
+  if (MPI_Ibarrier(MPI_COMM_WORLD, &r) != MPI_SUCCESS || adj_wait_all(1, &r, policy)) die("barrier");
+}
+
+/* Starts after a barrier, so the time is the operator's and not the wait for
+ * a rank still busy with the previous one. */
+static double apply_once(timed_op *t, adj_wait_policy policy) {
   adj_tensor *r = adj_op_in_place(t->op) ? &t->domain : &t->range;
+  barrier(policy);
   double s = MPI_Wtime();
   if (adj_op_forward(t->op, &t->domain, r)) die("forward");
   if (t->adjoint && adj_op_adjoint(t->op, r, &t->domain)) die("adjoint");
@@ -92,10 +103,12 @@ static double apply_once(timed_op *t) {
 
 /* Per layer: the sum over its operators of each one's best time (slowest rank). */
 static void measure(step_comm *s, int repeats, double *layer_seconds) {
+  adj_wait_policy policy;
+  if (adj_wait_policy_resolve(MPI_COMM_WORLD, ADJ_WAIT_AUTO, &policy)) die("wait policy");
   double best[MAX_OPS], mine[MAX_OPS], slowest[MAX_OPS];
   for (int j = 0; j < s->n; j++) best[j] = INFINITY;
   for (int k = 0; k < repeats + 1; k++) {
-    for (int j = 0; j < s->n; j++) mine[j] = apply_once(&s->ops[j]);
+    for (int j = 0; j < s->n; j++) mine[j] = apply_once(&s->ops[j], policy);
     MPI_Allreduce(mine, slowest, s->n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     for (int j = 0; k > 0 && j < s->n; j++) best[j] = fmin(best[j], slowest[j]);
   }

@@ -516,7 +516,8 @@ int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) 
                             policy));
   double t[ADJ_PLAN_SIZES];
   int status = ADJ_SUCCESS;
-  for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++) status = adj_plan_pingpong(comm, rank, policy, buffer, 8 << i, repeats, &t[i]);
+  for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++)
+    status = adj_plan_pingpong(comm, rank, policy, buffer, 8 << i, repeats, &t[i]);
   free(buffer);
   ADJ_CALL(status);
   /* Rank 0's figures for everyone. */

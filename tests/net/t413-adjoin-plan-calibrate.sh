@@ -24,7 +24,8 @@ done
 
 ask() { "$plan" --calibration "$1" --mode adjoin --procs 4 --batch 64 --grid 2x2 "$nets/lenet5.net"; }
 ask "$work/cal.txt" > "$work/both.out" 2>&1 || fail "plan with both fits: $(cat "$work/both.out")"
-grep -q "^collectives: alpha .* from an all-reduce sweep" "$work/both.out" || fail "the header does not name the all-reduce fit"
+grep -q "^collectives: alpha .* from an all-reduce sweep" "$work/both.out" ||
+  fail "the header does not name the all-reduce fit"
 head -2 "$work/cal.txt" > "$work/old.txt"
 ask "$work/old.txt" > "$work/old.out" 2>&1 || fail "plan with a ping-pong-only file: $(cat "$work/old.out")"
 grep -q "^collectives:" "$work/old.out" && fail "a ping-pong-only file claims an all-reduce fit"

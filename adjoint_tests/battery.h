@@ -28,6 +28,7 @@ struct adj_battery_case {
   int is_layer;          /* chooses the tolerance */
   adj_battery_run_fn run;
   int64_t params[48];    /* interpreted by run */
+  uint64_t seed;         /* added to the case's own seed by run; 0 in the table, adjoin-dottest --seed sets it */
 };
 
 typedef struct adj_battery {

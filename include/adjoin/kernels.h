@@ -132,8 +132,15 @@ int adj_conv_backward(const adj_window_geometry *g,
  * The rule (ADJ_CONV_ALGORITHM_AUTO): direct below 16 input channels,
  * shifted from 16, when their grids waste few positions; im2col otherwise.
  * A forced algorithm (config or the environment variable ADJ_CONV_ALGORITHM
- * = auto|direct|shifted|im2col, which a config's AUTO defers to) runs
+ * = auto|direct|shifted|im2col|measure, which a config's AUTO defers to) runs
  * wherever it can: direct and shifted need unit strides, else im2col runs.
+ * MEASURE (FFTW's FFTW_MEASURE, for plans only) times a forward and a
+ * backward of every algorithm that applies, on scratch tensors of the plan's
+ * shapes, at creation, and keeps the fastest: never slower than im2col as
+ * measured, on whatever CPU runs it, at the price of a few passes at
+ * creation.  Timings vary, so two runs (or two ranks) may pick differently
+ * and their results then differ in the last bits; the default rule keeps
+ * runs bit-reproducible.  The unplanned adj_conv_* calls treat it as AUTO.
  * A workspace smaller than adj_conv_plan_workspace_size() makes any
  * algorithm fall back to im2col tiles that fit. */
 
@@ -142,6 +149,7 @@ typedef enum adj_conv_algorithm {
   ADJ_CONV_ALGORITHM_DIRECT,
   ADJ_CONV_ALGORITHM_SHIFTED,
   ADJ_CONV_ALGORITHM_IM2COL,
+  ADJ_CONV_ALGORITHM_MEASURE,
 } adj_conv_algorithm;
 
 typedef struct adj_conv_plan_config {

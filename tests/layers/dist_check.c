@@ -241,3 +241,24 @@ FILE *dl_open_reference(adj_test *t, const char *path) {
   ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
   return f;
 }
+
+bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r) {
+  char first[8];
+  while (fscanf(f, "%7s", first) == 1) {
+    if (first[0] == '#') {
+      int ch;
+      while ((ch = fgetc(f)) != '\n' && ch != EOF) continue;
+      continue;
+    }
+    long long ny = 0, ng = 0;
+    bool ok = sscanf(first, "%d", &r->index) == 1 && r->index >= 0 && r->index < cases &&
+              fscanf(f, "%lld", &ny) == 1 && ny > 0 && ny <= DL_REFERENCE_MAX;
+    for (long long j = 0; ok && j < ny; j++) ok = fscanf(f, "%lf", &r->y[j]) == 1;
+    ok = ok && fscanf(f, "%lld", &ng) == 1 && ng > 0 && ng <= DL_REFERENCE_MAX;
+    for (long long i = 0; ok && i < ng; i++) ok = fscanf(f, "%lf", &r->grad[i]) == 1;
+    ADJ_TEST_CHECK(t, ok, "bad reference line for case %s", first);
+    r->ny = ny, r->ng = ng;
+    return ok;
+  }
+  return false;
+}

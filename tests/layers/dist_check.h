@@ -93,4 +93,16 @@ void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **lay
  * NULL (and a failed check naming the path) when it cannot be opened. */
 FILE *dl_open_reference(adj_test *t, const char *path);
 
+/* One line of a twin script's file: case index, outputs y of a fixed input,
+ * and the gradient of sum(y_j w_j) (tools/upsample_twin.py says how).  Skips
+ * comment lines; false at the end of the file or on a malformed line (then a
+ * failed check). */
+enum { DL_REFERENCE_MAX = 4096 };
+typedef struct dl_reference {
+  int index;
+  int64_t ny, ng;
+  double y[DL_REFERENCE_MAX], grad[DL_REFERENCE_MAX];
+} dl_reference;
+bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r);
+
 #endif

@@ -253,6 +253,53 @@ static void test_distributed(adj_test *t) {
   }
 }
 
+/* ---- a convolution with a padding mode ---------------------------------------------------- */
+
+/* Conv takes the batch whole and the channels evenly cut: space only. */
+static const int conv_parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1, 2, 1, 1}, {1, 1, 1, 3, 1},
+                                             {1, 1, 2, 2, 1}, {1, 1, 5, 1, 1}, {1, 1, 3, 2, 1}, {1, 1, 7, 1, 1},
+                                             {1, 1, 2, 4, 1}};
+
+/* PyTorch's Conv2d(padding_mode=mode): the pad layer, then a 3x3 convolution
+ * (stride 2 in the first dimension) without padding, as one network. */
+static int padded_conv_create(const pad_case *c, const adj_decomposition *input, adj_layer **net) {
+  adj_layer *layers[2] = {NULL, NULL};
+  int status = pad_create(c, ADJ_FLOAT64, input, &layers[0]);
+  adj_conv_layer_config conv = {.comm = adj_partition_base_comm(adj_decomposition_partition(input)),
+                                .dtype = ADJ_FLOAT64, .out_channels = 4,
+                                .window = {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 1}}};
+  if (!status) conv.input = adj_layer_output_layout(layers[0]);
+  if (!status) status = adj_conv_layer_create(&conv, &layers[1]);
+  if (!status) status = adj_network_create("padded_conv", 2, layers, net);
+  adj_layer_destroy(&layers[0]), adj_layer_destroy(&layers[1]);
+  return status;
+}
+
+static void test_padded_conv(adj_test *t) {
+  for (int mode = ADJ_PAD_REFLECT; mode <= ADJ_PAD_CIRCULAR; mode++) {
+    pad_case c = {4, {2, 3, 11, 9}, (adj_padding_mode)mode, {{1, 1}, {2, 1}}};
+    adj_decomposition *root = dl_self_layout(t, c.rank, c.shape);
+    for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind += DL_LAYOUT_CUTS - DL_LAYOUT_ALL) {
+      adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, c.rank, c.shape, conv_parts_by_size);
+      if (!layout) continue;
+      adj_layer *dist = NULL, *seq = NULL;
+      ADJ_TEST_OK(t, padded_conv_create(&c, layout, &dist));
+      ADJ_TEST_OK(t, padded_conv_create(&c, root, &seq));
+      if (dist && seq) {
+        char label[160], text[48];
+        snprintf(label, sizeof label, "conv3x3 padding_mode=%s %s (%s)", mode_names[mode],
+                 adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
+        dl_dottest(t, label, dist);
+        if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_SMOOTH);
+        dl_compare(t, label, dist, seq, 59u);
+      }
+      adj_layer_destroy(&dist), adj_layer_destroy(&seq);
+      adj_decomposition_destroy(&layout);
+    }
+    adj_decomposition_destroy(&root);
+  }
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void test_errors(adj_test *t) {
@@ -293,6 +340,7 @@ int main(int argc, char **argv) {
   test_naive(&t);
   test_torch(&t, argv[1]);
   test_distributed(&t);
+  test_padded_conv(&t);
   test_errors(&t);
   return adj_test_finish(&t);
 }

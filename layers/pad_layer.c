@@ -317,10 +317,14 @@ int adj_pad_layer_create(const adj_pad_layer_config *c, adj_layer **layer) {
   *layer = NULL;
   ADJ_CALL(adj_pad_validate(who, c));
   adj_pad *p = calloc(1, sizeof *p);
-  ADJ_CALL(adj_layer_agree(c->input, p ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", who)));
+  int status = adj_layer_agree(c->input, p ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", who));
+  if (status) {
+    free(p);
+    return status;
+  }
   p->mode = c->mode;
   adj_decomposition *output = NULL;
-  int status = adj_pad_plan(p, c, &output);
+  status = adj_pad_plan(p, c, &output);
   /* Nothing padded: the output is the input's layout. */
   if (!status && !output) status = adj_pad_decomposition(c->input, 0, adj_decomposition_global_shape(c->input)[0],
                                                          adj_decomposition_cuts(c->input, 0), &output);

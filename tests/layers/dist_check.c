@@ -262,3 +262,29 @@ bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r) {
   }
   return false;
 }
+
+void dl_check_layouts(adj_test *t, const char *what, int rank, const int64_t *shape, const int (*table)[5],
+                      dl_create_fn create, const void *spec, dl_taylor_kind taylor, uint64_t seed) {
+  adj_decomposition *root = dl_self_layout(t, rank, shape);
+  for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind++) {
+    adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, rank, shape, table);
+    if (!layout) continue;
+    for (int dt = ADJ_FLOAT64; dt >= ADJ_FLOAT32; dt--) {
+      if (dt == ADJ_FLOAT32 && kind != DL_LAYOUT_CUTS) continue; /* float32 once per case */
+      adj_layer *dist = NULL, *seq = NULL;
+      ADJ_TEST_OK(t, create(spec, (adj_dtype)dt, layout, &dist));
+      ADJ_TEST_OK(t, create(spec, (adj_dtype)dt, root, &seq));
+      if (dist && seq) {
+        char label[200], text[48];
+        snprintf(label, sizeof label, "%s %s %s (%s)", what, adj_dtype_name((adj_dtype)dt),
+                 adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
+        dl_dottest(t, label, dist);
+        if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, taylor);
+        dl_compare_within(t, label, dist, seq, seed, dt == ADJ_FLOAT32 ? 1e-6 : 1e-12);
+      }
+      adj_layer_destroy(&dist), adj_layer_destroy(&seq);
+    }
+    adj_decomposition_destroy(&layout);
+  }
+  adj_decomposition_destroy(&root);
+}

@@ -59,6 +59,15 @@ void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq,
 void dl_compare_within(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed,
                        double tolerance);
 
+/* Builds a test's layer for case `spec` in `dtype` on `input`. */
+typedef int (*dl_create_fn)(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer);
+/* The distributed checks of one case on every layout kind of `shape` over
+ * `table` (dl_size_layout): the layer and its sequential twin, in float64 and,
+ * on the uneven cuts, float32: the dot-product test, the Taylor test of
+ * `taylor` (every rank active, float64) and distributed against sequential
+ * (1e-12, float32 1e-6), labelled `what`, the dtype, grid and layout. */
+void dl_check_layouts(adj_test *t, const char *what, int rank, const int64_t *shape, const int (*table)[5],
+                      dl_create_fn create, const void *spec, dl_taylor_kind taylor, uint64_t seed);
 /* Global data of a layer test, drawn identically on every rank from a seed
  * in the layer's dtype: input, input tangent, output gradient, and every
  * parameter's value and tangent in its global layout. */

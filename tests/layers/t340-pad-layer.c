@@ -63,7 +63,8 @@ static const int parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1,
 
 static const char *const mode_names[] = {"zeros", "reflect", "replicate", "circular"};
 
-static int pad_create(const pad_case *c, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+static int pad_create(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+  const pad_case *c = spec;
   adj_pad_layer_config config = {.dtype = dtype, .input = input, .spatial_dims = c->rank - 2, .mode = c->mode};
   memcpy(config.padding, c->padding, sizeof config.padding);
   return adj_pad_layer_create(&config, layer);
@@ -226,30 +227,10 @@ static void test_torch(adj_test *t, const char *path) {
 
 static void test_distributed(adj_test *t) {
   for (size_t k = 0; k < sizeof dist_cases / sizeof dist_cases[0]; k++) {
-    const pad_case *c = &dist_cases[k];
-    adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
-    for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind++) {
-      adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, c->rank, c->shape, parts_by_size);
-      if (!layout) continue;
-      for (int dt = ADJ_FLOAT64; dt >= ADJ_FLOAT32; dt--) {
-        if (dt == ADJ_FLOAT32 && kind != DL_LAYOUT_CUTS) continue; /* float32 once per case */
-        adj_layer *dist = NULL, *seq = NULL;
-        ADJ_TEST_OK(t, pad_create(c, (adj_dtype)dt, layout, &dist));
-        ADJ_TEST_OK(t, pad_create(c, (adj_dtype)dt, root, &seq));
-        if (dist && seq) {
-          char label[160], what[80], text[48];
-          pad_format(what, sizeof what, c);
-          snprintf(label, sizeof label, "%s %s %s (%s)", what, adj_dtype_name((adj_dtype)dt),
-                   adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
-          dl_dottest(t, label, dist);
-          if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_LINEAR);
-          dl_compare_within(t, label, dist, seq, 43u, dt == ADJ_FLOAT32 ? 1e-6 : 1e-12);
-        }
-        adj_layer_destroy(&dist), adj_layer_destroy(&seq);
-      }
-      adj_decomposition_destroy(&layout);
-    }
-    adj_decomposition_destroy(&root);
+    char what[80];
+    pad_format(what, sizeof what, &dist_cases[k]);
+    dl_check_layouts(t, what, dist_cases[k].rank, dist_cases[k].shape, parts_by_size, pad_create, &dist_cases[k],
+                     DL_TAYLOR_LINEAR, 43u);
   }
 }
 
@@ -262,11 +243,11 @@ static const int conv_parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {
 
 /* PyTorch's Conv2d(padding_mode=mode): the pad layer, then a 3x3 convolution
  * (stride 2 in the first dimension) without padding, as one network. */
-static int padded_conv_create(const pad_case *c, const adj_decomposition *input, adj_layer **net) {
+static int padded_conv_create(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **net) {
   adj_layer *layers[2] = {NULL, NULL};
-  int status = pad_create(c, ADJ_FLOAT64, input, &layers[0]);
+  int status = pad_create(spec, dtype, input, &layers[0]);
   adj_conv_layer_config conv = {.comm = adj_partition_base_comm(adj_decomposition_partition(input)),
-                                .dtype = ADJ_FLOAT64, .out_channels = 4,
+                                .dtype = dtype, .out_channels = 4,
                                 .window = {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 1}}};
   if (!status) conv.input = adj_layer_output_layout(layers[0]);
   if (!status) status = adj_conv_layer_create(&conv, &layers[1]);
@@ -278,25 +259,9 @@ static int padded_conv_create(const pad_case *c, const adj_decomposition *input,
 static void test_padded_conv(adj_test *t) {
   for (int mode = ADJ_PAD_REFLECT; mode <= ADJ_PAD_CIRCULAR; mode++) {
     pad_case c = {4, {2, 3, 11, 9}, (adj_padding_mode)mode, {{1, 1}, {2, 1}}};
-    adj_decomposition *root = dl_self_layout(t, c.rank, c.shape);
-    for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind += DL_LAYOUT_CUTS - DL_LAYOUT_ALL) {
-      adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, c.rank, c.shape, conv_parts_by_size);
-      if (!layout) continue;
-      adj_layer *dist = NULL, *seq = NULL;
-      ADJ_TEST_OK(t, padded_conv_create(&c, layout, &dist));
-      ADJ_TEST_OK(t, padded_conv_create(&c, root, &seq));
-      if (dist && seq) {
-        char label[160], text[48];
-        snprintf(label, sizeof label, "conv3x3 padding_mode=%s %s (%s)", mode_names[mode],
-                 adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
-        dl_dottest(t, label, dist);
-        if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_SMOOTH);
-        dl_compare(t, label, dist, seq, 59u);
-      }
-      adj_layer_destroy(&dist), adj_layer_destroy(&seq);
-      adj_decomposition_destroy(&layout);
-    }
-    adj_decomposition_destroy(&root);
+    char what[64];
+    snprintf(what, sizeof what, "conv3x3 padding_mode=%s", mode_names[mode]);
+    dl_check_layouts(t, what, c.rank, c.shape, conv_parts_by_size, padded_conv_create, &c, DL_TAYLOR_SMOOTH, 59u);
   }
 }
 

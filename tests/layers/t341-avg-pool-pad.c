@@ -106,7 +106,8 @@ static void naive_avg(const avg_case *c, const adj_tensor *in, adj_tensor *out, 
     }
 }
 
-static int avg_create(const avg_case *c, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+static int avg_create(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+  const avg_case *c = spec;
   return adj_pool_layer_create(
       &(adj_pool_layer_config){.dtype = dtype, .kind = avg_kind(c), .input = input, .window = c->window}, layer);
 }
@@ -191,26 +192,10 @@ static void test_torch(adj_test *t, const char *path) {
 
 /* ---- distributed ------------------------------------------------------------------------ */
 
-static void check_distributed(adj_test *t, const avg_case *c, adj_decomposition *layout, adj_decomposition *root,
-                              int kind, adj_dtype dtype) {
-  adj_layer *dist = NULL, *seq = NULL;
-  ADJ_TEST_OK(t, avg_create(c, dtype, layout, &dist));
-  ADJ_TEST_OK(t, avg_create(c, dtype, root, &seq));
-  if (dist && seq) {
-    char label[160], what[80], text[48];
-    avg_format(what, sizeof what, c);
-    snprintf(label, sizeof label, "%s %s %s (%s)", what, adj_dtype_name(dtype),
-             adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
-    dl_dottest(t, label, dist);
-    if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_LINEAR);
-    dl_compare_within(t, label, dist, seq, 47u, dtype == ADJ_FLOAT32 ? 1e-6 : 1e-12);
-  }
-  adj_layer_destroy(&dist), adj_layer_destroy(&seq);
-}
-
 /* A reflect pad layer and then the pool with zero padding, as one network. */
-static int reflect_pool_create(const avg_case *c, const adj_decomposition *input, adj_layer **net) {
-  adj_pad_layer_config pad = {.dtype = ADJ_FLOAT64, .input = input, .spatial_dims = c->window.spatial_dims,
+static int reflect_pool_create(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **net) {
+  const avg_case *c = spec;
+  adj_pad_layer_config pad = {.dtype = dtype, .input = input, .spatial_dims = c->window.spatial_dims,
                               .mode = ADJ_PAD_REFLECT};
   adj_window_geometry w = c->window;
   for (int d = 0; d < w.spatial_dims; d++) {
@@ -219,7 +204,7 @@ static int reflect_pool_create(const avg_case *c, const adj_decomposition *input
   }
   adj_layer *layers[2] = {NULL, NULL};
   int status = adj_pad_layer_create(&pad, &layers[0]);
-  if (!status) status = adj_pool_layer_create(&(adj_pool_layer_config){.dtype = ADJ_FLOAT64, .kind = ADJ_POOL_AVG,
+  if (!status) status = adj_pool_layer_create(&(adj_pool_layer_config){.dtype = dtype, .kind = ADJ_POOL_AVG,
                                                               .input = adj_layer_output_layout(layers[0]), .window = w},
                                      &layers[1]);
   if (!status) status = adj_network_create("reflect_pool", 2, layers, net);
@@ -227,35 +212,14 @@ static int reflect_pool_create(const avg_case *c, const adj_decomposition *input
   return status;
 }
 
-static void check_reflect_pool(adj_test *t, const avg_case *c, adj_decomposition *layout, adj_decomposition *root,
-                               int kind) {
-  adj_layer *dist = NULL, *seq = NULL;
-  ADJ_TEST_OK(t, reflect_pool_create(c, layout, &dist));
-  ADJ_TEST_OK(t, reflect_pool_create(c, root, &seq));
-  if (dist && seq) {
-    char label[160], what[80], text[48];
-    avg_format(what, sizeof what, c);
-    snprintf(label, sizeof label, "reflect pad + %s %s (%s)", what,
-             adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
-    dl_dottest(t, label, dist);
-    dl_compare(t, label, dist, seq, 53u);
-  }
-  adj_layer_destroy(&dist), adj_layer_destroy(&seq);
-}
-
 static void test_distributed(adj_test *t) {
   for (size_t k = 0; k < sizeof dist_cases / sizeof dist_cases[0]; k++) {
     const avg_case *c = &dist_cases[k];
-    adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
-    for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind++) {
-      adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, c->rank, c->shape, parts_by_size);
-      if (!layout) continue;
-      check_distributed(t, c, layout, root, kind, ADJ_FLOAT64);
-      if (kind == DL_LAYOUT_CUTS) check_distributed(t, c, layout, root, kind, ADJ_FLOAT32);
-      check_reflect_pool(t, c, layout, root, kind);
-      adj_decomposition_destroy(&layout);
-    }
-    adj_decomposition_destroy(&root);
+    char what[80], reflect[96];
+    avg_format(what, sizeof what, c);
+    snprintf(reflect, sizeof reflect, "reflect pad + %s", what);
+    dl_check_layouts(t, what, c->rank, c->shape, parts_by_size, avg_create, c, DL_TAYLOR_LINEAR, 47u);
+    dl_check_layouts(t, reflect, c->rank, c->shape, parts_by_size, reflect_pool_create, c, DL_TAYLOR_LINEAR, 53u);
   }
 }
 

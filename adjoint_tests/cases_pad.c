@@ -81,7 +81,8 @@ static int adj_battery_add_pad_case(adj_battery *b, size_t row, int mode, bool p
 
 int adj_battery_add_pad(adj_battery *b) {
   for (size_t row = 0; row < sizeof adj_pad_specs / sizeof adj_pad_specs[0]; row++) {
-    for (int mode = ADJ_PAD_ZEROS; mode <= ADJ_PAD_CIRCULAR; mode++) ADJ_CALL(adj_battery_add_pad_case(b, row, mode, false));
+    for (int mode = ADJ_PAD_ZEROS; mode <= ADJ_PAD_CIRCULAR; mode++)
+      ADJ_CALL(adj_battery_add_pad_case(b, row, mode, false));
     ADJ_CALL(adj_battery_add_pad_case(b, row, ADJ_PAD_ZEROS, true));
   }
   return ADJ_SUCCESS;

@@ -81,6 +81,12 @@ static int64_t adj_pad_out_row(const adj_pad_stage *s, const adj_tensor *out, in
   return side ? out->shape[s->dim] - s->side[1].width + j : j;
 }
 
+/* The slab row padding entry j of a side copies. */
+static adj_box adj_pad_slab_row(const adj_pad *p, const adj_pad_stage *s, int side, int64_t j) {
+  const adj_pad_side *e = &s->side[side];
+  return adj_pad_row(&e->slab, s->dim, adj_pad_source_row(p->mode, s->n, adj_pad_position(s, side, j)) - e->a);
+}
+
 static int adj_pad_stage_forward(const adj_pad *p, adj_pad_stage *s, const adj_tensor *in, adj_tensor *out) {
   adj_box whole = adj_box_whole(in->rank, in->shape);
   adj_tensor_copy_box(out, &s->bulk, in, &whole, ADJ_UNPACK_COPY);
@@ -97,7 +103,7 @@ static int adj_pad_stage_forward(const adj_pad *p, adj_pad_stage *s, const adj_t
         adj_tensor_clear_box(out, &to);
         continue;
       }
-      adj_box from = adj_pad_row(&e->slab, s->dim, adj_pad_source_row(p->mode, s->n, adj_pad_position(s, side, j)) - e->a);
+      adj_box from = adj_pad_slab_row(p, s, side, j);
       adj_tensor_copy_box(out, &to, &e->slab, &from, ADJ_UNPACK_COPY);
     }
   }
@@ -113,7 +119,7 @@ static int adj_pad_stage_adjoint(const adj_pad *p, adj_pad_stage *s, const adj_t
     adj_tensor_zero(&e->slab);
     for (int64_t j = 0; s->boundary[side] && j < e->width; j++) {
       adj_box from = adj_pad_row(dout, s->dim, adj_pad_out_row(s, dout, side, j));
-      adj_box to = adj_pad_row(&e->slab, s->dim, adj_pad_source_row(p->mode, s->n, adj_pad_position(s, side, j)) - e->a);
+      adj_box to = adj_pad_slab_row(p, s, side, j);
       adj_tensor_copy_box(&e->slab, &to, dout, &from, ADJ_UNPACK_ADD);
     }
     ADJ_CALL(adj_op_adjoint(e->move, &e->slab, &e->sent));
@@ -199,8 +205,8 @@ static int adj_pad_validate(const char *who, const adj_pad_layer_config *c) {
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
   int sd = c->spatial_dims, rank = adj_decomposition_rank(c->input);
   ADJ_CHECK(sd >= 1 && sd <= 3, ADJ_ERR_ARG, "%s: spatial_dims is %d, not 1, 2 or 3", who, sd);
-  ADJ_CHECK(rank == 2 + sd, ADJ_ERR_SIZE, "%s: the input has rank %d but %d spatial dimensions need %d (N, C, spatial...)",
-            who, rank, sd, 2 + sd);
+  ADJ_CHECK(rank == 2 + sd, ADJ_ERR_SIZE,
+            "%s: the input has rank %d but %d spatial dimensions need %d (N, C, spatial...)", who, rank, sd, 2 + sd);
   ADJ_CHECK(adj_padding_mode_name(c->mode), ADJ_ERR_ARG,
             "%s: unknown padding mode %d (zeros 0, reflect 1, replicate 2, circular 3)", who, (int)c->mode);
   const int64_t *shape = adj_decomposition_global_shape(c->input);

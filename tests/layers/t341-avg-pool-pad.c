@@ -97,11 +97,10 @@ static void naive_avg(const avg_case *c, const adj_tensor *in, adj_tensor *out, 
         if (inside) taps[count++] = plane * xv + flat;
       }
       double divisor = c->include_pad ? (double)kv : (double)count;
+      int64_t at = plane * yv + o;
       for (int64_t k = 0; k < count; k++) {
-        if (adjoint)
-          adj_tensor_set(out, taps[k], adj_tensor_get(out, taps[k]) + adj_tensor_get(in, plane * yv + o) / divisor);
-        else
-          adj_tensor_set(out, plane * yv + o, adj_tensor_get(out, plane * yv + o) + adj_tensor_get(in, taps[k]) / divisor);
+        if (adjoint) adj_tensor_set(out, taps[k], adj_tensor_get(out, taps[k]) + adj_tensor_get(in, at) / divisor);
+        else adj_tensor_set(out, at, adj_tensor_get(out, at) + adj_tensor_get(in, taps[k]) / divisor);
       }
     }
 }

@@ -179,6 +179,24 @@ static void adj_pad_destroy(adj_layer *l) { adj_pad_free(l->impl); }
 
 static const adj_layer_methods adj_pad_methods = {adj_pad_forward, adj_pad_jvp, adj_pad_backward, adj_pad_destroy};
 
+int adj_pad_layer_counters(const adj_layer *l, adj_op_counters *counters) {
+  ADJ_CHECK(l && counters && l->methods.forward == adj_pad_forward, ADJ_ERR_ARG,
+            "pad layer counters: %s is not a pad layer", l ? l->name : "(NULL)");
+  const adj_pad *p = l->impl;
+  *counters = (adj_op_counters){0};
+  for (int k = 0; k < p->stages; k++)
+    for (int side = 0; side < 2; side++) {
+      if (!p->stage[k].side[side].move) continue;
+      adj_op_counters c;
+      adj_op_get_counters(p->stage[k].side[side].move, &c);
+      counters->forward_applications += c.forward_applications;
+      counters->adjoint_applications += c.adjoint_applications;
+      counters->bytes_sent += c.bytes_sent, counters->bytes_received += c.bytes_received;
+      counters->messages_sent += c.messages_sent, counters->messages_received += c.messages_received;
+    }
+  return ADJ_SUCCESS;
+}
+
 /* ---- validation ------------------------------------------------------------------------- */
 
 /* The global extent must hold every row the mode copies (PyTorch's limits). */

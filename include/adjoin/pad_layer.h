@@ -38,6 +38,7 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
+#include "adjoin/op.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -58,6 +59,12 @@ typedef struct adj_pad_layer_config {
 } adj_pad_layer_config;
 
 int adj_pad_layer_create(const adj_pad_layer_config *config, adj_layer **layer);
+
+/* This worker's traffic for the padding since creation: the sum of the
+ * counters of the moves of boundary rows (forward and adjoint; a worker that
+ * keeps the rows it pads from moves nothing).  Fails (ADJ_ERR_ARG) when
+ * `layer` is not a pad layer. */
+int adj_pad_layer_counters(const adj_layer *layer, adj_op_counters *counters);
 
 /* PyTorch's name of a mode ("zeros", "reflect", "replicate", "circular"), or
  * NULL for an unknown one. */

@@ -265,6 +265,56 @@ static void test_padded_conv(adj_test *t) {
   }
 }
 
+/* ---- what moves ------------------------------------------------------------------------- */
+
+/* Messages and bytes all workers sent in one forward of mode on (2, 3, 13)
+ * cut over every rank, padding 2:2. */
+static void count_traffic(adj_test *t, adj_padding_mode mode, uint64_t *messages, uint64_t *bytes, uint64_t *interior) {
+  static const int64_t shape[3] = {2, 3, 13};
+  const int parts[3] = {1, 1, t->size};
+  adj_decomposition *layout = dl_layout(t, 3, shape, parts, NULL, NULL);
+  pad_case c = {3, {2, 3, 13}, mode, {{2, 2}}};
+  adj_layer *layer = NULL;
+  adj_op_counters n = {0};
+  if (layout) ADJ_TEST_OK(t, pad_create(&c, ADJ_FLOAT64, layout, &layer));
+  if (layer) {
+    adj_tensor x, y;
+    adj_layer_create_input(layer, &x), adj_layer_create_output(layer, &y);
+    ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+    ADJ_TEST_OK(t, adj_pad_layer_counters(layer, &n));
+    adj_tensor_destroy(&x), adj_tensor_destroy(&y);
+  }
+  bool inner = t->rank > 0 && t->rank < t->size - 1;
+  uint64_t mine[3] = {n.messages_sent + n.messages_received, n.bytes_sent, 0}, all[3];
+  mine[2] = inner ? mine[0] : 0;
+  MPI_Allreduce(mine, all, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  *messages = all[0], *bytes = all[1], *interior = all[2];
+  adj_layer_destroy(&layer);
+  adj_decomposition_destroy(&layout);
+}
+
+/* Blocks of 13 over at most 4 workers hold 3 or more rows, so reflect and
+ * replicate pad from the boundary workers' own rows: nothing moves.  Circular
+ * moves the last 2 rows to worker 0 and the first 2 to the last worker (2 x 3
+ * x 2 doubles each), one message sent and one received per side; interior
+ * workers take part in none. */
+static void test_traffic(adj_test *t) {
+  if (t->size > 4) return;
+  for (int mode = ADJ_PAD_REFLECT; mode <= ADJ_PAD_CIRCULAR; mode++) {
+    uint64_t messages, bytes, interior;
+    count_traffic(t, (adj_padding_mode)mode, &messages, &bytes, &interior);
+    bool moves = mode == ADJ_PAD_CIRCULAR && t->size > 1;
+    uint64_t want_messages = moves ? 4 : 0, want_bytes = moves ? 2 * 2 * 3 * 2 * 8 : 0;
+    adj_test_report(t, "  %-9s pad 2:2 of 13 on %d workers: %llu messages, %llu bytes sent, %llu on interior workers",
+                    mode_names[mode], t->size, (unsigned long long)messages, (unsigned long long)bytes,
+                    (unsigned long long)interior);
+    ADJ_TEST_CHECK(t, messages == want_messages && bytes == want_bytes && interior == 0,
+                   "%s: %llu messages and %llu bytes, expected %llu and %llu, %llu on interior workers",
+                   mode_names[mode], (unsigned long long)messages, (unsigned long long)bytes,
+                   (unsigned long long)want_messages, (unsigned long long)want_bytes, (unsigned long long)interior);
+  }
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void test_errors(adj_test *t) {
@@ -290,6 +340,9 @@ static void test_errors(adj_test *t) {
   adj_padding_mode mode = ADJ_PAD_ZEROS;
   adj_test_expect_error(t, "mode name 'symmetric'", adj_padding_mode_parse("symmetric", &mode), ADJ_ERR_ARG,
                         "unknown mode 'symmetric'");
+  adj_op_counters counters;
+  adj_test_expect_error(t, "counters of no layer", adj_pad_layer_counters(NULL, &counters), ADJ_ERR_ARG,
+                        "(NULL) is not a pad layer");
   ADJ_TEST_OK(t, adj_padding_mode_parse("circular", &mode));
   ADJ_TEST_CHECK(t, mode == ADJ_PAD_CIRCULAR && !strcmp(adj_padding_mode_name(mode), "circular"),
                  "'circular' parses to mode %d", (int)mode);
@@ -306,6 +359,7 @@ int main(int argc, char **argv) {
   test_torch(&t, argv[1]);
   test_distributed(&t);
   test_padded_conv(&t);
+  test_traffic(&t);
   test_errors(&t);
   return adj_test_finish(&t);
 }

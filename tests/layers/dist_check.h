@@ -113,5 +113,11 @@ typedef struct dl_reference {
   double y[DL_REFERENCE_MAX], grad[DL_REFERENCE_MAX];
 } dl_reference;
 bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r);
+/* Runs a one-worker `layer` on the twin scripts' fixed input x_i = ((7 i + 3)
+ * mod 13) / 13 and output gradient w_j = ((5 j + 1) mod 11) / 11 - 0.5 and
+ * checks its output (absolute) and input gradient (relative to max(1, |g|))
+ * against r within `tolerance`; *worst keeps the largest error. */
+void dl_check_reference(adj_test *t, const char *label, adj_layer *layer, const dl_reference *r, double tolerance,
+                        double *worst);
 
 #endif

@@ -60,35 +60,14 @@ static void up_format(char *buf, size_t size, const up_case *c) {
 
 /* ---- PyTorch's numbers ------------------------------------------------------------------ */
 
-static void check_torch_case(adj_test *t, const up_case *c, const double *ref_y, int64_t ny, const double *ref_g,
-                             int64_t ng, adj_dtype dtype, double *worst) {
+static void check_torch_case(adj_test *t, const up_case *c, const dl_reference *r, adj_dtype dtype, double *worst) {
   adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
   adj_layer *layer = NULL;
   ADJ_TEST_OK(t, up_create(c, dtype, root, &layer));
-  char label[96];
-  up_format(label, sizeof label, c);
-  if (layer) {
-    adj_tensor x, y, dy, dx;
-    adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
-    adj_layer_create_output(layer, &y), adj_layer_create_output(layer, &dy);
-    ADJ_TEST_CHECK(t, adj_tensor_volume(&y) == ny && adj_tensor_volume(&x) == ng,
-                   "%s: %lld outputs and %lld inputs; PyTorch has %lld and %lld", label,
-                   (long long)adj_tensor_volume(&y), (long long)adj_tensor_volume(&x), (long long)ny, (long long)ng);
-    if (adj_tensor_volume(&y) == ny && adj_tensor_volume(&x) == ng) {
-      for (int64_t i = 0; i < ng; i++) adj_tensor_set(&x, i, (double)((7 * i + 3) % 13) / 13.0);
-      for (int64_t j = 0; j < ny; j++) adj_tensor_set(&dy, j, (double)((5 * j + 1) % 11) / 11.0 - 0.5);
-      ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
-      ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &dx));
-      double ey = 0, eg = 0;
-      for (int64_t j = 0; j < ny; j++) ey = fmax(ey, fabs(adj_tensor_get(&y, j) - ref_y[j]));
-      for (int64_t i = 0; i < ng; i++) eg = fmax(eg, fabs(adj_tensor_get(&dx, i) - ref_g[i]) / fmax(1, fabs(ref_g[i])));
-      double tol = dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12;
-      ADJ_TEST_CHECK(t, ey < tol && eg < tol, "%s %s: against PyTorch y %.3e, grad %.3e", label,
-                     adj_dtype_name(dtype), ey, eg);
-      worst[dtype] = fmax(worst[dtype], fmax(ey, eg));
-    }
-    adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
-  }
+  char label[112], what[96];
+  up_format(what, sizeof what, c);
+  snprintf(label, sizeof label, "%s %s", what, adj_dtype_name(dtype));
+  if (layer) dl_check_reference(t, label, layer, r, dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12, &worst[dtype]);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&root);
 }
@@ -101,7 +80,7 @@ static void test_torch(adj_test *t, const char *path) {
   double worst[2] = {0, 0};
   while (dl_read_reference(t, f, total, &r)) {
     for (int dt = 0; dt < 2; dt++)
-      check_torch_case(t, &torch_cases[r.index], r.y, r.ny, r.grad, r.ng, (adj_dtype)dt, worst);
+      check_torch_case(t, &torch_cases[r.index], &r, (adj_dtype)dt, worst);
     cases++;
   }
   fclose(f);

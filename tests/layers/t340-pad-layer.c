@@ -177,32 +177,10 @@ static void check_torch_case(adj_test *t, const pad_case *c, const dl_reference 
   adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
   adj_layer *layer = NULL;
   ADJ_TEST_OK(t, pad_create(c, dtype, root, &layer));
-  char label[96];
-  pad_format(label, sizeof label, c);
-  if (layer) {
-    adj_tensor x, y, dy, dx;
-    adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
-    adj_layer_create_output(layer, &y), adj_layer_create_output(layer, &dy);
-    bool sized = adj_tensor_volume(&y) == r->ny && adj_tensor_volume(&x) == r->ng;
-    ADJ_TEST_CHECK(t, sized, "%s: %lld outputs and %lld inputs; PyTorch has %lld and %lld", label,
-                   (long long)adj_tensor_volume(&y), (long long)adj_tensor_volume(&x), (long long)r->ny,
-                   (long long)r->ng);
-    if (sized) {
-      for (int64_t i = 0; i < r->ng; i++) adj_tensor_set(&x, i, (double)((7 * i + 3) % 13) / 13.0);
-      for (int64_t j = 0; j < r->ny; j++) adj_tensor_set(&dy, j, (double)((5 * j + 1) % 11) / 11.0 - 0.5);
-      ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
-      ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &dx));
-      double ey = 0, eg = 0;
-      for (int64_t j = 0; j < r->ny; j++) ey = fmax(ey, fabs(adj_tensor_get(&y, j) - r->y[j]));
-      for (int64_t i = 0; i < r->ng; i++)
-        eg = fmax(eg, fabs(adj_tensor_get(&dx, i) - r->grad[i]) / fmax(1, fabs(r->grad[i])));
-      double tol = dtype == ADJ_FLOAT32 ? 1e-6 : 1e-14;
-      ADJ_TEST_CHECK(t, ey < tol && eg < tol, "%s %s: against PyTorch y %.3e, grad %.3e", label, adj_dtype_name(dtype),
-                     ey, eg);
-      worst[dtype] = fmax(worst[dtype], fmax(ey, eg));
-    }
-    adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
-  }
+  char label[112], what[96];
+  pad_format(what, sizeof what, c);
+  snprintf(label, sizeof label, "%s %s", what, adj_dtype_name(dtype));
+  if (layer) dl_check_reference(t, label, layer, r, dtype == ADJ_FLOAT32 ? 1e-6 : 1e-14, &worst[dtype]);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&root);
 }

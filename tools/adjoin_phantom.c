@@ -171,6 +171,12 @@ static void print_comm(const adj_comm_model *m, const adj_ffn_shape *s) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     printf("  %-4s %-15s m = %12.0f  %12.3f us\n", rows[i].model, adj_collective_name(rows[i].c), rows[i].m,
            1e6 * adj_comm_time(m, rows[i].c, rows[i].m, s->p));
+  /* Bytes of one layer's step, counted as the layers' operators count them. */
+  adj_ffn_shape one = *s;
+  one.layers = 1;
+  printf("  bytes per rank and layer (sent + received, mean over ranks): TP %.0f, 1.5D %.0f, PP %.0f\n",
+         m->word_bytes * adj_tp_message_floats(&one), m->word_bytes * adj_mp15_message_floats(&one),
+         m->word_bytes * adj_pp_message_floats(&one));
 }
 
 static void print_energy(const phantom_args *a, const adj_comm_model *m) {

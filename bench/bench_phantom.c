@@ -14,8 +14,9 @@
  * energy per step e = A t_comp + B t_comm of all ranks together, measured
  * and modelled (Table III for t_comm).  TP's and PP's t_comm is the time
  * inside their collectives during the step; the 1.5D layer's operators are
- * blocking, so its t_comm is the time of the same operators applied alone
- * (forward and adjoint) right after the step, on the step's own buffers.
+ * blocking, so its t_comm is the time of its input all-gathers applied
+ * alone (forward and adjoint) right after the step, on buffers of the
+ * step's shapes.
  *
  *   mpiexec -n 4 bench-phantom [--n 4096] [--layers 2] [--batch 64] [--k 8,16,64]
  *                              [--rounds 7] [--A 560] [--B 90]
@@ -106,7 +107,7 @@ static void die(const char *what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* ---- a stack of TP or PP layers with ReLU between them --------------------------------- */
+/* ---- a stack of TP, 1.5D or PP layers with ReLU between them --------------------------- */
 
 typedef enum stack_kind { STACK_TP, STACK_MP15, STACK_PP } stack_kind;
 
@@ -154,6 +155,12 @@ static void stack_create(const bench_args *a, const adj_decomposition *input, st
     die("buffers");
 }
 
+static void stack_reset_counters(stack *s) {
+  for (int l = 0; l < s->depth; l++)
+    if (s->kind == STACK_MP15) adj_affine15_layer_reset_counters(s->layers[2 * l]);
+    else adj_phantom_layer_reset_counters(s->layers[2 * l]);
+}
+
 /* Uniform initialisation whose output variance matches the dense layer's
  * He initialisation (variance 2/n per weight, so a layer keeps E[y^2] at
  * 2 E[x^2]): W and L variance 2/n; C variance p/n, so each ghost keeps the
@@ -163,12 +170,6 @@ static void stack_create(const bench_args *a, const adj_decomposition *input, st
  * at p = 2 and more at larger p, which made the phantom models start an
  * order of magnitude above the dense one's loss.  Ranks draw their own
  * blocks from rank-dependent seeds. */
-static void stack_reset_counters(stack *s) {
-  for (int l = 0; l < s->depth; l++)
-    if (s->kind == STACK_MP15) adj_affine15_layer_reset_counters(s->layers[2 * l]);
-    else adj_phantom_layer_reset_counters(s->layers[2 * l]);
-}
-
 static void stack_init(stack *s, int64_t n, int p, int64_t k, uint64_t seed, int rank) {
   adj_rng *rng;
   adj_rng_create(seed * 1000003u + (uint64_t)rank, &rng);

@@ -3,8 +3,9 @@
  * parallelism (PP) on p ranks (paper 003; include/adjoin/phantom.h and
  * energy.h), and under adjoin's 1.5D affine layer on a P_r = p, P_c = 1 grid
  * (pure model parallelism, "1.5D": the same dense weights as TP, an
- * all-gather forward and a reduce-scatter backward per layer).  Pure arithmetic unless --calibrate, which measures alpha and
- * beta with MPI (run it under mpiexec with the ranks to model).
+ * all-gather forward and a reduce-scatter backward per layer).  Pure
+ * arithmetic unless --calibrate, which measures alpha and beta with MPI (run
+ * it under mpiexec with the ranks to model).
  *
  *   adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B]
  *                  [--A WATTS] [--B WATTS] [--model table3|alpha-beta]

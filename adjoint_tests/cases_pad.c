@@ -58,7 +58,7 @@ static int adj_run_pad(MPI_Comm comm, const adj_battery_case *c, adj_dottest_res
     memcpy(pad.padding, s->padding, sizeof pad.padding);
     status = adj_pad_layer_create(&pad, &layer);
   }
-  if (!status) status = adj_dottest_layer(layer, 71, r);
+  if (!status) status = adj_dottest_layer(layer, c->seed + 71, r);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&input);
   return status;

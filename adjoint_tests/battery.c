@@ -60,6 +60,7 @@ static int (*const adj_battery_families[])(adj_battery *) = {
     adj_battery_add_norm,
     adj_battery_add_losses,
     adj_battery_add_upsample,
+    adj_battery_add_pad,
 };
 
 int adj_battery_build(adj_battery *b) {

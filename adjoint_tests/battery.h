@@ -28,6 +28,7 @@ struct adj_battery_case {
   int is_layer;          /* chooses the tolerance */
   adj_battery_run_fn run;
   int64_t params[48];    /* interpreted by run */
+  uint64_t seed;         /* added to the case's own seed by run; 0 in the table, adjoin-dottest --seed sets it */
 };
 
 typedef struct adj_battery {
@@ -62,6 +63,7 @@ int adj_battery_add_layers(adj_battery *b);
 int adj_battery_add_norm(adj_battery *b);
 int adj_battery_add_losses(adj_battery *b);
 int adj_battery_add_upsample(adj_battery *b);
+int adj_battery_add_pad(adj_battery *b);
 
 /* The partition of ndim dims listing the ranks given as digits in grid order
  * ("3210"), and one more than the largest of those ranks (cases_broadcast.c). */

@@ -61,7 +61,7 @@ static int adj_run_all_sum_reduce(MPI_Comm comm, const adj_battery_case *c, adj_
     if (s->grow && adj_partition_active(p)) block[0] += adj_partition_coords(p)[0];
     status = adj_all_sum_reduce_create(c->dtype, p, s->rank, block, s->ndims, s->dims, &op);
   }
-  if (!status) status = adj_dottest_op(op, 37, r);
+  if (!status) status = adj_dottest_op(op, c->seed + 37, r);
   adj_op_destroy(&op);
   adj_partition_destroy(&p);
   return status;

@@ -74,7 +74,7 @@ static int adj_run_broadcast(MPI_Comm comm, const adj_battery_case *c, adj_dotte
   if (!status) status = adj_decomposition_create_explicit(source, s->source.ndim, s->global, cuts, &x);
   if (!status) status = c->params[1] ? adj_sum_reduce_create(c->dtype, destination, x, &op)
                                      : adj_broadcast_create(c->dtype, x, destination, &op);
-  if (!status) status = adj_dottest_op(op, 31, r);
+  if (!status) status = adj_dottest_op(op, c->seed + 31, r);
   adj_op_destroy(&op);
   adj_decomposition_destroy(&x);
   adj_partition_destroy(&source);

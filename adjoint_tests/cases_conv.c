@@ -207,7 +207,7 @@ static int adj_conv_run(MPI_Comm comm, const adj_battery_case *b, adj_dottest_re
   adj_conv_case_config(&adj_conv_cases[b->params[0]], comm, b->dtype, &ranks, &config);
   adj_layer *layer;
   ADJ_CALL(adj_conv_layer_create(&config, &layer));
-  int status = adj_dottest_layer(layer, 310 + (uint64_t)b->params[0], r);
+  int status = adj_dottest_layer(layer, b->seed + 310 + (uint64_t)b->params[0], r);
   adj_layer_destroy(&layer);
   return status;
 }

@@ -77,7 +77,7 @@ static int halo_run(MPI_Comm comm, const adj_battery_case *c, adj_dottest_result
   int status = adj_partition_create(comm, rank, parts, c->ranks, NULL, &partition);
   if (!status) status = adj_halo_geometry_create(rank, shape, parts, cuts, &kernel, &geometry);
   if (!status) status = adj_halo_create(c->dtype, partition, geometry, &op);
-  if (!status) status = adj_dottest_op(op, 1000 + (uint64_t)c->params[1], r);
+  if (!status) status = adj_dottest_op(op, c->seed + 1000 + (uint64_t)c->params[1], r);
   adj_op_destroy(&op);
   adj_halo_geometry_destroy(&geometry);
   adj_partition_destroy(&partition);

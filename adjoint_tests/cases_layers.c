@@ -225,7 +225,7 @@ static int adj_layer_case_create(MPI_Comm comm, const adj_battery_case *c, adj_l
 static int adj_run_layer(MPI_Comm comm, const adj_battery_case *c, adj_dottest_result *r) {
   adj_layer *layer = NULL;
   int status = adj_layer_case_create(comm, c, &layer);
-  if (!status) status = adj_dottest_layer(layer, 47, r);
+  if (!status) status = adj_dottest_layer(layer, c->seed + 47, r);
   adj_layer_destroy(&layer);
   return status;
 }

@@ -85,7 +85,7 @@ static int adj_run_loss(MPI_Comm comm, const adj_battery_case *c, adj_dottest_re
                                                       .log_target = s->log_target},
                                    &layer);
   if (!status) status = adj_loss_case_targets(s, layer);
-  if (!status) status = adj_dottest_layer(layer, 59, r);
+  if (!status) status = adj_dottest_layer(layer, c->seed + 59, r);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&input);
   return status;

@@ -21,8 +21,8 @@ static int adj_make_flat(adj_dtype dtype, int kind, int64_t m, int64_t n, adj_op
   }
 }
 
-static int adj_run_op(adj_op *op, adj_dottest_result *r) {
-  int status = adj_dottest_op(op, 17, r);
+static int adj_run_op(adj_op *op, uint64_t seed, adj_dottest_result *r) {
+  int status = adj_dottest_op(op, seed + 17, r);
   adj_op_destroy(&op);
   return status;
 }
@@ -32,7 +32,7 @@ static int adj_run_flat(MPI_Comm comm, const adj_battery_case *c, adj_dottest_re
   (void)comm;
   adj_op *op;
   ADJ_CALL(adj_make_flat(c->dtype, (int)c->params[0], c->params[1], c->params[2], &op));
-  return adj_run_op(op, r);
+  return adj_run_op(op, c->seed, r);
 }
 
 /* params: kind, rank, shape[0..rank), a.start, b.start, extent (each rank entries) */
@@ -56,7 +56,7 @@ static int adj_run_in_place(MPI_Comm comm, const adj_battery_case *c, adj_dottes
   adj_unpack_in_place(c, &rank, shape, &a, &b);
   adj_op *op;
   ADJ_CALL(adj_memory_in_place_create(c->dtype, (adj_memory_kind)c->params[0], rank, shape, &a, &b, &op));
-  return adj_run_op(op, r);
+  return adj_run_op(op, c->seed, r);
 }
 
 /* allocate(m, n) -> in-place copy of the first m entries onto the last n=m ->
@@ -74,7 +74,7 @@ static int adj_run_chain(MPI_Comm comm, const adj_battery_case *c, adj_dottest_r
   if (!status) status = adj_op_compose(5, ops, &chain);
   for (int i = 0; i < 5; i++) adj_op_destroy(&ops[i]);
   if (status) return status;
-  return adj_run_op(chain, r);
+  return adj_run_op(chain, c->seed, r);
 }
 
 static int adj_add_case(adj_battery *b, adj_battery_case *c, const char *op, const char *shape, adj_dtype dtype) {

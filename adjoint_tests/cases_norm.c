@@ -75,7 +75,7 @@ static int adj_run_batchnorm(MPI_Comm comm, const adj_battery_case *c, adj_dotte
     }
     adj_tensor_destroy(&x), adj_tensor_destroy(&y);
   }
-  if (!status) status = adj_dottest_layer(layer, 53, r);
+  if (!status) status = adj_dottest_layer(layer, c->seed + 53, r);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&input);
   return status;

@@ -121,7 +121,7 @@ static int adj_movement_run(MPI_Comm comm, const adj_battery_case *c, adj_dottes
   adj_decomposition *x, *y;
   adj_op *op;
   ADJ_CALL(adj_movement_case_create(comm, c, &x, &y, &op));
-  int status = adj_dottest_op(op, 220, r);
+  int status = adj_dottest_op(op, c->seed + 220, r);
   adj_op_destroy(&op);
   adj_decomposition_destroy(&x);
   adj_decomposition_destroy(&y);

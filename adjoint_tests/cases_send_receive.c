@@ -11,7 +11,7 @@ static int adj_run_send_receive(MPI_Comm comm, const adj_battery_case *c, adj_do
   adj_op *op;
   ADJ_CALL(adj_send_receive_create(comm, c->dtype, (int)c->params[0], (int)c->params[1], (int)c->params[3],
                                    &c->params[4], (adj_transfer)c->params[2], &op));
-  int status = adj_dottest_op(op, 223, r);
+  int status = adj_dottest_op(op, c->seed + 223, r);
   adj_op_destroy(&op);
   return status;
 }

@@ -60,7 +60,7 @@ static int adj_run_upsample(MPI_Comm comm, const adj_battery_case *c, adj_dottes
   memcpy(config.size, s->size, sizeof config.size);
   memcpy(config.scale_factor, s->scale, sizeof config.scale_factor);
   if (!status) status = adj_upsample_layer_create(&config, &layer);
-  if (!status) status = adj_dottest_layer(layer, 67, r);
+  if (!status) status = adj_dottest_layer(layer, c->seed + 67, r);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&input);
   return status;

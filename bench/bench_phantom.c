@@ -1,17 +1,22 @@
 /* bench-phantom: phantom parallelism (PP) against tensor parallelism (TP) on
- * the ranks of the run (paper 003).
+ * the ranks of the run (paper 003), and against adjoin's own model-parallel
+ * layer: the 1.5D affine layer (affine15.h) on a P_r = p, P_c = 1 grid.
  *
  * Step mode (default): a stack of L layers of width n, ReLU between, forward
- * and backward of one batch; TP and PP at each k run in turns (TP, PP k1, PP
- * k2, ..., TP, ...) so shared-machine load hits every configuration alike.
- * Prints per configuration the step time (min / median / max over rounds, the
- * slowest rank per round), its ratio to TP, the counted bytes per rank and
- * step and their ratio beside the model's (Table II's collectives as the
- * counters count them; the input gradient is computed, so every layer runs
- * all of its collectives), the measured exposed communication t_comm (time inside
- * the collectives) and t_comp = step - t_comm, and the energy per step
- * e = A t_comp + B t_comm of all ranks together, measured and modelled
- * (Table III for t_comm).
+ * and backward of one batch; TP, 1.5D and PP at each k run in turns (TP,
+ * 1.5D, PP k1, PP k2, ..., TP, ...) so shared-machine load hits every
+ * configuration alike.  Prints per configuration the step time (min / median
+ * / max over rounds, the slowest rank per round), its ratios to TP and to
+ * 1.5D, the counted bytes per rank and step and their ratios beside the
+ * model's (Table II's collectives as the counters count them; the input
+ * gradient is computed, so every layer runs all of its collectives), the
+ * measured exposed communication t_comm and t_comp = step - t_comm, and the
+ * energy per step e = A t_comp + B t_comm of all ranks together, measured
+ * and modelled (Table III for t_comm).  TP's and PP's t_comm is the time
+ * inside their collectives during the step; the 1.5D layer's operators are
+ * blocking, so its t_comm is the time of its input all-gathers applied
+ * alone (forward and adjoint) right after the step, on buffers of the
+ * step's shapes.
  *
  *   mpiexec -n 4 bench-phantom [--n 4096] [--layers 2] [--batch 64] [--k 8,16,64]
  *                              [--rounds 7] [--A 560] [--B 90]
@@ -102,32 +107,58 @@ static void die(const char *what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* ---- a stack of TP or PP layers with ReLU between them --------------------------------- */
+/* ---- a stack of TP, 1.5D or PP layers with ReLU between them --------------------------- */
+
+typedef enum stack_kind { STACK_TP, STACK_MP15, STACK_PP } stack_kind;
 
 typedef struct stack {
+  stack_kind kind;
   int depth;                      /* layers */
   adj_layer *layers[2 * MAX_LAYERS]; /* layer, ReLU, layer, ReLU, ... */
   adj_layer *net;
   /* dx: the input gradient, asked for so every layer, the first included,
    * performs all of its Table II collectives, as the model charges them. */
   adj_tensor x, y, dy, dx;
+  adj_tensor gathered, scratch; /* 1.5D only: an all-gather's range and domain */
 } stack;
 
-static void stack_create(const bench_args *a, const adj_decomposition *input, int64_t k, stack *s) {
-  *s = (stack){.depth = a->layers};
+static const char *const stack_names[] = {"tp-ffn", "mp15-ffn", "phantom-ffn"};
+
+/* One layer of the stack's kind on `at`; the 1.5D layer reads the 1 x p
+ * input partition as P_c = 1, P_r = p. */
+static int stack_layer(const bench_args *a, stack_kind kind, const adj_decomposition *at, int64_t k,
+                       adj_layer **layer) {
+  adj_phantom_layer_config c = {.dtype = ADJ_FLOAT32, .input = at, .in_features = a->n, .ghosts = k};
+  if (kind == STACK_PP) return adj_phantom_layer_create(&c, layer);
+  if (kind == STACK_TP) return adj_tp_layer_create(&c, layer);
+  adj_affine15_layer_config m = {.dtype = ADJ_FLOAT32, .input = at, .out_features = a->n};
+  return adj_affine15_layer_create(&m, layer);
+}
+
+static void stack_create(const bench_args *a, const adj_decomposition *input, stack_kind kind, int64_t k, stack *s) {
+  *s = (stack){.kind = kind, .depth = a->layers};
   const adj_decomposition *at = input;
   for (int l = 0; l < a->layers; l++) {
-    adj_phantom_layer_config c = {.dtype = ADJ_FLOAT32, .input = at, .in_features = a->n, .ghosts = k};
-    if (k ? adj_phantom_layer_create(&c, &s->layers[2 * l]) : adj_tp_layer_create(&c, &s->layers[2 * l]))
-      die("layer");
+    if (stack_layer(a, kind, at, k, &s->layers[2 * l])) die("layer");
     adj_activation_layer_config r = {.dtype = ADJ_FLOAT32, .input = adj_layer_output_layout(s->layers[2 * l]),
                                      .activation = {.kind = ADJ_RELU}};
     if (adj_activation_layer_create(&r, &s->layers[2 * l + 1])) die("relu");
     at = adj_layer_output_layout(s->layers[2 * l + 1]);
   }
-  if (adj_network_create(k ? "phantom-ffn" : "tp-ffn", 2 * a->layers, s->layers, &s->net)) die("network");
+  if (adj_network_create(stack_names[kind], 2 * a->layers, s->layers, &s->net)) die("network");
   adj_layer_create_input(s->net, &s->x), adj_layer_create_input(s->net, &s->dx);
   adj_layer_create_output(s->net, &s->y), adj_layer_create_output(s->net, &s->dy);
+  if (kind != STACK_MP15) return;
+  adj_op *gather, *weight, *bias;
+  if (adj_affine15_layer_ops(s->layers[0], &gather, &weight, &bias) ||
+      adj_op_create_range_tensor(gather, &s->gathered) || adj_op_create_domain_tensor(gather, &s->scratch))
+    die("buffers");
+}
+
+static void stack_reset_counters(stack *s) {
+  for (int l = 0; l < s->depth; l++)
+    if (s->kind == STACK_MP15) adj_affine15_layer_reset_counters(s->layers[2 * l]);
+    else adj_phantom_layer_reset_counters(s->layers[2 * l]);
 }
 
 /* Uniform initialisation whose output variance matches the dense layer's
@@ -153,8 +184,8 @@ static void stack_init(stack *s, int64_t n, int p, int64_t k, uint64_t seed, int
       if (!strcmp(q->name, "bias")) adj_tensor_zero(&q->value);
       else adj_rng_fill_uniform(rng, &q->value, -r, r);
     }
-    adj_phantom_layer_reset_counters(layer);
   }
+  stack_reset_counters(s);
   adj_rng_destroy(&rng);
 }
 
@@ -162,6 +193,7 @@ static void stack_destroy(stack *s) {
   adj_layer_destroy(&s->net);
   for (int i = 0; i < 2 * s->depth; i++) adj_layer_destroy(&s->layers[i]);
   adj_tensor_destroy(&s->x), adj_tensor_destroy(&s->y), adj_tensor_destroy(&s->dy), adj_tensor_destroy(&s->dx);
+  adj_tensor_destroy(&s->gathered), adj_tensor_destroy(&s->scratch);
 }
 
 typedef struct stack_totals {
@@ -169,9 +201,41 @@ typedef struct stack_totals {
   double comm_seconds;
 } stack_totals;
 
+/* A 1.5D layer's bytes: its input all-gather and its weight and bias
+ * broadcasts (which move nothing on a P_c = 1 grid), both directions. */
+static void mp15_bytes(const adj_layer *layer, stack_totals *t) {
+  adj_affine15_counters c;
+  if (adj_affine15_layer_counters(layer, &c)) die("counters");
+  const adj_op_counters *ops[] = {&c.gather, &c.weight, &c.bias};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    t->bytes_sent += ops[i]->bytes_sent, t->bytes_received += ops[i]->bytes_received;
+}
+
+/* Seconds of the 1.5D layers' input all-gathers applied alone, forward then
+ * adjoint, as in one step (their weight broadcasts over P_c = 1 are local
+ * copies).  The layers apply them with blocking calls, so this is the
+ * communication a step cannot hide; the values do not matter, so every
+ * layer uses the stack's scratch buffers. */
+static double mp15_comm_seconds(stack *s) {
+  double seconds = 0;
+  for (int l = 0; l < s->depth; l++) {
+    adj_op *gather, *weight, *bias;
+    if (adj_affine15_layer_ops(s->layers[2 * l], &gather, &weight, &bias)) die("ops");
+    double t0 = MPI_Wtime();
+    if (adj_op_forward(gather, &s->x, &s->gathered) || adj_op_adjoint(gather, &s->gathered, &s->scratch))
+      die("gather");
+    seconds += MPI_Wtime() - t0;
+  }
+  return seconds;
+}
+
 static stack_totals stack_totals_get(stack *s) {
   stack_totals t = {0};
   for (int l = 0; l < s->depth; l++) {
+    if (s->kind == STACK_MP15) {
+      mp15_bytes(s->layers[2 * l], &t);
+      continue;
+    }
     adj_op_counters c;
     adj_phantom_layer_counters(s->layers[2 * l], &c);
     t.bytes_sent += c.bytes_sent, t.bytes_received += c.bytes_received;
@@ -187,74 +251,111 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void run_steps(const bench_args *a, const adj_decomposition *input, int rank, int p) {
-  int configs = 1 + a->n_k;
-  stack *stacks = calloc((size_t)configs, sizeof *stacks);
-  double(*step)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *step), (*comm)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *comm);
+/* Configurations in run order: 0 TP, 1 the 1.5D layer, then PP at each k. */
+enum { CONFIG_TP = 0, CONFIG_MP15 = 1, CONFIG_PP = 2, MAX_CONFIGS = MAX_K + CONFIG_PP };
+
+static stack_kind config_kind(int c) { return c == CONFIG_TP ? STACK_TP : c == CONFIG_MP15 ? STACK_MP15 : STACK_PP; }
+static int64_t config_k(const bench_args *a, int c) { return c >= CONFIG_PP ? a->k[c - CONFIG_PP] : 0; }
+
+/* Per configuration and round: the step's seconds and its communication
+ * seconds on this rank; the bytes of one step. */
+typedef struct step_figures {
+  double step[MAX_CONFIGS][MAX_ROUNDS], comm[MAX_CONFIGS][MAX_ROUNDS];
+  uint64_t bytes[MAX_CONFIGS];
+} step_figures;
+
+static void time_rounds(const bench_args *a, stack *stacks, int configs, step_figures *f) {
+  for (int r = -1; r < a->rounds; r++) /* round -1 warms up */
+    for (int c = 0; c < configs; c++) {
+      stack *s = &stacks[c];
+      stack_reset_counters(s);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      if (adj_layer_forward(s->net, &s->x, &s->y) || adj_layer_backward(s->net, &s->dy, &s->dx)) die("step");
+      double t = MPI_Wtime() - t0;
+      stack_totals tot = stack_totals_get(s);
+      if (s->kind == STACK_MP15) tot.comm_seconds = mp15_comm_seconds(s);
+      if (r < 0) continue;
+      f->step[c][r] = t, f->comm[c][r] = tot.comm_seconds, f->bytes[c] = tot.bytes_sent + tot.bytes_received;
+    }
+}
+
+/* One printed row's figures (medians over rounds of the slowest rank). */
+typedef struct step_row {
+  double min, med, max, t_comm, t_comp, bytes, model_bytes, e, model_e;
+} step_row;
+
+static step_row step_row_of(const bench_args *a, int p, int c, const step_figures *slowest, uint64_t bytes_all) {
+  double sorted[MAX_ROUNDS], comms[MAX_ROUNDS];
+  memcpy(sorted, slowest->step[c], sizeof(double) * (size_t)a->rounds);
+  memcpy(comms, slowest->comm[c], sizeof(double) * (size_t)a->rounds);
+  qsort(sorted, (size_t)a->rounds, sizeof(double), cmp_double);
+  qsort(comms, (size_t)a->rounds, sizeof(double), cmp_double);
+  step_row w = {.min = sorted[0], .med = sorted[a->rounds / 2], .max = sorted[a->rounds - 1],
+                .t_comm = comms[a->rounds / 2], .bytes = (double)bytes_all / p};
+  w.t_comp = fmax(w.med - w.t_comm, 0);
+  adj_comm_model fit = adj_comm_model_table3();
+  adj_ffn_shape shape = {.n = a->n, .p = p, .k = config_k(a, c), .layers = a->layers, .batch = a->batch};
+  stack_kind kind = config_kind(c);
+  double model_comm = kind == STACK_PP     ? adj_pp_comm_time(&fit, &shape)
+                      : kind == STACK_TP   ? adj_tp_comm_time(&fit, &shape)
+                                           : adj_mp15_comm_time(&fit, &shape);
+  double floats = kind == STACK_PP     ? adj_pp_message_floats(&shape)
+                  : kind == STACK_TP   ? adj_tp_message_floats(&shape)
+                                       : adj_mp15_message_floats(&shape);
+  w.model_bytes = sizeof(float) * floats;
+  w.e = p * adj_energy(a->p_busy, a->p_idle, w.t_comp, w.t_comm);
+  w.model_e = p * adj_energy(a->p_busy, a->p_idle, w.t_comp, model_comm);
+  return w;
+}
+
+static void print_steps(const bench_args *a, int p, int configs, const step_figures *slowest,
+                        const uint64_t *bytes_all) {
+  printf("bench-phantom: n = %lld, L = %d, batch %lld, p = %d ranks, float32, %d rounds (TP, 1.5D and PP in turns; "
+         "1.5D = affine15 on P_r = %d x P_c = 1)\n",
+         (long long)a->n, a->layers, (long long)a->batch, p, a->rounds, p);
+  printf("%-10s %9s %9s %9s %7s %7s %14s %9s %9s %14s %10s %10s %12s %7s %7s %12s\n", "config", "min ms", "median ms",
+         "max ms", "vs TP", "vs 1.5D", "bytes/rank", "vs TP", "vs 1.5D", "model B/rank", "t_comp ms", "t_comm ms",
+         "e/step (J)", "vs TP", "vs 1.5D", "model e (J)");
+  step_row tp = step_row_of(a, p, CONFIG_TP, slowest, bytes_all[CONFIG_TP]);
+  step_row mp = step_row_of(a, p, CONFIG_MP15, slowest, bytes_all[CONFIG_MP15]);
   for (int c = 0; c < configs; c++) {
-    int64_t k = c ? a->k[c - 1] : 0;
-    stack_create(a, input, k, &stacks[c]);
+    step_row w = step_row_of(a, p, c, slowest, bytes_all[c]);
+    char name[32];
+    if (c >= CONFIG_PP) snprintf(name, sizeof name, "PP k=%lld", (long long)config_k(a, c));
+    else snprintf(name, sizeof name, "%s", c == CONFIG_TP ? "TP" : "1.5D");
+    printf("%-10s %9.2f %9.2f %9.2f %7.3f %7.3f %14.0f %9.4f %9.4f %14.0f %10.2f %10.2f %12.4f %7.3f %7.3f %12.4f\n",
+           name, 1e3 * w.min, 1e3 * w.med, 1e3 * w.max, w.med / tp.med, w.med / mp.med, w.bytes, w.bytes / tp.bytes,
+           w.bytes / mp.bytes, w.model_bytes, 1e3 * w.t_comp, 1e3 * w.t_comm, w.e, w.e / tp.e, w.e / mp.e, w.model_e);
+  }
+  printf("e = p (A t_comp + B t_comm), A = %.0f W, B = %.0f W; t_comm measured inside the collectives (median; "
+         "1.5D: its all-gathers applied alone), model e uses Table III's t_comm with the measured t_comp; "
+         "bytes/rank counted (sent + received, mean over ranks), model B/rank the same from Table II's collectives "
+         "(1.5D: all-gather and reduce-scatter of n/p N per layer; energy.h)\n",
+         a->p_busy, a->p_idle);
+}
+
+static void run_steps(const bench_args *a, const adj_decomposition *input, int rank, int p) {
+  int configs = CONFIG_PP + a->n_k;
+  stack *stacks = calloc((size_t)configs, sizeof *stacks);
+  step_figures *mine = calloc(1, sizeof *mine), *slowest = calloc(1, sizeof *slowest);
+  for (int c = 0; c < configs; c++) {
+    int64_t k = config_k(a, c);
+    stack_create(a, input, config_kind(c), k, &stacks[c]);
     stack_init(&stacks[c], a->n, p, k, 7u, rank);
     adj_rng *rng;
     adj_rng_create(11u + (uint64_t)rank, &rng);
     adj_rng_fill_uniform(rng, &stacks[c].x, -1, 1), adj_rng_fill_uniform(rng, &stacks[c].dy, -1, 1);
     adj_rng_destroy(&rng);
   }
-  uint64_t bytes[MAX_K + 1] = {0};
-  for (int r = -1; r < a->rounds; r++) /* round -1 warms up */
-    for (int c = 0; c < configs; c++) {
-      stack *s = &stacks[c];
-      for (int l = 0; l < s->depth; l++) adj_phantom_layer_reset_counters(s->layers[2 * l]);
-      MPI_Barrier(MPI_COMM_WORLD);
-      double t0 = MPI_Wtime();
-      if (adj_layer_forward(s->net, &s->x, &s->y) || adj_layer_backward(s->net, &s->dy, &s->dx)) die("step");
-      double t = MPI_Wtime() - t0;
-      stack_totals tot = stack_totals_get(s);
-      if (r < 0) continue;
-      step[c][r] = t, comm[c][r] = tot.comm_seconds, bytes[c] = tot.bytes_sent + tot.bytes_received;
-    }
+  time_rounds(a, stacks, configs, mine);
   /* The slowest rank decides a round; bytes are summed over ranks. */
-  double(*step_max)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *step_max);
-  double(*comm_max)[MAX_ROUNDS] = calloc((size_t)configs, sizeof *comm_max);
-  uint64_t bytes_all[MAX_K + 1];
-  MPI_Reduce(step, step_max, configs * MAX_ROUNDS, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Reduce(comm, comm_max, configs * MAX_ROUNDS, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Reduce(bytes, bytes_all, configs, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0) {
-    adj_comm_model fit = adj_comm_model_table3();
-    printf("bench-phantom: n = %lld, L = %d, batch %lld, p = %d ranks, float32, %d rounds (TP and PP in turns)\n",
-           (long long)a->n, a->layers, (long long)a->batch, p, a->rounds);
-    printf("%-10s %9s %9s %9s %7s %14s %9s %14s %10s %10s %12s %7s %12s\n", "config", "min ms", "median ms",
-           "max ms", "vs TP", "bytes/rank", "vs TP", "model B/rank", "t_comp ms", "t_comm ms", "e/step (J)", "vs TP",
-           "model e (J)");
-    double base_med = 0, base_bytes = 0, base_e = 0;
-    for (int c = 0; c < configs; c++) {
-      double sorted[MAX_ROUNDS], comms[MAX_ROUNDS];
-      memcpy(sorted, step_max[c], sizeof(double) * (size_t)a->rounds);
-      memcpy(comms, comm_max[c], sizeof(double) * (size_t)a->rounds);
-      qsort(sorted, (size_t)a->rounds, sizeof(double), cmp_double);
-      qsort(comms, (size_t)a->rounds, sizeof(double), cmp_double);
-      double med = sorted[a->rounds / 2], t_comm = comms[a->rounds / 2], t_comp = fmax(med - t_comm, 0);
-      double per_rank = (double)bytes_all[c] / p;
-      double e = p * adj_energy(a->p_busy, a->p_idle, t_comp, t_comm);
-      adj_ffn_shape shape = {.n = a->n, .p = p, .k = c ? a->k[c - 1] : 0, .layers = a->layers, .batch = a->batch};
-      double model_comm = c ? adj_pp_comm_time(&fit, &shape) : adj_tp_comm_time(&fit, &shape);
-      double model_bytes = sizeof(float) * (c ? adj_pp_message_floats(&shape) : adj_tp_message_floats(&shape));
-      double model_e = p * adj_energy(a->p_busy, a->p_idle, t_comp, model_comm);
-      if (c == 0) base_med = med, base_bytes = per_rank, base_e = e;
-      char name[32];
-      if (c) snprintf(name, sizeof name, "PP k=%lld", (long long)a->k[c - 1]);
-      else snprintf(name, sizeof name, "TP");
-      printf("%-10s %9.2f %9.2f %9.2f %7.3f %14.0f %9.4f %14.0f %10.2f %10.2f %12.4f %7.3f %12.4f\n", name,
-             1e3 * sorted[0], 1e3 * med, 1e3 * sorted[a->rounds - 1], med / base_med, per_rank, per_rank / base_bytes,
-             model_bytes, 1e3 * t_comp, 1e3 * t_comm, e, e / base_e, model_e);
-    }
-    printf("e = p (A t_comp + B t_comm), A = %.0f W, B = %.0f W; t_comm measured inside the collectives (median), "
-           "model e uses Table III's t_comm with the measured t_comp; bytes/rank counted (sent + received, mean "
-           "over ranks), model B/rank the same from Table II's collectives (energy.h)\n",
-           a->p_busy, a->p_idle);
-  }
-  free(step_max), free(comm_max), free(step), free(comm);
+  uint64_t bytes_all[MAX_CONFIGS];
+  MPI_Reduce(mine->step, slowest->step, MAX_CONFIGS * MAX_ROUNDS, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(mine->comm, slowest->comm, MAX_CONFIGS * MAX_ROUNDS, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(mine->bytes, bytes_all, configs, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) print_steps(a, p, configs, slowest, bytes_all);
+  free(mine), free(slowest);
   for (int c = 0; c < configs; c++) stack_destroy(&stacks[c]);
   free(stacks);
 }
@@ -305,7 +406,7 @@ static void take_batch(const adj_tensor *global, int64_t first, const adj_box *b
 static void run_teacher(const bench_args *a, const adj_decomposition *input, int64_t k, double threshold, int rank,
                         int p, run_result *res) {
   stack s;
-  stack_create(a, input, k, &s);
+  stack_create(a, input, k ? STACK_PP : STACK_TP, k, &s);
   stack_init(&s, a->n, p, k, 3u, rank);
   adj_optimizer *opt;
   if (adj_optimizer_create(s.net, &(adj_optimizer_config){.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = a->lr}, &opt))

@@ -113,11 +113,11 @@ static double measure(const char *layout, adj_dtype dtype, int64_t batch, const 
 }
 
 int main(int argc, char **argv) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (adj_init(&argc, &argv, &rank, &size)) {
+    fprintf(stderr, "bench-train: %s\n", adj_last_error());
+    return 1;
+  }
   char fallback[16];
   snprintf(fallback, sizeof fallback, size == 1 ? "sequential" : "dist%d", size);
   const char *layout = argc > 1 ? argv[1] : fallback;
@@ -144,6 +144,6 @@ int main(int argc, char **argv) {
                           rate, rate > 0 ? 8000 / rate : 0);
   }
   adj_dataset_destroy(&data);
-  MPI_Finalize();
+  adj_finalize();
   return failed;
 }

@@ -6,9 +6,11 @@
  * tap on the padded grid for 16 or more input channels (conv_shifted.c) and,
  * for fewer, whose GEMMs are too thin for BLAS, the direct vectorized loops
  * (conv_direct.c), built per instruction-set level. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conv_direct_impl.h"
 #include "conv_impl.h"
@@ -21,6 +23,7 @@ const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm) {
     case ADJ_CONV_ALGORITHM_DIRECT: return "direct";
     case ADJ_CONV_ALGORITHM_SHIFTED: return "shifted";
     case ADJ_CONV_ALGORITHM_IM2COL: return "im2col";
+    case ADJ_CONV_ALGORITHM_MEASURE: return "measure";
   }
   return "?";
 }
@@ -33,12 +36,14 @@ static int adj_conv_algorithm_from_env(const char *who, adj_conv_algorithm *algo
   const char *text = getenv("ADJ_CONV_ALGORITHM");
   *algorithm = ADJ_CONV_ALGORITHM_AUTO;
   if (!text || !*text) return ADJ_SUCCESS;
-  for (int a = ADJ_CONV_ALGORITHM_AUTO; a <= ADJ_CONV_ALGORITHM_IM2COL; a++)
+  for (int a = ADJ_CONV_ALGORITHM_AUTO; a <= ADJ_CONV_ALGORITHM_MEASURE; a++)
     if (strcmp(text, adj_conv_algorithm_name((adj_conv_algorithm)a)) == 0) {
       *algorithm = (adj_conv_algorithm)a;
       return ADJ_SUCCESS;
     }
-  return adj_error_set(ADJ_ERR_ARG, "%s: ADJ_CONV_ALGORITHM is \"%s\" but must be auto, direct, shifted or im2col", who, text);
+  return adj_error_set(ADJ_ERR_ARG,
+                       "%s: ADJ_CONV_ALGORITHM is \"%s\" but must be auto, direct, shifted, im2col or measure", who,
+                       text);
 }
 
 /* The forward and backward algorithm for cp: the requested one where it
@@ -81,10 +86,11 @@ static int adj_conv_shape_make(const char *who, const adj_window_geometry *g, co
   ADJ_CALL(adj_check_blas_dim(who, "C_out", cp->c_out));
   ADJ_CALL(adj_check_blas_dim(who, "batch * output volume", p->batch * p->out_volume));
   cp->line_bytes = (cp->rows + cp->c_out) * p->out[2] * (int64_t)adj_dtype_size(cp->dtype);
-  ADJ_CHECK(requested >= ADJ_CONV_ALGORITHM_AUTO && requested <= ADJ_CONV_ALGORITHM_IM2COL, ADJ_ERR_ARG,
+  ADJ_CHECK(requested >= ADJ_CONV_ALGORITHM_AUTO && requested <= ADJ_CONV_ALGORITHM_MEASURE, ADJ_ERR_ARG,
             "%s: algorithm %d is not an adj_conv_algorithm", who, (int)requested);
   if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_from_env(who, &requested));
-  cp->algorithm = adj_conv_choose(cp, requested);
+  cp->measure = requested == ADJ_CONV_ALGORITHM_MEASURE;
+  cp->algorithm = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested);
   return ADJ_SUCCESS;
 }
 
@@ -340,6 +346,88 @@ struct adj_conv_plan {
   size_t workspace;
 };
 
+/* ---- MEASURE: time the candidates on scratch tensors --------------------------------- */
+
+enum { ADJ_MEASURE_REPEATS = 3 };
+
+static double adj_conv_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Scratch operands of cp's shapes (x_shape, w_shape given), filled with a
+ * fixed pattern so the timed passes do real arithmetic. */
+typedef struct adj_conv_scratch {
+  adj_tensor x, w, b, y, dx, dw, db;
+} adj_conv_scratch;
+
+static void adj_conv_scratch_free(adj_conv_scratch *s) {
+  adj_tensor *all[] = {&s->x, &s->w, &s->b, &s->y, &s->dx, &s->dw, &s->db};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) adj_tensor_destroy(all[i]);
+}
+
+static int adj_conv_scratch_make(const adj_conv_shape *cp, const int64_t *x_shape, const int64_t *w_shape,
+                                 adj_conv_scratch *s) {
+  *s = (adj_conv_scratch){0};
+  int status = adj_tensor_create(&s->x, cp->dtype, cp->rank, x_shape);
+  if (!status) status = adj_tensor_create(&s->dx, cp->dtype, cp->rank, x_shape);
+  if (!status) status = adj_tensor_create(&s->w, cp->dtype, cp->rank, w_shape);
+  if (!status) status = adj_tensor_create(&s->dw, cp->dtype, cp->rank, w_shape);
+  if (!status) status = adj_tensor_create(&s->b, cp->dtype, 1, &cp->c_out);
+  if (!status) status = adj_tensor_create(&s->db, cp->dtype, 1, &cp->c_out);
+  if (!status) status = adj_tensor_create(&s->y, cp->dtype, cp->rank, cp->y_shape);
+  if (status) {
+    adj_conv_scratch_free(s);
+    return status;
+  }
+  adj_tensor *filled[] = {&s->x, &s->w, &s->b, &s->y};
+  for (size_t i = 0; i < sizeof filled / sizeof filled[0]; i++)
+    for (int64_t k = 0; k < adj_tensor_volume(filled[i]); k++)
+      adj_tensor_set(filled[i], k, (double)((k * 7919) % 13) / 13.0 - 0.5);
+  return ADJ_SUCCESS;
+}
+
+/* Best of a few forward + backward passes of cp (after one warm-up), in
+ * seconds; the backward's dy is the scratch y. */
+static int adj_conv_time(const char *who, const adj_conv_shape *cp, adj_conv_scratch *s, double *best) {
+  adj_workspace ws = {0};
+  ADJ_CALL(adj_workspace_reserve(&ws, adj_conv_shape_workspace(cp)));
+  int status = ADJ_SUCCESS;
+  *best = INFINITY;
+  for (int r = 0; r <= ADJ_MEASURE_REPEATS && !status; r++) {
+    double t0 = adj_conv_seconds();
+    status = adj_conv_forward_shaped(who, cp, &s->x, &s->w, &s->b, &s->y, &ws);
+    if (!status) status = adj_conv_backward_shaped(who, cp, &s->x, &s->w, &s->y, &s->dx, &s->dw, &s->db, &ws);
+    double t = adj_conv_seconds() - t0;
+    if (r > 0 && t < *best) *best = t;
+  }
+  adj_workspace_release(&ws);
+  return status;
+}
+
+/* Sets cp->algorithm to the fastest of the algorithms that apply to it. */
+static int adj_conv_measure(const char *who, adj_conv_shape *cp, const int64_t *x_shape, const int64_t *w_shape) {
+  adj_conv_scratch s;
+  ADJ_CALL(adj_conv_scratch_make(cp, x_shape, w_shape, &s));
+  static const adj_conv_algorithm candidates[] = {ADJ_CONV_ALGORITHM_IM2COL, ADJ_CONV_ALGORITHM_SHIFTED,
+                                                  ADJ_CONV_ALGORITHM_DIRECT};
+  adj_conv_algorithm fastest = ADJ_CONV_ALGORITHM_IM2COL;
+  double fastest_seconds = INFINITY;
+  int status = ADJ_SUCCESS;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !status; i++) {
+    adj_conv_shape trial = *cp;
+    trial.algorithm = adj_conv_choose(cp, candidates[i]);
+    if (trial.algorithm != candidates[i]) continue; /* does not apply to this geometry */
+    double seconds;
+    status = adj_conv_time(who, &trial, &s, &seconds);
+    if (!status && seconds < fastest_seconds) fastest = candidates[i], fastest_seconds = seconds;
+  }
+  adj_conv_scratch_free(&s);
+  cp->algorithm = fastest;
+  return status;
+}
+
 int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x, const adj_tensor *w,
                          adj_conv_plan **plan) {
   static const char who[] = "conv plan create";
@@ -355,6 +443,11 @@ int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x
   }
   memcpy(q->x_shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
   memcpy(q->w_shape, w->shape, sizeof(int64_t) * (size_t)w->rank);
+  if (q->shape.measure) status = adj_conv_measure(who, &q->shape, q->x_shape, q->w_shape);
+  if (status) {
+    free(q);
+    return status;
+  }
   q->workspace = adj_conv_shape_workspace(&q->shape);
   *plan = q;
   return ADJ_SUCCESS;

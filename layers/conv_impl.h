@@ -24,6 +24,7 @@ typedef struct adj_conv_shape {
   int64_t line_bytes; /* workspace one output line needs: its columns and its output */
   int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
   adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL */
+  bool measure;                 /* MEASURE was asked for: a plan times the candidates */
 } adj_conv_shape;
 
 /* ---- im2col + GEMM (conv_im2col.c) -------------------------------------------------- */

@@ -16,7 +16,8 @@ typedef enum adj_pool_pass {
 #define ADJ_TYPED_FILE "pool_typed.inc"
 #include "instantiate.h"
 
-/* Max pooling has no value for a window made only of padding. */
+/* Max pooling, and averaging over the input taps only, have no value for a
+ * window made only of padding. */
 static int adj_pool_check_windows(const char *who, const adj_window_plan *p) {
   for (int d = 0; d < 3; d++)
     for (int64_t o = 0; o < p->out[d]; o++) {
@@ -36,10 +37,10 @@ static int adj_pool_check_windows(const char *who, const adj_window_plan *p) {
 static int adj_pool_prepare(const char *who, adj_pool_kind kind, const adj_window_geometry *g, const adj_tensor *x,
                             const char *in_name, const adj_tensor *in, bool in_is_output, const char *out_name,
                             const adj_tensor *out, bool out_is_output, adj_window_plan *p) {
-  ADJ_CHECK(kind == ADJ_POOL_MAX || kind == ADJ_POOL_AVG, ADJ_ERR_ARG, "%s: unknown pooling kind %d", who,
-            (int)kind);
+  ADJ_CHECK(kind == ADJ_POOL_MAX || kind == ADJ_POOL_AVG || kind == ADJ_POOL_AVG_EXCLUDE_PAD, ADJ_ERR_ARG,
+            "%s: unknown pooling kind %d", who, (int)kind);
   ADJ_CALL(adj_window_plan_make(who, g, x, p));
-  if (kind == ADJ_POOL_MAX) ADJ_CALL(adj_pool_check_windows(who, p));
+  if (kind != ADJ_POOL_AVG) ADJ_CALL(adj_pool_check_windows(who, p));
   int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
   adj_window_plan_output_shape(p, p->channels, y_shape);
   if (in) ADJ_CALL(adj_check_tensor(who, in_name, in, x->dtype, x->rank, in_is_output ? y_shape : x->shape));
@@ -86,7 +87,7 @@ int adj_pool_forward(adj_pool_kind kind, const adj_window_geometry *g, const adj
   adj_pool_pass pass = kind == ADJ_POOL_MAX ? ADJ_MAX_GATHER : ADJ_AVG_APPLY;
   if (adj_pool_fast(&p, x->dtype, pass, x->data, x->data, y->data)) return ADJ_SUCCESS;
   if (kind == ADJ_POOL_MAX) ADJ_DISPATCH(x->dtype, max_pool_gather, &p, x->data, x->data, y->data);
-  else ADJ_DISPATCH(x->dtype, avg_pool_apply, &p, x->data, y->data);
+  else ADJ_DISPATCH(x->dtype, avg_pool_apply, &p, kind == ADJ_POOL_AVG_EXCLUDE_PAD, x->data, y->data);
   return ADJ_SUCCESS;
 }
 
@@ -97,7 +98,7 @@ int adj_pool_jvp(adj_pool_kind kind, const adj_window_geometry *g, const adj_ten
   adj_pool_pass pass = kind == ADJ_POOL_MAX ? ADJ_MAX_GATHER : ADJ_AVG_APPLY;
   if (adj_pool_fast(&p, x->dtype, pass, x->data, dx->data, dy->data)) return ADJ_SUCCESS;
   if (kind == ADJ_POOL_MAX) ADJ_DISPATCH(x->dtype, max_pool_gather, &p, x->data, dx->data, dy->data);
-  else ADJ_DISPATCH(x->dtype, avg_pool_apply, &p, dx->data, dy->data); /* average pooling is linear */
+  else ADJ_DISPATCH(x->dtype, avg_pool_apply, &p, kind == ADJ_POOL_AVG_EXCLUDE_PAD, dx->data, dy->data); /* linear */
   return ADJ_SUCCESS;
 }
 
@@ -109,6 +110,6 @@ int adj_pool_backward(adj_pool_kind kind, const adj_window_geometry *g, const ad
   adj_pool_pass pass = kind == ADJ_POOL_MAX ? ADJ_MAX_SCATTER : ADJ_AVG_ADJOINT;
   if (adj_pool_fast(&p, x->dtype, pass, x->data, dx->data, dy->data)) return ADJ_SUCCESS;
   if (kind == ADJ_POOL_MAX) ADJ_DISPATCH(x->dtype, max_pool_scatter, &p, x->data, dy->data, dx->data);
-  else ADJ_DISPATCH(x->dtype, avg_pool_adjoint, &p, dy->data, dx->data);
+  else ADJ_DISPATCH(x->dtype, avg_pool_adjoint, &p, kind == ADJ_POOL_AVG_EXCLUDE_PAD, dy->data, dx->data);
   return ADJ_SUCCESS;
 }

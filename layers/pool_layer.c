@@ -90,8 +90,8 @@ static void adj_pool_layer_destroy(adj_layer *l) { adj_pool_layer_free(l->impl);
 
 /* ---- validation ------------------------------------------------------------------------- */
 
-/* Max pooling has no value for a window of padding only: some output's taps
- * o*s - pad + j*d (j < k) all miss [0, n). */
+/* Max pooling, and averaging over input taps only, have no value for a window
+ * of padding only: some output's taps o*s - pad + j*d (j < k) all miss [0, n). */
 static int adj_pool_check_max_windows(const char *who, const adj_window_geometry *w, const int64_t *in,
                                       const int64_t *out) {
   for (int d = 0; d < w->spatial_dims; d++) {
@@ -103,7 +103,7 @@ static int adj_pool_check_max_windows(const char *who, const adj_window_geometry
         hit = i >= 0 && i < in[d];
       }
       ADJ_CHECK(hit, ADJ_ERR_SIZE,
-                "%s: spatial dimension %d: the max-pooling window of output %lld covers only padding (input "
+                "%s: spatial dimension %d: the pooling window of output %lld covers only padding (input "
                 "extent %lld, padding %lld/%lld, kernel %lld)",
                 who, d, (long long)o, (long long)in[d], (long long)w->padding_left[d],
                 (long long)w->padding_right[d], (long long)w->kernel[d]);
@@ -115,8 +115,8 @@ static int adj_pool_check_max_windows(const char *who, const adj_window_geometry
 /* Shared-argument checks: the same outcome and message on every rank. */
 static int adj_pool_layer_validate(const char *who, const adj_pool_layer_config *c) {
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
-  ADJ_CHECK(c->kind == ADJ_POOL_MAX || c->kind == ADJ_POOL_AVG, ADJ_ERR_ARG, "%s: unknown pooling kind %d", who,
-            (int)c->kind);
+  ADJ_CHECK(c->kind == ADJ_POOL_MAX || c->kind == ADJ_POOL_AVG || c->kind == ADJ_POOL_AVG_EXCLUDE_PAD, ADJ_ERR_ARG,
+            "%s: unknown pooling kind %d", who, (int)c->kind);
   int sd = c->window.spatial_dims, rank = adj_decomposition_rank(c->input);
   ADJ_CHECK(sd >= 1 && sd <= ADJ_MAX_SPATIAL_DIMS, ADJ_ERR_ARG, "%s: window.spatial_dims is %d, not 1, 2 or 3", who,
             sd);
@@ -132,7 +132,7 @@ static int adj_pool_layer_validate(const char *who, const adj_pool_layer_config 
     snprintf(message, sizeof message, "%s", adj_last_error());
     return adj_error_set(status, "%s: %s", who, message);
   }
-  return c->kind == ADJ_POOL_MAX ? adj_pool_check_max_windows(who, &c->window, in, out) : ADJ_SUCCESS;
+  return c->kind != ADJ_POOL_AVG ? adj_pool_check_max_windows(who, &c->window, in, out) : ADJ_SUCCESS;
 }
 
 /* ---- planning --------------------------------------------------------------------------- */
@@ -250,7 +250,8 @@ int adj_pool_layer_create(const adj_pool_layer_config *c, adj_layer **layer) {
   int status = adj_pool_output_layout(c->input, g, &output);
   if (!status) status = adj_pool_layer_plan(c, g, &p);
   char name[64];
-  snprintf(name, sizeof name, "%s_pool%dd", c->kind == ADJ_POOL_MAX ? "max" : "avg", c->window.spatial_dims);
+  static const char *const kinds[] = {"max", "avg", "avg_nopad"};
+  snprintf(name, sizeof name, "%s_pool%dd", kinds[c->kind], c->window.spatial_dims);
   static const adj_layer_methods methods = {adj_pool_layer_forward, adj_pool_layer_jvp, adj_pool_layer_backward,
                                             adj_pool_layer_destroy};
   if (!status) status = adj_layer_alloc_between(name, c->dtype, c->input, output, &methods, p, layer);

@@ -50,41 +50,56 @@ typedef struct adj_table2_row {
   double m;
 } adj_table2_row;
 
-/* Table II's rows of one layer and iteration; returns how many. */
-static int adj_table2(const adj_ffn_shape *s, bool tp, adj_table2_row rows[4]) {
+/* The layers the model knows: Table II's TP and PP, and adjoin's 1.5D
+ * affine layer on a P_r = p, P_c = 1 grid (model parallel), whose input
+ * all-gather and its adjoint reduce-scatter are TP's without the broadcast
+ * and the all-reduce (its weight broadcasts over P_c = 1 move nothing). */
+typedef enum adj_ffn_kind { ADJ_FFN_TP, ADJ_FFN_PP, ADJ_FFN_MP15 } adj_ffn_kind;
+
+/* Table II's rows of one layer and iteration (and the 1.5D layer's in the
+ * same terms); returns how many. */
+static int adj_table2(const adj_ffn_shape *s, adj_ffn_kind kind, adj_table2_row rows[4]) {
   double full = (double)s->n * s->batch, part = full / s->p, ghosts = (double)s->k * s->batch;
-  if (!tp) {
+  if (kind == ADJ_FFN_PP) {
     rows[0] = (adj_table2_row){ADJ_COLL_ALL_GATHER, ghosts};
     rows[1] = (adj_table2_row){ADJ_COLL_REDUCE_SCATTER, ghosts};
     return 2;
   }
-  rows[0] = (adj_table2_row){ADJ_COLL_BROADCAST, full};
-  rows[1] = (adj_table2_row){ADJ_COLL_ALL_GATHER, part};
-  rows[2] = (adj_table2_row){ADJ_COLL_ALL_REDUCE, full};
-  rows[3] = (adj_table2_row){ADJ_COLL_REDUCE_SCATTER, part};
+  rows[0] = (adj_table2_row){ADJ_COLL_ALL_GATHER, part};
+  rows[1] = (adj_table2_row){ADJ_COLL_REDUCE_SCATTER, part};
+  if (kind == ADJ_FFN_MP15) return 2;
+  rows[2] = (adj_table2_row){ADJ_COLL_BROADCAST, full};
+  rows[3] = (adj_table2_row){ADJ_COLL_ALL_REDUCE, full};
   return 4;
 }
 
-static double adj_ffn_comm_time(const adj_comm_model *model, const adj_ffn_shape *s, bool tp) {
+static double adj_ffn_comm_time(const adj_comm_model *model, const adj_ffn_shape *s, adj_ffn_kind kind) {
   adj_table2_row rows[4];
   double layer = 0;
-  for (int i = 0, n = adj_table2(s, tp, rows); i < n; i++)
+  for (int i = 0, n = adj_table2(s, kind, rows); i < n; i++)
     layer += adj_comm_time(model, rows[i].collective, rows[i].m, s->p);
   return s->layers * layer;
 }
 
 double adj_tp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s) {
-  return adj_ffn_comm_time(model, s, true);
+  return adj_ffn_comm_time(model, s, ADJ_FFN_TP);
 }
 
 double adj_pp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s) {
-  return adj_ffn_comm_time(model, s, false);
+  return adj_ffn_comm_time(model, s, ADJ_FFN_PP);
+}
+
+double adj_mp15_comm_time(const adj_comm_model *model, const adj_ffn_shape *s) {
+  return adj_ffn_comm_time(model, s, ADJ_FFN_MP15);
 }
 
 double adj_tp_flops(const adj_ffn_shape *s) {
   /* W_j (n/p, n) against N columns: forward, input gradient, weight gradient. */
   return s->layers * 3.0 * 2.0 * s->batch * ((double)s->n / s->p) * (double)s->n;
 }
+
+/* The same GEMMs as TP: W_r (n/p, n) against the gathered input. */
+double adj_mp15_flops(const adj_ffn_shape *s) { return adj_tp_flops(s); }
 
 double adj_pp_flops(const adj_ffn_shape *s) {
   /* L_j (n/p, n/p), C_j (k, n/p) and p-1 blocks D_ij (n/p, k), three GEMMs each. */
@@ -108,17 +123,19 @@ static double adj_counted_floats(adj_collective c, double m, int p) {
   }
 }
 
-static double adj_ffn_message_floats(const adj_ffn_shape *s, bool tp) {
+static double adj_ffn_message_floats(const adj_ffn_shape *s, adj_ffn_kind kind) {
   adj_table2_row rows[4];
   double layer = 0;
-  for (int i = 0, n = adj_table2(s, tp, rows); i < n; i++)
+  for (int i = 0, n = adj_table2(s, kind, rows); i < n; i++)
     layer += adj_counted_floats(rows[i].collective, rows[i].m, s->p);
   return s->layers * layer;
 }
 
-double adj_tp_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, true); }
+double adj_tp_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, ADJ_FFN_TP); }
 
-double adj_pp_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, false); }
+double adj_pp_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, ADJ_FFN_PP); }
+
+double adj_mp15_message_floats(const adj_ffn_shape *s) { return adj_ffn_message_floats(s, ADJ_FFN_MP15); }
 
 double adj_energy(double p_busy, double p_idle, double t_comp, double t_comm) {
   return p_busy * t_comp + p_idle * t_comm;

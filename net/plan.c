@@ -32,12 +32,20 @@ typedef struct adj_plan_parser {
   bool have_input;
 } adj_plan_parser;
 
-/* Reads key=value options of a layer line into the fields named by keys. */
-static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *keys, int64_t **values, int nkeys) {
+/* Reads key=value options of a layer line into the fields named by keys, and
+ * mode=NAME into *mode when the layer takes one (mode not NULL). */
+static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *keys, int64_t **values, int nkeys,
+                            adj_padding_mode *mode) {
   for (char *tok = strtok(rest, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
     char *eq = strchr(tok, '=');
     ADJ_CHECK(eq, ADJ_ERR_IO, "%s:%d: option '%s' is not key=value", p->source, p->line, tok);
     *eq = '\0';
+    if (mode && !strcmp(tok, "mode")) {
+      int status = adj_padding_mode_parse(eq + 1, mode);
+      ADJ_CHECK(!status, ADJ_ERR_IO, "%s:%d: unknown padding mode '%s' (zeros, reflect, replicate, circular)",
+                p->source, p->line, eq + 1);
+      continue;
+    }
     int k = 0;
     while (k < nkeys && strcmp(keys[k], tok)) k++;
     ADJ_CHECK(k < nkeys, ADJ_ERR_IO, "%s:%d: unknown option '%s'", p->source, p->line, tok);
@@ -70,6 +78,14 @@ static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
   ADJ_CHECK(span_h >= 0 && span_w >= 0, ADJ_ERR_IO, "%s:%d: layer %s: kernel %lld exceeds the padded input %lldx%lld",
             p->source, p->line, l->name, (long long)l->kernel, (long long)(p->h + 2 * l->pad),
             (long long)(p->w + 2 * l->pad));
+  /* PyTorch's limits on what a padding mode can copy from. */
+  int64_t smaller = p->h < p->w ? p->h : p->w;
+  ADJ_CHECK(l->padding_mode != ADJ_PAD_REFLECT || l->pad < smaller, ADJ_ERR_IO,
+            "%s:%d: layer %s: reflect padding %lld must be < the input extent %lld", p->source, p->line, l->name,
+            (long long)l->pad, (long long)smaller);
+  ADJ_CHECK(l->padding_mode != ADJ_PAD_CIRCULAR || l->pad <= smaller, ADJ_ERR_IO,
+            "%s:%d: layer %s: circular padding %lld must be <= the input extent %lld", p->source, p->line, l->name,
+            (long long)l->pad, (long long)smaller);
   l->in_c = p->c, l->in_h = p->h, l->in_w = p->w;
   l->out_h = span_h / l->stride + 1, l->out_w = span_w / l->stride + 1;
   return ADJ_SUCCESS;
@@ -103,7 +119,7 @@ static int adj_plan_line(adj_plan_parser *p, char *line) {
   if (!strcmp(kind, "conv")) {
     l.kind = ADJ_PLAN_CONV;
     ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out", "k", "s", "p", "g"},
-                              (int64_t *[]){&l.out_c, &l.kernel, &l.stride, &l.pad, &l.groups}, 5));
+                              (int64_t *[]){&l.out_c, &l.kernel, &l.stride, &l.pad, &l.groups}, 5, &l.padding_mode));
     ADJ_CHECK(l.out_c >= 1 && l.groups >= 1 && p->c % l.groups == 0 && l.out_c % l.groups == 0, ADJ_ERR_IO,
               "%s:%d: conv %s: out=%lld and g=%lld must divide the %lld input channels and the outputs", p->source,
               p->line, l.name, (long long)l.out_c, (long long)l.groups, (long long)p->c);
@@ -112,12 +128,12 @@ static int adj_plan_line(adj_plan_parser *p, char *line) {
   } else if (!strcmp(kind, "pool")) {
     l.kind = ADJ_PLAN_POOL;
     ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"k", "s", "p"}, (int64_t *[]){&l.kernel, &l.stride, &l.pad},
-                              3));
+                              3, &l.padding_mode));
     l.out_c = p->c;
     ADJ_CALL(adj_plan_window(p, &l));
   } else if (!strcmp(kind, "fc")) {
     l.kind = ADJ_PLAN_FC;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out"}, (int64_t *[]){&l.out_c}, 1));
+    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out"}, (int64_t *[]){&l.out_c}, 1, NULL));
     ADJ_CHECK(l.out_c >= 1, ADJ_ERR_IO, "%s:%d: fc %s needs out >= 1", p->source, p->line, l.name);
     l.in_c = p->c * p->h * p->w, l.in_h = l.in_w = 1, l.out_h = l.out_w = 1;
     l.weights = l.out_c * l.in_c, l.biases = l.out_c;
@@ -285,8 +301,30 @@ static int64_t adj_plan_halo_rows(const adj_plan_layer *l, int p_r, int part) {
   return left + right;
 }
 
+/* Rows of H a boundary worker's padding copies from other workers (pad
+ * layer, pad_layer.h), the larger of the two sides: the two boundary workers
+ * receive at once. */
+static int64_t adj_plan_padding_rows(const adj_plan_layer *l, int p_r) {
+  if (l->padding_mode == ADJ_PAD_ZEROS || l->pad == 0 || p_r == 1) return 0;
+  int64_t n = l->in_h, rows = 0;
+  for (int side = 0; side < 2; side++) {
+    int64_t start, extent, a, b; /* the boundary block and the rows [a, b) copied */
+    adj_balanced_block(n, p_r, side ? p_r - 1 : 0, &start, &extent);
+    switch (l->padding_mode) {
+      case ADJ_PAD_REFLECT: a = side ? n - 1 - l->pad : 1, b = a + l->pad; break;
+      case ADJ_PAD_REPLICATE: a = side ? n - 1 : 0, b = a + 1; break;
+      default: a = side ? 0 : n - l->pad, b = a + l->pad; break;
+    }
+    int64_t lo = a > start ? a : start, hi = b < start + extent ? b : start + extent;
+    int64_t outside = (b - a) - (hi > lo ? hi - lo : 0);
+    if (outside > rows) rows = outside;
+  }
+  return rows;
+}
+
 /* adjoin mode, conv or pool layer split over H by p_r and the batch by p_c:
- * halo rows from the exact window geometry (both sides), forward and adjoint;
+ * halo rows from the exact window geometry (both sides), forward and adjoint,
+ * plus a padding mode's rows (W is not split, so its padding is local);
  * conv weights broadcast to and summed from all P. */
 static void adj_plan_adjoin_window(const adj_plan_ctx *x, const adj_plan_layer *l, int p_r, int p_c,
                                    adj_plan_layer_cost *cost) {
@@ -299,6 +337,9 @@ static void adj_plan_adjoin_window(const adj_plan_ctx *x, const adj_plan_layer *
   /* An exchange with no rows to move posts no message (e.g. a 2x2 pool of
    * stride 2 on even blocks). */
   if (p_r > 1 && rows > 0) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 2, n_c * (double)(rows * l->in_w * l->in_c));
+  /* A padding mode's rows from other workers, forward and adjoint. */
+  int64_t padding = adj_plan_padding_rows(l, p_r);
+  if (padding) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 1, n_c * (double)(padding * l->in_w * l->in_c));
   int64_t p = (int64_t)p_r * p_c;
   if (l->kind == ADJ_PLAN_CONV && p > 1)
     adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p), (double)(l->weights + l->biases));

@@ -1,17 +1,22 @@
 /* adjoin-phantom: model sizes, communication and energy of a feed-forward
  * network of width n and depth L under tensor parallelism (TP) and phantom
  * parallelism (PP) on p ranks (paper 003; include/adjoin/phantom.h and
- * energy.h).  Pure arithmetic unless --calibrate, which measures alpha and
- * beta with MPI (run it under mpiexec with the ranks to model).
+ * energy.h), and under adjoin's 1.5D affine layer on a P_r = p, P_c = 1 grid
+ * (pure model parallelism, "1.5D": the same dense weights as TP, an
+ * all-gather forward and a reduce-scatter backward per layer).  Pure
+ * arithmetic unless --calibrate, which measures alpha and beta with MPI (run
+ * it under mpiexec with the ranks to model).
  *
  *   adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B]
  *                  [--A WATTS] [--B WATTS] [--model table3|alpha-beta]
  *                  [--alpha S] [--beta S_PER_BYTE] [--calibrate] [--gflops G]
  *                  [--tp-times TCOMP,TCOMM] [--pp-times TCOMP,TCOMM]
+ *                  [--mp15-times TCOMP,TCOMM]
  *                  [--iterations TP_NU,PP_NU] [--table1] [--allow-large-k]
  *
- * Times are seconds per iteration per rank; --tp-times / --pp-times replace
- * the modelled ones with measured ones (e.g. from bench-phantom).  Energy is
+ * Times are seconds per iteration per rank; --tp-times / --pp-times /
+ * --mp15-times replace the modelled ones with measured ones (e.g. from
+ * bench-phantom).  Energy is
  * per iteration for one rank and for all p ranks, and for the whole run when
  * --iterations gives nu.  Exit status 0, 1 on a model error, 2 on a usage
  * error; messages go to stderr. */
@@ -32,13 +37,14 @@ static const char usage[] =
     "usage: adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B] [--A W] [--B W]\n"
     "                      [--model table3|alpha-beta] [--alpha S] [--beta S_PER_BYTE] [--calibrate]\n"
     "                      [--gflops G] [--tp-times TCOMP,TCOMM] [--pp-times TCOMP,TCOMM]\n"
+    "                      [--mp15-times TCOMP,TCOMM]\n"
     "                      [--iterations TP_NU,PP_NU] [--table1] [--allow-large-k]\n";
 
 typedef struct phantom_args {
   adj_ffn_shape shape;
   double p_busy, p_idle, alpha, beta, gflops;
-  double tp_times[2], pp_times[2], iterations[2];
-  bool alpha_beta, calibrate, table1, allow_large_k, tp_measured, pp_measured, have_iterations;
+  double tp_times[2], pp_times[2], mp15_times[2], iterations[2];
+  bool alpha_beta, calibrate, table1, allow_large_k, tp_measured, pp_measured, mp15_measured, have_iterations;
 } phantom_args;
 
 static int fail(const char *option, const char *message, const char *text) {
@@ -101,6 +107,7 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
       else if (!strcmp(o, "--gflops")) bad = parse_reals(o, v, 1, &a->gflops);
       else if (!strcmp(o, "--tp-times")) bad = parse_reals(o, v, 2, a->tp_times), a->tp_measured = true;
       else if (!strcmp(o, "--pp-times")) bad = parse_reals(o, v, 2, a->pp_times), a->pp_measured = true;
+      else if (!strcmp(o, "--mp15-times")) bad = parse_reals(o, v, 2, a->mp15_times), a->mp15_measured = true;
       else if (!strcmp(o, "--iterations")) bad = parse_reals(o, v, 2, a->iterations), a->have_iterations = true;
       else if (!strcmp(o, "--model")) {
         if (v && !strcmp(v, "table3")) a->alpha_beta = false;
@@ -130,6 +137,7 @@ static void print_sizes(const adj_ffn_shape *s) {
   printf("  %-4s %16lld %16lld %16lld %16lld   (%.1f M)\n", "TP", (long long)(s->layers * tp.weights),
          (long long)(s->layers * (tp.weights + tp.biases)), (long long)(s->layers * tp0.weights),
          (long long)(s->layers * (tp0.weights + tp0.biases)), mega(s->layers * tp.weights));
+  printf("  %-4s the same dense weights as TP, rows split over P_r = %d\n", "1.5D", s->p);
   printf("  %-4s %16lld %16lld %16lld %16lld   (%.1f M)\n", "PP", (long long)(s->layers * pp.weights),
          (long long)(s->layers * (pp.weights + pp.biases)), (long long)(s->layers * pp0.weights),
          (long long)(s->layers * (pp0.weights + pp0.biases)), mega(s->layers * pp.weights));
@@ -159,35 +167,50 @@ static void print_comm(const adj_comm_model *m, const adj_ffn_shape *s) {
     double m;
   } rows[] = {{"TP", ADJ_COLL_BROADCAST, full},    {"TP", ADJ_COLL_ALL_GATHER, part},
               {"TP", ADJ_COLL_ALL_REDUCE, full},   {"TP", ADJ_COLL_REDUCE_SCATTER, part},
+              {"1.5D", ADJ_COLL_ALL_GATHER, part}, {"1.5D", ADJ_COLL_REDUCE_SCATTER, part},
               {"PP", ADJ_COLL_ALL_GATHER, ghosts}, {"PP", ADJ_COLL_REDUCE_SCATTER, ghosts}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    printf("  %s %-15s m = %12.0f  %12.3f us\n", rows[i].model, adj_collective_name(rows[i].c), rows[i].m,
+    printf("  %-4s %-15s m = %12.0f  %12.3f us\n", rows[i].model, adj_collective_name(rows[i].c), rows[i].m,
            1e6 * adj_comm_time(m, rows[i].c, rows[i].m, s->p));
+  /* Bytes of one layer's step, counted as the layers' operators count them. */
+  adj_ffn_shape one = *s;
+  one.layers = 1;
+  printf("  bytes per rank and layer (sent + received, mean over ranks): TP %.0f, 1.5D %.0f, PP %.0f\n",
+         m->word_bytes * adj_tp_message_floats(&one), m->word_bytes * adj_mp15_message_floats(&one),
+         m->word_bytes * adj_pp_message_floats(&one));
 }
 
 static void print_energy(const phantom_args *a, const adj_comm_model *m) {
   const adj_ffn_shape *s = &a->shape;
   double tp[2] = {adj_tp_flops(s) / (a->gflops * 1e9), adj_tp_comm_time(m, s)};
   double pp[2] = {adj_pp_flops(s) / (a->gflops * 1e9), adj_pp_comm_time(m, s)};
+  double mp[2] = {adj_mp15_flops(s) / (a->gflops * 1e9), adj_mp15_comm_time(m, s)};
   if (a->tp_measured) tp[0] = a->tp_times[0], tp[1] = a->tp_times[1];
   if (a->pp_measured) pp[0] = a->pp_times[0], pp[1] = a->pp_times[1];
+  if (a->mp15_measured) mp[0] = a->mp15_times[0], mp[1] = a->mp15_times[1];
+  bool measured = a->tp_measured || a->pp_measured || a->mp15_measured;
   printf("energy per iteration (A = %.0f W busy, B = %.0f W idle; t_comp %s, t_comm %s)\n", a->p_busy, a->p_idle,
-         a->tp_measured || a->pp_measured ? "measured where given" : "from flops at --gflops",
-         a->tp_measured || a->pp_measured ? "measured where given" : "modelled");
+         measured ? "measured where given" : "from flops at --gflops", measured ? "measured where given" : "modelled");
   printf("  %-4s %12s %12s %14s %14s %12s\n", "", "t_comp (s)", "t_comm (s)", "e/rank (J)", "e, p ranks (J)",
          "floats moved");
-  const double *times[2] = {tp, pp};
-  const char *names[2] = {"TP", "PP"};
-  double floats[2] = {adj_tp_message_floats(s), adj_pp_message_floats(s)};
-  for (int i = 0; i < 2; i++) {
+  /* The iteration counts to the target (--iterations) are TP's and PP's;
+   * the 1.5D layer computes TP's function, so it takes TP's. */
+  const double *times[3] = {tp, mp, pp};
+  const char *names[3] = {"TP", "1.5D", "PP"};
+  double floats[3] = {adj_tp_message_floats(s), adj_mp15_message_floats(s), adj_pp_message_floats(s)};
+  double nu[3] = {a->iterations[0], a->iterations[0], a->iterations[1]};
+  for (int i = 0; i < 3; i++) {
     double e = adj_energy(a->p_busy, a->p_idle, times[i][0], times[i][1]);
     printf("  %-4s %12.4e %12.4e %14.4e %14.4e %12.0f", names[i], times[i][0], times[i][1], e, e * s->p, floats[i]);
-    if (a->have_iterations) printf("   E(nu = %.0f) = %.4e J", a->iterations[i], e * s->p * a->iterations[i]);
+    if (a->have_iterations) printf("   E(nu = %.0f) = %.4e J", nu[i], e * s->p * nu[i]);
     printf("\n");
   }
   double e_tp = adj_energy(a->p_busy, a->p_idle, tp[0], tp[1]), e_pp = adj_energy(a->p_busy, a->p_idle, pp[0], pp[1]);
+  double e_mp = adj_energy(a->p_busy, a->p_idle, mp[0], mp[1]);
   printf("  PP / TP: energy per iteration %.3f, communication time %.3f\n", e_tp > 0 ? e_pp / e_tp : 0.0,
          tp[1] > 0 ? pp[1] / tp[1] : 0.0);
+  printf("  PP / 1.5D: energy per iteration %.3f, communication time %.3f\n", e_mp > 0 ? e_pp / e_mp : 0.0,
+         mp[1] > 0 ? pp[1] / mp[1] : 0.0);
 }
 
 int main(int argc, char **argv) {

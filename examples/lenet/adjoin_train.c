@@ -555,19 +555,19 @@ static void teardown(train_run *r) {
 }
 
 int main(int argc, char **argv) {
-  int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   static train_run r; /* the metrics history is large for the stack */
-  MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &r.ranks);
+  if (adj_init(&argc, &argv, &r.rank, &r.ranks)) {
+    fprintf(stderr, "adjoin-train: %s\n", adj_last_error());
+    return 1;
+  }
   int status = parse_options(argc, argv, r.rank, r.ranks, &r.options);
   if (status) {
-    MPI_Finalize();
+    adj_finalize();
     return status > 0 ? 0 : 2;
   }
   adj_train_share_cores(MPI_COMM_WORLD);
   status = run(&r);
   teardown(&r);
-  MPI_Finalize();
+  adj_finalize();
   return status;
 }

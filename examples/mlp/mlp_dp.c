@@ -93,11 +93,11 @@ done:
 }
 
 int main(int argc, char **argv) {
-  int provided;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, ranks;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (adj_init(&argc, &argv, &rank, &ranks)) {
+    fprintf(stderr, "example-mlp-dp: %s\n", adj_last_error());
+    return 1;
+  }
   const char *dir = argc > 1 ? argv[1] : "data/mnist";
   int epochs = argc > 2 ? atoi(argv[2]) : 20; /* ShallowSpeed's EPOCHS */
   uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
@@ -108,6 +108,6 @@ int main(int argc, char **argv) {
             argv[2], argc > 4 ? argv[4] : "");
   adj_train_share_cores(MPI_COMM_WORLD);
   if (!status) status = train(rank, ranks, dir, epochs, seed, images);
-  MPI_Finalize();
+  adj_finalize();
   return status;
 }

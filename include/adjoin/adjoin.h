@@ -33,6 +33,7 @@
 #include "adjoin/losses.h"
 #include "adjoin/affine15.h"
 #include "adjoin/upsample_layer.h"
+#include "adjoin/pad_layer.h"
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"

@@ -20,9 +20,13 @@
  *
  * Per layer and iteration the collectives are Table II's, message sizes in
  * floats: TP broadcast n N, all-gather n/p N, all-reduce n N, reduce-scatter
- * n/p N; PP all-gather k N and reduce-scatter k N.  The compute model counts
- * the GEMM flops of forward and backward per rank (3 GEMMs per product: the
- * forward, the input gradient and the weight gradient).
+ * n/p N; PP all-gather k N and reduce-scatter k N.  adjoin's 1.5D affine
+ * layer (affine15.h) on a P_r = p, P_c = 1 grid, pure model parallelism, is
+ * modelled in the same terms ("mp15"): per layer an all-gather of n/p N
+ * forward (the input features) and its adjoint, a reduce-scatter of n/p N,
+ * backward; its weight broadcasts over P_c = 1 move nothing.  The compute
+ * model counts the GEMM flops of forward and backward per rank (3 GEMMs per
+ * product: the forward, the input gradient and the weight gradient).
  *
  * Everything but calibration is pure arithmetic; calibration is collective. */
 #ifndef ADJOIN_ENERGY_H
@@ -80,17 +84,22 @@ typedef struct adj_ffn_shape {
 /* Communication seconds per iteration (all layers, forward and backward). */
 double adj_tp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s);
 double adj_pp_comm_time(const adj_comm_model *model, const adj_ffn_shape *s);
+double adj_mp15_comm_time(const adj_comm_model *model, const adj_ffn_shape *s);
 /* GEMM flops per rank per iteration (forward and backward, all layers). */
 double adj_tp_flops(const adj_ffn_shape *s);
 double adj_pp_flops(const adj_ffn_shape *s);
+double adj_mp15_flops(const adj_ffn_shape *s);
 /* Floats each rank moves (sends plus receives) through Table II's
  * collectives per iteration, mean over the ranks, counted as adjoin's
  * operators count them, so it equals what adj_phantom_layer_counters report
  * for layers whose backward computes dx (test t324).  Per layer, p > 1:
  * TP n N (broadcast) + n N (all-gather) + 2 n N (all-reduce)
- * + 2 (p-1)/p n N (reduce-scatter); PP p k N + 2 (p-1) k N. */
+ * + 2 (p-1)/p n N (reduce-scatter); PP p k N + 2 (p-1) k N; mp15 n N
+ * (all-gather) + 2 (p-1)/p n N (reduce-scatter), which equals what
+ * adj_affine15_layer_counters report on a p x 1 grid (t324). */
 double adj_tp_message_floats(const adj_ffn_shape *s);
 double adj_pp_message_floats(const adj_ffn_shape *s);
+double adj_mp15_message_floats(const adj_ffn_shape *s);
 
 /* Printed defaults of the paper (Frontier MI250X, per device as printed). */
 #define ADJ_ENERGY_P_BUSY 560.0

@@ -132,8 +132,15 @@ int adj_conv_backward(const adj_window_geometry *g,
  * The rule (ADJ_CONV_ALGORITHM_AUTO): direct below 16 input channels,
  * shifted from 16, when their grids waste few positions; im2col otherwise.
  * A forced algorithm (config or the environment variable ADJ_CONV_ALGORITHM
- * = auto|direct|shifted|im2col, which a config's AUTO defers to) runs
+ * = auto|direct|shifted|im2col|measure, which a config's AUTO defers to) runs
  * wherever it can: direct and shifted need unit strides, else im2col runs.
+ * MEASURE (FFTW's FFTW_MEASURE, for plans only) times a forward and a
+ * backward of every algorithm that applies, on scratch tensors of the plan's
+ * shapes, at creation, and keeps the fastest: never slower than im2col as
+ * measured, on whatever CPU runs it, at the price of a few passes at
+ * creation.  Timings vary, so two runs (or two ranks) may pick differently
+ * and their results then differ in the last bits; the default rule keeps
+ * runs bit-reproducible.  The unplanned adj_conv_* calls treat it as AUTO.
  * A workspace smaller than adj_conv_plan_workspace_size() makes any
  * algorithm fall back to im2col tiles that fit. */
 
@@ -142,6 +149,7 @@ typedef enum adj_conv_algorithm {
   ADJ_CONV_ALGORITHM_DIRECT,
   ADJ_CONV_ALGORITHM_SHIFTED,
   ADJ_CONV_ALGORITHM_IM2COL,
+  ADJ_CONV_ALGORITHM_MEASURE,
 } adj_conv_algorithm;
 
 typedef struct adj_conv_plan_config {
@@ -182,8 +190,12 @@ int adj_conv_plan_backward(const adj_conv_plan *plan, const adj_tensor *x, const
 /* Max pooling ignores padding (a window must hold at least one real element;
  * ties go to the first maximum in row-major window order, and that element
  * receives the whole gradient).  Average pooling divides by the full kernel
- * volume, padding included, so it is a fixed linear map (its jvp is itself). */
-typedef enum adj_pool_kind { ADJ_POOL_MAX = 0, ADJ_POOL_AVG = 1 } adj_pool_kind;
+ * volume, padding included (PyTorch's count_include_pad=True), so it is a
+ * fixed linear map (its jvp is itself).  ADJ_POOL_AVG_EXCLUDE_PAD divides each
+ * window by the number of its taps inside the input instead
+ * (count_include_pad=False), still a fixed linear map; a window of padding
+ * only has no such taps and is refused as for max pooling. */
+typedef enum adj_pool_kind { ADJ_POOL_MAX = 0, ADJ_POOL_AVG = 1, ADJ_POOL_AVG_EXCLUDE_PAD = 2 } adj_pool_kind;
 
 int adj_pool_forward(adj_pool_kind kind, const adj_window_geometry *g,
                      const adj_tensor *x, /* (N, C, in...) */

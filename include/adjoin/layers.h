@@ -86,7 +86,7 @@ int adj_flatten_layer_create(const adj_flatten_layer_config *config, adj_layer *
 
 typedef struct adj_pool_layer_config {
   adj_dtype dtype;
-  adj_pool_kind kind;             /* ADJ_POOL_MAX or ADJ_POOL_AVG (kernels.h semantics) */
+  adj_pool_kind kind;             /* ADJ_POOL_MAX, ADJ_POOL_AVG or ADJ_POOL_AVG_EXCLUDE_PAD (kernels.h) */
   const adj_decomposition *input; /* (N, C, spatial...): rank 2 + window.spatial_dims */
   adj_window_geometry window;     /* kernel, stride, dilation, padding per spatial dimension */
 } adj_pool_layer_config;

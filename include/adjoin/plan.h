@@ -38,6 +38,7 @@
 #include <mpi.h>
 
 #include "adjoin/affine15.h"
+#include "adjoin/pad_layer.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -53,6 +54,7 @@ typedef struct adj_plan_layer {
   int64_t in_c, in_h, in_w;              /* input (C, H, W); fc: (F_in, 1, 1) */
   int64_t out_c, out_h, out_w;           /* output before any pooling */
   int64_t weights, biases;               /* parameter counts (|W_i| = weights + biases) */
+  adj_padding_mode padding_mode;         /* conv / pool: what p pads with (pad_layer.h) */
 } adj_plan_layer;
 
 typedef struct adj_plan_network {
@@ -64,10 +66,12 @@ typedef struct adj_plan_network {
 /* Text format, one item per line, '#' starts a comment:
  *   network NAME
  *   input C H W            (or: input F)
- *   conv NAME out=C k=K [s=S] [p=P] [g=G]
- *   pool NAME k=K [s=S] [p=P]
+ *   conv NAME out=C k=K [s=S] [p=P] [g=G] [mode=M]
+ *   pool NAME k=K [s=S] [p=P] [mode=M]
  *   fc NAME out=F
- * fc flattens its input.  `source` names the text in error messages. */
+ * fc flattens its input.  M is a padding mode (zeros, the default, reflect,
+ * replicate, circular; PyTorch's limits on p apply).  `source` names the text
+ * in error messages. */
 int adj_plan_network_parse(const char *text, const char *source, adj_plan_network **network);
 int adj_plan_network_read(const char *path, adj_plan_network **network);
 void adj_plan_network_destroy(adj_plan_network **network);

@@ -241,3 +241,73 @@ FILE *dl_open_reference(adj_test *t, const char *path) {
   ADJ_TEST_CHECK(t, f != NULL, "cannot open %s", path);
   return f;
 }
+
+bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r) {
+  char first[8];
+  while (fscanf(f, "%7s", first) == 1) {
+    if (first[0] == '#') {
+      int ch;
+      while ((ch = fgetc(f)) != '\n' && ch != EOF) continue;
+      continue;
+    }
+    long long ny = 0, ng = 0;
+    bool ok = sscanf(first, "%d", &r->index) == 1 && r->index >= 0 && r->index < cases &&
+              fscanf(f, "%lld", &ny) == 1 && ny > 0 && ny <= DL_REFERENCE_MAX;
+    for (long long j = 0; ok && j < ny; j++) ok = fscanf(f, "%lf", &r->y[j]) == 1;
+    ok = ok && fscanf(f, "%lld", &ng) == 1 && ng > 0 && ng <= DL_REFERENCE_MAX;
+    for (long long i = 0; ok && i < ng; i++) ok = fscanf(f, "%lf", &r->grad[i]) == 1;
+    ADJ_TEST_CHECK(t, ok, "bad reference line for case %s", first);
+    r->ny = ny, r->ng = ng;
+    return ok;
+  }
+  return false;
+}
+
+void dl_check_layouts(adj_test *t, const char *what, int rank, const int64_t *shape, const int (*table)[5],
+                      dl_create_fn create, const void *spec, dl_taylor_kind taylor, uint64_t seed) {
+  adj_decomposition *root = dl_self_layout(t, rank, shape);
+  for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind++) {
+    adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, rank, shape, table);
+    if (!layout) continue;
+    for (int dt = ADJ_FLOAT64; dt >= ADJ_FLOAT32; dt--) {
+      if (dt == ADJ_FLOAT32 && kind != DL_LAYOUT_CUTS) continue; /* float32 once per case */
+      adj_layer *dist = NULL, *seq = NULL;
+      ADJ_TEST_OK(t, create(spec, (adj_dtype)dt, layout, &dist));
+      ADJ_TEST_OK(t, create(spec, (adj_dtype)dt, root, &seq));
+      if (dist && seq) {
+        char label[200], text[48];
+        snprintf(label, sizeof label, "%s %s %s (%s)", what, adj_dtype_name((adj_dtype)dt),
+                 adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
+        dl_dottest(t, label, dist);
+        if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, taylor);
+        dl_compare_within(t, label, dist, seq, seed, dt == ADJ_FLOAT32 ? 1e-6 : 1e-12);
+      }
+      adj_layer_destroy(&dist), adj_layer_destroy(&seq);
+    }
+    adj_decomposition_destroy(&layout);
+  }
+  adj_decomposition_destroy(&root);
+}
+
+void dl_check_reference(adj_test *t, const char *label, adj_layer *layer, const dl_reference *r, double tolerance,
+                        double *worst) {
+  adj_tensor x, y, dy, dx;
+  adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
+  adj_layer_create_output(layer, &y), adj_layer_create_output(layer, &dy);
+  bool sized = adj_tensor_volume(&y) == r->ny && adj_tensor_volume(&x) == r->ng;
+  ADJ_TEST_CHECK(t, sized, "%s: %lld outputs and %lld inputs; PyTorch has %lld and %lld", label,
+                 (long long)adj_tensor_volume(&y), (long long)adj_tensor_volume(&x), (long long)r->ny, (long long)r->ng);
+  if (sized) {
+    for (int64_t i = 0; i < r->ng; i++) adj_tensor_set(&x, i, (double)((7 * i + 3) % 13) / 13.0);
+    for (int64_t j = 0; j < r->ny; j++) adj_tensor_set(&dy, j, (double)((5 * j + 1) % 11) / 11.0 - 0.5);
+    ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+    ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &dx));
+    double ey = 0, eg = 0;
+    for (int64_t j = 0; j < r->ny; j++) ey = fmax(ey, fabs(adj_tensor_get(&y, j) - r->y[j]));
+    for (int64_t i = 0; i < r->ng; i++)
+      eg = fmax(eg, fabs(adj_tensor_get(&dx, i) - r->grad[i]) / fmax(1, fabs(r->grad[i])));
+    ADJ_TEST_CHECK(t, ey < tolerance && eg < tolerance, "%s: against PyTorch y %.3e, grad %.3e", label, ey, eg);
+    *worst = fmax(*worst, fmax(ey, eg));
+  }
+  adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
+}

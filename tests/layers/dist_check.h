@@ -59,6 +59,15 @@ void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq,
 void dl_compare_within(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed,
                        double tolerance);
 
+/* Builds a test's layer for case `spec` in `dtype` on `input`. */
+typedef int (*dl_create_fn)(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer);
+/* The distributed checks of one case on every layout kind of `shape` over
+ * `table` (dl_size_layout): the layer and its sequential twin, in float64 and,
+ * on the uneven cuts, float32: the dot-product test, the Taylor test of
+ * `taylor` (every rank active, float64) and distributed against sequential
+ * (1e-12, float32 1e-6), labelled `what`, the dtype, grid and layout. */
+void dl_check_layouts(adj_test *t, const char *what, int rank, const int64_t *shape, const int (*table)[5],
+                      dl_create_fn create, const void *spec, dl_taylor_kind taylor, uint64_t seed);
 /* Global data of a layer test, drawn identically on every rank from a seed
  * in the layer's dtype: input, input tangent, output gradient, and every
  * parameter's value and tangent in its global layout. */
@@ -92,5 +101,23 @@ void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **lay
 /* A reference data file written by a tools/ twin script, open for reading;
  * NULL (and a failed check naming the path) when it cannot be opened. */
 FILE *dl_open_reference(adj_test *t, const char *path);
+
+/* One line of a twin script's file: case index, outputs y of a fixed input,
+ * and the gradient of sum(y_j w_j) (tools/upsample_twin.py says how).  Skips
+ * comment lines; false at the end of the file or on a malformed line (then a
+ * failed check). */
+enum { DL_REFERENCE_MAX = 4096 };
+typedef struct dl_reference {
+  int index;
+  int64_t ny, ng;
+  double y[DL_REFERENCE_MAX], grad[DL_REFERENCE_MAX];
+} dl_reference;
+bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r);
+/* Runs a one-worker `layer` on the twin scripts' fixed input x_i = ((7 i + 3)
+ * mod 13) / 13 and output gradient w_j = ((5 j + 1) mod 11) / 11 - 0.5 and
+ * checks its output (absolute) and input gradient (relative to max(1, |g|))
+ * against r within `tolerance`; *worst keeps the largest error. */
+void dl_check_reference(adj_test *t, const char *label, adj_layer *layer, const dl_reference *r, double tolerance,
+                        double *worst);
 
 #endif

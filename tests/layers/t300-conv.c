@@ -298,7 +298,7 @@ static void run_case(adj_test *t, const conv_case *c, adj_dtype dtype, adj_rng *
 /* ---- every algorithm on every case ---------------------------------------------------- */
 
 static const adj_conv_algorithm forced[] = {ADJ_CONV_ALGORITHM_DIRECT, ADJ_CONV_ALGORITHM_SHIFTED,
-                                            ADJ_CONV_ALGORITHM_IM2COL};
+                                            ADJ_CONV_ALGORITHM_IM2COL, ADJ_CONV_ALGORITHM_MEASURE};
 
 /* What a plan forced to `a` runs: direct and shifted need unit strides. */
 static adj_conv_algorithm expected_algorithm(const conv_case *c, adj_conv_algorithm a) {
@@ -307,16 +307,34 @@ static adj_conv_algorithm expected_algorithm(const conv_case *c, adj_conv_algori
   return a;
 }
 
+/* Whether a plan asked for `a` may run `ran`: the forced algorithm where it
+ * applies, and under MEASURE any algorithm that applies. */
+static bool plan_runs(const conv_case *c, adj_conv_algorithm a, adj_conv_algorithm ran) {
+  if (a != ADJ_CONV_ALGORITHM_MEASURE) return ran == expected_algorithm(c, a);
+  return ran != ADJ_CONV_ALGORITHM_AUTO && ran != ADJ_CONV_ALGORITHM_MEASURE && expected_algorithm(c, ran) == ran;
+}
+
 /* Plan object forced to a: it reports the algorithm it runs, and its forward
  * and backward give bit for bit what the stateless calls under
- * ADJ_CONV_ALGORITHM = a give, twice in a row (the same sums every run). */
+ * ADJ_CONV_ALGORITHM = (the algorithm it runs) give, twice in a row (the same
+ * sums every run). */
 static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_algorithm a, adj_rng *rng,
                        int rank, const int64_t *ys) {
   adj_conv_plan *plan = NULL;
   ADJ_TEST_OK(t, adj_conv_plan_create(&(adj_conv_plan_config){.geometry = c->g, .algorithm = a}, &p->x, &p->w,
                                       &plan));
-  ADJ_TEST_CHECK(t, adj_conv_plan_algorithm(plan) == expected_algorithm(c, a), "%s plan forced to %s runs %s",
-                 c->name, adj_conv_algorithm_name(a), adj_conv_algorithm_name(adj_conv_plan_algorithm(plan)));
+  adj_conv_algorithm ran = adj_conv_plan_algorithm(plan);
+  ADJ_TEST_CHECK(t, plan_runs(c, a, ran), "%s plan forced to %s runs %s", c->name, adj_conv_algorithm_name(a),
+                 adj_conv_algorithm_name(ran));
+  /* The stateless reference runs the plan's algorithm, in a workspace sized for it. */
+  adj_workspace ref_ws = {0};
+  if (a == ADJ_CONV_ALGORITHM_MEASURE) {
+    adj_test_report(t, "  %s: measured at plan creation, runs %s", c->name, adj_conv_algorithm_name(ran));
+    setenv("ADJ_CONV_ALGORITHM", adj_conv_algorithm_name(ran), 1);
+  }
+  size_t ref_bytes = 0;
+  ADJ_TEST_OK(t, adj_conv_workspace_size(&c->g, &p->x, &p->w, &ref_bytes));
+  ADJ_TEST_OK(t, adj_workspace_reserve(&ref_ws, ref_bytes));
   adj_workspace ws = {0};
   ADJ_TEST_OK(t, adj_workspace_reserve(&ws, adj_conv_plan_workspace_size(plan)));
   adj_tensor dy = layer_random(rng, p->x.dtype, rank, ys), got[2][4], ref[4];
@@ -325,7 +343,8 @@ static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_
     adj_tensor_create(&ref[i], p->x.dtype, like[i]->rank, like[i]->shape);
     for (int r = 0; r < 2; r++) adj_tensor_create(&got[r][i], p->x.dtype, like[i]->rank, like[i]->shape);
   }
-  run_with(t, c, p, &dy, &p->ws, ref);
+  run_with(t, c, p, &dy, &ref_ws, ref);
+  adj_workspace_release(&ref_ws);
   for (int r = 0; r < 2; r++) {
     ADJ_TEST_OK(t, adj_conv_plan_forward(plan, &p->x, &p->w, maybe(p, &p->b), &got[r][0], &ws));
     ADJ_TEST_OK(t, adj_conv_plan_backward(plan, &p->x, &p->w, &dy, &got[r][1], &got[r][2],
@@ -391,7 +410,7 @@ static void check_plan_errors(adj_test *t) {
   ADJ_TEST_CHECK(t, plan == NULL, "a failed plan create leaves the handle NULL");
   setenv("ADJ_CONV_ALGORITHM", "fft", 1);
   adj_test_expect_error(t, "ADJ_CONV_ALGORITHM=fft", adj_conv_forward(&g, &x, &w, NULL, &y, &(adj_workspace){0}),
-                     ADJ_ERR_ARG, "ADJ_CONV_ALGORITHM is \"fft\" but must be auto, direct, shifted or im2col");
+                     ADJ_ERR_ARG, "ADJ_CONV_ALGORITHM is \"fft\" but must be auto, direct, shifted, im2col or measure");
   adj_test_expect_error(t, "plan under ADJ_CONV_ALGORITHM=fft",
                      adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan), ADJ_ERR_ARG,
                      "ADJ_CONV_ALGORITHM is \"fft\"");

@@ -9,6 +9,9 @@
  * n x N and all-gather of n_j x N forward and all-reduce of n x N and
  * reduce-scatter of n_j x N backward; the same summed over a stack of each;
  * their mean over ranks equals the energy model's volume (energy.h);
+ * adjoin's 1.5D affine stack on a p x 1 grid (bench-phantom's third
+ * baseline) equals tp on the same weights and counts its input all-gather
+ * and reduce-scatter per layer, as docs/phantom.md and energy.h state;
  * parameter sizes of the size API equal the allocated blocks; bad
  * configurations fail on every rank with a message naming the bad value.
  *
@@ -408,6 +411,169 @@ static void test_stack(adj_test *t, bool tp) {
   adj_decomposition_destroy(&input);
 }
 
+/* ---- adjoin's 1.5D layer as the model-parallel baseline ------------------------------------ */
+
+enum { MP_DEPTH = 3 };
+
+/* layers[0..2 MP_DEPTH): tp or 1.5D affine layers with ReLU after each; the
+ * 1.5D layer reads the 1 x p input partition as P_c = 1, P_r = p. */
+static void mp_stack(adj_test *t, const ph_case *c, const adj_decomposition *input, bool mp15, adj_layer **layers) {
+  const adj_decomposition *at = input;
+  for (int l = 0; at && l < MP_DEPTH; l++) {
+    adj_phantom_layer_config tp = ph_config(c, at, ADJ_FLOAT64);
+    adj_affine15_layer_config mp = {.dtype = ADJ_FLOAT64, .input = at, .out_features = c->n_out};
+    ADJ_TEST_OK(t, mp15 ? adj_affine15_layer_create(&mp, &layers[2 * l]) : adj_tp_layer_create(&tp, &layers[2 * l]));
+    if (!layers[2 * l]) return;
+    ADJ_TEST_OK(t, adj_activation_layer_create(&(adj_activation_layer_config){.dtype = ADJ_FLOAT64,
+                                                   .input = adj_layer_output_layout(layers[2 * l]),
+                                                   .activation = {.kind = ADJ_RELU}},
+                                               &layers[2 * l + 1]));
+    at = layers[2 * l + 1] ? adj_layer_output_layout(layers[2 * l + 1]) : NULL;
+  }
+}
+
+/* The same global weights and biases (drawn alike on every rank) into both
+ * stacks: tp's weight (n, n) split by rows is the plain dense matrix, as is
+ * the 1.5D layer's (rows over P_r). */
+static void mp_share_parameters(adj_test *t, adj_layer **tp, adj_layer **mp) {
+  adj_rng *rng;
+  adj_rng_create(29u, &rng);
+  for (int l = 0; l < MP_DEPTH; l++)
+    for (int i = 0; i < adj_layer_parameter_count(tp[2 * l]); i++) {
+      adj_parameter *q = adj_layer_parameter(tp[2 * l], i);
+      adj_tensor global;
+      adj_tensor_create(&global, ADJ_FLOAT64, adj_decomposition_rank(q->layout),
+                        adj_decomposition_global_shape(q->layout));
+      adj_rng_fill_uniform(rng, &global, -0.5, 0.5);
+      ADJ_TEST_OK(t, adj_layer_set_parameter(tp[2 * l], i, 0, &global));
+      ADJ_TEST_OK(t, adj_layer_set_parameter(mp[2 * l], i, 0, &global));
+      adj_tensor_destroy(&global);
+    }
+  adj_rng_destroy(&rng);
+}
+
+/* Largest difference of two local blocks; infinite when their shapes differ. */
+static double mp_diff(const adj_tensor *a, const adj_tensor *b) {
+  if (adj_tensor_volume(a) != adj_tensor_volume(b)) return INFINITY;
+  double worst = 0;
+  for (int64_t i = 0; i < adj_tensor_volume(a); i++)
+    worst = fmax(worst, fabs(adj_tensor_get(a, i) - adj_tensor_get(b, i)));
+  return worst;
+}
+
+static void ph_subtract(ph_traffic *from, const ph_traffic *t) {
+  from->sent -= t->sent, from->received -= t->received, from->applications -= t->applications;
+  from->messages_sent -= t->messages_sent, from->messages_received -= t->messages_received;
+}
+
+/* The 1.5D stack's traffic on this rank, all of its operators summed. */
+static ph_traffic mp_counted(adj_test *t, adj_layer **mp) {
+  ph_traffic sum = {0};
+  adj_op_counters zero = {0};
+  for (int l = 0; l < MP_DEPTH; l++) {
+    adj_affine15_counters c;
+    ADJ_TEST_OK(t, adj_affine15_layer_counters(mp[2 * l], &c));
+    const adj_op_counters *ops[] = {&c.gather, &c.weight, &c.bias};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+      ph_traffic one = ph_counted(ops[i], &zero, (int64_t)sizeof(double));
+      ph_accumulate(&sum, &one);
+    }
+  }
+  return sum;
+}
+
+/* What docs/phantom.md states for one 1.5D layer on P_r = p, P_c = 1, from
+ * the shapes: forward the input all-gather (n_j N sent, (n - n_j) N
+ * received) and the weight and bias broadcasts over one worker (nothing);
+ * backward the reduce-scatter ((n - n_j) N sent, (p-1) n_j N received) and
+ * the two sum-reduces over one worker (nothing). */
+static void mp_expected(adj_layer *layer, const ph_case *c, ph_traffic *fwd, ph_traffic *bwd) {
+  const adj_decomposition *in = adj_layer_input_layout(layer);
+  int p = adj_partition_shape(adj_decomposition_partition(in))[1];
+  int64_t own = adj_decomposition_local_block(in).extent[1] * c->batch, whole = c->n_in * c->batch;
+  ph_all_gather(fwd, own, whole);
+  ph_reduce_scatter(bwd, p, own, whole);
+  for (int i = 0; i < 2; i++) ph_broadcast(fwd, 1, true, whole), ph_broadcast(bwd, 1, true, whole);
+}
+
+static void mp_check_traffic(adj_test *t, const ph_case *c, adj_layer **mp, const ph_traffic *got_fwd,
+                             const ph_traffic *got_bwd) {
+  ph_traffic want_fwd = {0}, want_bwd = {0};
+  for (int l = 0; l < MP_DEPTH; l++) mp_expected(mp[2 * l], c, &want_fwd, &want_bwd);
+  char label[96];
+  snprintf(label, sizeof label, "stack of %d 1.5D+ReLU %dx1 n=13 N=6", MP_DEPTH, t->size);
+  ph_check_traffic(t, label, "forward ", got_fwd, &want_fwd);
+  ph_check_traffic(t, label, "backward", got_bwd, &want_bwd);
+  double mine = (double)(got_fwd->sent + got_fwd->received + got_bwd->sent + got_bwd->received), all = 0;
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+  adj_ffn_shape shape = {.n = c->n_in, .p = t->size, .layers = MP_DEPTH, .batch = c->batch};
+  double model = adj_mp15_message_floats(&shape), mean = all / t->size;
+  adj_test_report(t, "  %-44s elements moved per rank and step %.1f, energy model (mp15) %.1f", label, mean, model);
+  ADJ_TEST_CHECK(t, fabs(mean - model) <= 1e-9 * model, "%s: moved %.3f elements per rank, the model says %.3f",
+                 label, mean, model);
+}
+
+/* Output, input gradient and every parameter gradient of the 1.5D stack
+ * against tp's on the same weights (tp equals the dense layer, above). */
+static void mp_check_equal(adj_test *t, adj_layer **tp, adj_layer **mp, const adj_tensor *y, const adj_tensor *dx) {
+  double diffs[3] = {mp_diff(&y[0], &y[1]), mp_diff(&dx[0], &dx[1]), 0}, scale = 0, worst[3];
+  for (int l = 0; l < MP_DEPTH; l++)
+    for (int i = 0; i < adj_layer_parameter_count(tp[2 * l]); i++)
+      diffs[2] = fmax(diffs[2], mp_diff(&adj_layer_parameter(tp[2 * l], i)->grad,
+                                        &adj_layer_parameter(mp[2 * l], i)->grad));
+  for (int64_t i = 0; i < adj_tensor_volume(&y[0]); i++) scale = fmax(scale, fabs(adj_tensor_get(&y[0], i)));
+  MPI_Request requests[2];
+  MPI_Iallreduce(diffs, worst, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &requests[0]);
+  MPI_Iallreduce(MPI_IN_PLACE, &scale, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &requests[1]);
+  adj_wait_all(2, requests, ADJ_WAIT_YIELD);
+  adj_test_report(t, "  stack of %d 1.5D+ReLU %dx1 vs tp, same weights: y %.1e (max |y| %.2f), dx %.1e, grads %.1e",
+                  MP_DEPTH, t->size, worst[0], scale, worst[1], worst[2]);
+  ADJ_TEST_CHECK(t, fmax(worst[0], fmax(worst[1], worst[2])) <= 1e-12 * fmax(scale, 1),
+                 "1.5D stack differs from tp: y %.3e, dx %.3e, grads %.3e", worst[0], worst[1], worst[2]);
+  ADJ_TEST_CHECK(t, scale > 0.1, "the stacks' output is trivial (max %.3e)", scale);
+}
+
+/* adjoin's 1.5D affine stack on a p x 1 grid (pure model parallelism, the
+ * third baseline of bench-phantom): equal to tp on the same weights, and its
+ * counted traffic is the input all-gather and reduce-scatter per layer that
+ * docs/phantom.md and the energy model (adj_mp15_message_floats) state. */
+static void test_mp15(adj_test *t) {
+  const ph_case c = {6, 13, 13, 2, true, false, false, false};
+  adj_decomposition *input = ph_input(t, &c);
+  adj_layer *tp[2 * MP_DEPTH] = {NULL}, *mp[2 * MP_DEPTH] = {NULL};
+  mp_stack(t, &c, input, false, tp), mp_stack(t, &c, input, true, mp);
+  if (!tp[2 * MP_DEPTH - 1] || !mp[2 * MP_DEPTH - 1]) return;
+  mp_share_parameters(t, tp, mp);
+  adj_layer *tp_net = NULL, *mp_net = NULL;
+  ADJ_TEST_OK(t, adj_network_create("tp-stack", 2 * MP_DEPTH, tp, &tp_net));
+  ADJ_TEST_OK(t, adj_network_create("mp15-stack", 2 * MP_DEPTH, mp, &mp_net));
+  adj_tensor x, dy, y[2], dx[2];
+  adj_layer_create_input(tp_net, &x), adj_layer_create_output(tp_net, &dy);
+  adj_rng *rng;
+  adj_rng_create(31u + (uint64_t)t->rank, &rng);
+  adj_rng_fill_uniform(rng, &x, -1, 1), adj_rng_fill_uniform(rng, &dy, -1, 1);
+  adj_rng_destroy(&rng);
+  adj_layer *nets[2] = {tp_net, mp_net};
+  for (int i = 0; i < 2; i++) adj_layer_create_output(nets[i], &y[i]), adj_layer_create_input(nets[i], &dx[i]);
+  ADJ_TEST_OK(t, adj_layer_forward(tp_net, &x, &y[0]));
+  ADJ_TEST_OK(t, adj_layer_backward(tp_net, &dy, &dx[0]));
+  for (int l = 0; l < MP_DEPTH; l++) adj_affine15_layer_reset_counters(mp[2 * l]);
+  ADJ_TEST_OK(t, adj_layer_forward(mp_net, &x, &y[1]));
+  ph_traffic got_fwd = mp_counted(t, mp);
+  ADJ_TEST_OK(t, adj_layer_backward(mp_net, &dy, &dx[1]));
+  ph_traffic got_bwd = mp_counted(t, mp);
+  ph_subtract(&got_bwd, &got_fwd);
+  mp_check_equal(t, tp, mp, y, dx);
+  mp_check_traffic(t, &c, mp, &got_fwd, &got_bwd);
+  adj_tensor *list[] = {&x, &dy, &y[0], &y[1], &dx[0], &dx[1]};
+  for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) adj_tensor_destroy(list[i]);
+  adj_layer_destroy(&tp_net), adj_layer_destroy(&mp_net);
+  for (int i = 0; i < 2 * MP_DEPTH; i++) adj_layer_destroy(&tp[i]), adj_layer_destroy(&mp[i]);
+  adj_decomposition_destroy(&input);
+}
+
 static void test_float32(adj_test *t) {
   const ph_case *c = &cases[0];
   adj_decomposition *input = ph_input(t, c);
@@ -471,6 +637,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&t, &cases[i], true);
   test_stack(&t, false);
   test_stack(&t, true);
+  test_mp15(&t);
   test_float32(&t);
   test_errors(&t);
   return adj_test_finish(&t);

@@ -108,6 +108,28 @@ static void test_model(adj_test *t) {
   ADJ_TEST_CHECK(t, adj_energy(560, 90, 2, 3) == 560 * 2 + 90 * 3, "e = A t_comp + B t_comm");
 }
 
+/* The 1.5D layer on p x 1 (energy.h's mp15): per layer Table III's
+ * all-gather and reduce-scatter of n/p N floats, TP's GEMM flops, and the
+ * counted floats n N + 2 (p-1)/p n N per rank, from the shapes here. */
+static void test_mp15_model(adj_test *t) {
+  adj_comm_model fit = adj_comm_model_table3();
+  adj_ffn_shape s = {.n = 4096, .p = 4, .k = 16, .layers = 2, .batch = 64};
+  double m = 4096.0 / 4 * 64, full = 4096.0 * 64;
+  double want_time = 2 * 1e-6 * (149.94 * 2 + 2.07e-3 * m + 145.52 * 2 + 2.40e-3 * m);
+  double want_floats = 2 * (full + 2 * 3.0 / 4 * full), got_time = adj_mp15_comm_time(&fit, &s);
+  double got_floats = adj_mp15_message_floats(&s);
+  adj_test_report(t, "  1.5D 4x1 n = 4096 N = 64 L = 2: t_comm %.6e s (want %.6e), floats/rank %.0f (want %.0f)",
+                  got_time, want_time, got_floats, want_floats);
+  ADJ_TEST_CHECK(t, fabs(got_time - want_time) < 1e-15 && got_floats == want_floats,
+                 "mp15 model: t_comm %.6e s floats %.0f, want %.6e and %.0f", got_time, got_floats, want_time,
+                 want_floats);
+  ADJ_TEST_CHECK(t, adj_mp15_flops(&s) == adj_tp_flops(&s) && adj_mp15_comm_time(&fit, &s) < adj_tp_comm_time(&fit, &s),
+                 "mp15 model: TP's flops and less communication than TP");
+  s.p = 1;
+  ADJ_TEST_CHECK(t, adj_mp15_message_floats(&s) == 2 * full && adj_mp15_comm_time(&fit, &s) == 0,
+                 "mp15 model on one rank: the all-gather counts its own chunk, nothing takes time");
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t325-phantom-sizes");
@@ -115,5 +137,6 @@ int main(int argc, char **argv) {
   test_uneven(&t);
   test_bound(&t);
   test_model(&t);
+  test_mp15_model(&t);
   return adj_test_finish(&t);
 }

@@ -39,7 +39,8 @@ static const up_case torch_cases[] = {
     {5, {1, 1, 3, 4, 2}, ADJ_INTERP_NEAREST, false, {5, 6, 3}, {0}},
 };
 
-static int up_create(const up_case *c, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+static int up_create(const void *spec, adj_dtype dtype, const adj_decomposition *input, adj_layer **layer) {
+  const up_case *c = spec;
   adj_upsample_layer_config config = {.dtype = dtype, .input = input, .spatial_dims = c->rank - 2, .mode = c->mode,
                                       .align_corners = c->align_corners};
   memcpy(config.size, c->size, sizeof config.size);
@@ -59,35 +60,14 @@ static void up_format(char *buf, size_t size, const up_case *c) {
 
 /* ---- PyTorch's numbers ------------------------------------------------------------------ */
 
-static void check_torch_case(adj_test *t, const up_case *c, const double *ref_y, int64_t ny, const double *ref_g,
-                             int64_t ng, adj_dtype dtype, double *worst) {
+static void check_torch_case(adj_test *t, const up_case *c, const dl_reference *r, adj_dtype dtype, double *worst) {
   adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
   adj_layer *layer = NULL;
   ADJ_TEST_OK(t, up_create(c, dtype, root, &layer));
-  char label[96];
-  up_format(label, sizeof label, c);
-  if (layer) {
-    adj_tensor x, y, dy, dx;
-    adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
-    adj_layer_create_output(layer, &y), adj_layer_create_output(layer, &dy);
-    ADJ_TEST_CHECK(t, adj_tensor_volume(&y) == ny && adj_tensor_volume(&x) == ng,
-                   "%s: %lld outputs and %lld inputs; PyTorch has %lld and %lld", label,
-                   (long long)adj_tensor_volume(&y), (long long)adj_tensor_volume(&x), (long long)ny, (long long)ng);
-    if (adj_tensor_volume(&y) == ny && adj_tensor_volume(&x) == ng) {
-      for (int64_t i = 0; i < ng; i++) adj_tensor_set(&x, i, (double)((7 * i + 3) % 13) / 13.0);
-      for (int64_t j = 0; j < ny; j++) adj_tensor_set(&dy, j, (double)((5 * j + 1) % 11) / 11.0 - 0.5);
-      ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
-      ADJ_TEST_OK(t, adj_layer_backward(layer, &dy, &dx));
-      double ey = 0, eg = 0;
-      for (int64_t j = 0; j < ny; j++) ey = fmax(ey, fabs(adj_tensor_get(&y, j) - ref_y[j]));
-      for (int64_t i = 0; i < ng; i++) eg = fmax(eg, fabs(adj_tensor_get(&dx, i) - ref_g[i]) / fmax(1, fabs(ref_g[i])));
-      double tol = dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12;
-      ADJ_TEST_CHECK(t, ey < tol && eg < tol, "%s %s: against PyTorch y %.3e, grad %.3e", label,
-                     adj_dtype_name(dtype), ey, eg);
-      worst[dtype] = fmax(worst[dtype], fmax(ey, eg));
-    }
-    adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
-  }
+  char label[112], what[96];
+  up_format(what, sizeof what, c);
+  snprintf(label, sizeof label, "%s %s", what, adj_dtype_name(dtype));
+  if (layer) dl_check_reference(t, label, layer, r, dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12, &worst[dtype]);
   adj_layer_destroy(&layer);
   adj_decomposition_destroy(&root);
 }
@@ -95,32 +75,18 @@ static void check_torch_case(adj_test *t, const up_case *c, const double *ref_y,
 static void test_torch(adj_test *t, const char *path) {
   FILE *f = dl_open_reference(t, path);
   if (!f) return;
-  static double y[512], g[512];
-  int cases = 0, index;
+  static dl_reference r;
+  int cases = 0, total = (int)(sizeof torch_cases / sizeof torch_cases[0]);
   double worst[2] = {0, 0};
-  char first[8];
-  while (fscanf(f, "%7s", first) == 1) {
-    if (first[0] == '#') {
-      int ch;
-      while ((ch = fgetc(f)) != '\n' && ch != EOF) continue;
-      continue;
-    }
-    long long ny = 0, ng = 0;
-    bool ok = sscanf(first, "%d", &index) == 1 && index >= 0 && index < (int)(sizeof torch_cases / sizeof torch_cases[0]) &&
-              fscanf(f, "%lld", &ny) == 1 && ny > 0 && ny <= 512;
-    for (long long j = 0; ok && j < ny; j++) ok = fscanf(f, "%lf", &y[j]) == 1;
-    ok = ok && fscanf(f, "%lld", &ng) == 1 && ng > 0 && ng <= 512;
-    for (long long i = 0; ok && i < ng; i++) ok = fscanf(f, "%lf", &g[i]) == 1;
-    ADJ_TEST_CHECK(t, ok, "bad reference line for case %s", first);
-    if (!ok) break;
-    for (int dt = 0; dt < 2; dt++) check_torch_case(t, &torch_cases[index], y, ny, g, ng, (adj_dtype)dt, worst);
+  while (dl_read_reference(t, f, total, &r)) {
+    for (int dt = 0; dt < 2; dt++)
+      check_torch_case(t, &torch_cases[r.index], &r, (adj_dtype)dt, worst);
     cases++;
   }
   fclose(f);
   adj_test_report(t, "  against PyTorch: %d interpolations, max error float32 %.1e, float64 %.1e", cases, worst[0],
                   worst[1]);
-  ADJ_TEST_CHECK(t, cases == (int)(sizeof torch_cases / sizeof torch_cases[0]), "%d reference cases, expected %d",
-                 cases, (int)(sizeof torch_cases / sizeof torch_cases[0]));
+  ADJ_TEST_CHECK(t, cases == total, "%d reference cases, expected %d", cases, total);
 }
 
 /* ---- distributed ------------------------------------------------------------------------ */
@@ -142,30 +108,10 @@ static const int parts_by_size[9][5] = {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1,
 
 static void test_distributed(adj_test *t) {
   for (size_t k = 0; k < sizeof dist_cases / sizeof dist_cases[0]; k++) {
-    const up_case *c = &dist_cases[k];
-    adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
-    for (int kind = DL_LAYOUT_ALL; kind <= DL_LAYOUT_CUTS; kind++) {
-      adj_decomposition *layout = dl_size_layout(t, (dl_layout_kind)kind, c->rank, c->shape, parts_by_size);
-      if (!layout) continue;
-      for (int dt = ADJ_FLOAT64; dt >= ADJ_FLOAT32; dt--) {
-        if (dt == ADJ_FLOAT32 && kind != DL_LAYOUT_CUTS) continue; /* float32 once per case */
-        adj_layer *dist = NULL, *seq = NULL;
-        ADJ_TEST_OK(t, up_create(c, (adj_dtype)dt, layout, &dist));
-        ADJ_TEST_OK(t, up_create(c, (adj_dtype)dt, root, &seq));
-        if (dist && seq) {
-          char label[160], what[80], text[48];
-          up_format(what, sizeof what, c);
-          snprintf(label, sizeof label, "%s %s %s (%s)", what, adj_dtype_name((adj_dtype)dt),
-                   adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), dl_layout_names[kind]);
-          dl_dottest(t, label, dist);
-          if (kind == DL_LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_LINEAR);
-          dl_compare_within(t, label, dist, seq, 41u, dt == ADJ_FLOAT32 ? 1e-6 : 1e-12);
-        }
-        adj_layer_destroy(&dist), adj_layer_destroy(&seq);
-      }
-      adj_decomposition_destroy(&layout);
-    }
-    adj_decomposition_destroy(&root);
+    char what[80];
+    up_format(what, sizeof what, &dist_cases[k]);
+    dl_check_layouts(t, what, dist_cases[k].rank, dist_cases[k].shape, parts_by_size, up_create, &dist_cases[k],
+                     DL_TAYLOR_LINEAR, 41u);
   }
 }
 

@@ -5,7 +5,8 @@
  * message counts.  Then the shipped networks (AlexNet's 60,965,224
  * parameters), the best-grid search, and bad input: a grid that does not
  * multiply to P, more workers than rows, an unknown layer type, a malformed
- * line, non-positive alpha and beta (also from a calibration file). */
+ * line, non-positive alpha and beta (also from a calibration file); padding
+ * modes (mode=) parsed, charged by hand, and refused where PyTorch refuses. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -218,12 +219,52 @@ static void test_errors(adj_test *t) {
   remove("t410-calibration.txt");
 }
 
+/* Padding modes in adjoin mode, the conv of test_conv_by_hand on 2 x 2 with
+ * batch 4: reflect and replicate copy rows the boundary workers hold (rows
+ * 1 and 4, blocks 0-2 | 3-5): no extra message; circular copies row 5 to
+ * worker 0 and row 0 to worker 1: one more message each way, 1 row of 6 x 2
+ * channels x 2 samples. */
+static void test_padding_modes(adj_test *t) {
+  static const struct {
+    const char *mode;
+    adj_padding_mode parsed;
+    double extra;
+  } modes[] = {{"zeros", ADJ_PAD_ZEROS, 0}, {"reflect", ADJ_PAD_REFLECT, 0}, {"replicate", ADJ_PAD_REPLICATE, 0},
+               {"circular", ADJ_PAD_CIRCULAR, 2 * (1 + 2 * 1 * 6 * 2)}};
+  adj_plan_config c = {
+      .mode = ADJ_PLAN_ADJOIN, .conv = ADJ_PLAN_CONV_DOMAIN, .p = 4, .batch = 4, .alpha = 1, .beta = 1, .word_bytes = 1};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    char text[96], what[64];
+    snprintf(text, sizeof text, "input 2 6 6\nconv c out=4 k=3 p=1 mode=%s\n", modes[i].mode);
+    adj_plan_network *net = parse(t, text);
+    if (!net) continue;
+    ADJ_TEST_CHECK(t, net->layers[0].padding_mode == modes[i].parsed, "mode=%s parsed as %d", modes[i].mode,
+                   (int)net->layers[0].padding_mode);
+    adj_plan_result r;
+    ADJ_TEST_OK(t, adj_plan_evaluate(net, &c, 2, 2, &r));
+    snprintf(what, sizeof what, "adjoin conv mode=%s: halo 52 + %g", modes[i].mode, modes[i].extra);
+    if (r.layers) expect_near(t, what, r.layers[0].time[ADJ_PLAN_HALO], 2 * (2 + 2 * 1 * 6 * 2) + modes[i].extra);
+    adj_plan_result_free(&r);
+    adj_plan_network_destroy(&net);
+  }
+  adj_plan_network *bad = NULL;
+  expect_error(t, "mode=symmetric", adj_plan_network_parse("input 1 6 6\npool q k=2 mode=symmetric\n", "x.net", &bad),
+               "x.net:2: unknown padding mode 'symmetric'");
+  expect_error(t, "reflect p=4 of 4", adj_plan_network_parse("input 1 4 6\nconv c out=2 k=5 p=4 mode=reflect\n",
+                                                              "x.net", &bad),
+               "x.net:2: layer c: reflect padding 4 must be < the input extent 4");
+  expect_error(t, "fc with a mode", adj_plan_network_parse("input 8\nfc a out=3 mode=reflect\n", "x.net", &bad),
+               "x.net:2: unknown option 'mode'");
+  ADJ_TEST_CHECK(t, bad == NULL, "a failed parse must leave no network");
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t410-plan");
   ADJ_TEST_CHECK(&t, argc >= 2, "usage: t410-plan NETWORKS_DIR");
   test_fc_by_hand(&t);
   test_conv_by_hand(&t);
+  test_padding_modes(&t);
   if (argc >= 2) test_networks(&t, argv[1]);
   test_errors(&t);
   return adj_test_finish(&t);

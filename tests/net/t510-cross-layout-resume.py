@@ -15,17 +15,13 @@ test accuracy.  The uninterrupted dp2 and dp4 runs are compared the same way.
 Skipped (77) when data/mnist has not been provisioned.
 
 Usage: t510-cross-layout-resume.py MPIEXEC ADJOIN_TRAIN DATA_DIR"""
-import os
 import shutil
 import sys
 import tempfile
 
-from train_cli import Checks, read_checkpoint, relative_difference, run
+from train_cli import arguments, Checks, read_checkpoint, relative_difference, run
 
-mpiexec, train, data = sys.argv[1:4]
-if not os.access(f"{data}/train-images-idx3-ubyte", os.R_OK):
-    print(f"t510: skipped: no MNIST under {data}: provision it with `sh tools/provision-data.sh mnist`")
-    sys.exit(77)
+mpiexec, train, data = arguments("t510")
 TOLERANCE = 1e-12
 LAYOUTS = {"sequential": (1, []), "dp2": (2, ["--layout", "dp"]), "dp4": (4, ["--layout", "dp"]),
            "dist2x2": (4, ["--layout", "dist2", "--replicas", "2"])}

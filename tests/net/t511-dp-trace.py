@@ -21,18 +21,14 @@ posted inside the wait (so the overlap check can tell the two apart).
 Skipped (77) when data/mnist has not been provisioned.
 
 Usage: t511-dp-trace.py MPIEXEC ADJOIN_TRAIN DATA_DIR"""
-import os
 import re
 import shutil
 import sys
 import tempfile
 
-from train_cli import Checks, read_checkpoint, run
+from train_cli import arguments, Checks, read_checkpoint, run
 
-mpiexec, train, data = sys.argv[1:4]
-if not os.access(f"{data}/train-images-idx3-ubyte", os.R_OK):
-    print(f"t511: skipped: no MNIST under {data}: provision it with `sh tools/provision-data.sh mnist`")
-    sys.exit(77)
+mpiexec, train, data = arguments("t511")
 work = tempfile.mkdtemp(prefix="adjoin-t511-")
 checks = Checks("t511")
 STEPS = 4

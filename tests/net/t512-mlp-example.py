@@ -9,16 +9,12 @@ reducer moves the MLP's parameter bytes once per step (payload).
 Skipped (77) when data/mnist has not been provisioned.
 
 Usage: t512-mlp-example.py MPIEXEC EXAMPLE_MLP_DP DATA_DIR"""
-import os
 import re
 import sys
 
-from train_cli import Checks, run
+from train_cli import arguments, Checks, run
 
-mpiexec, example, data = sys.argv[1:4]
-if not os.access(f"{data}/train-images-idx3-ubyte", os.R_OK):
-    print(f"t512: skipped: no MNIST under {data}: provision it with `sh tools/provision-data.sh mnist`")
-    sys.exit(77)
+mpiexec, example, data = arguments("t512")
 SIZES = [784, 128, 127, 126, 125, 124, 123, 10]
 PARAMETER_BYTES = 4 * sum(n_in * n_out + n_out for n_in, n_out in zip(SIZES, SIZES[1:]))
 EPOCH = re.compile(r"epoch (\d+): loss ([\d.]+), test accuracy ([\d.]+), .* reducer per step (\d+) bytes")

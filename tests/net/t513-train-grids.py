@@ -13,17 +13,13 @@ malformed grids, are refused with a message naming them.
 Skipped (77) when data/mnist has not been provisioned.
 
 Usage: t513-train-grids.py MPIEXEC ADJOIN_TRAIN DATA_DIR"""
-import os
 import shutil
 import sys
 import tempfile
 
-from train_cli import Checks, read_checkpoint, relative_difference, run
+from train_cli import arguments, Checks, read_checkpoint, relative_difference, run
 
-mpiexec, train, data = sys.argv[1:4]
-if not os.access(f"{data}/train-images-idx3-ubyte", os.R_OK):
-    print(f"t513: skipped: no MNIST under {data}: provision it with `sh tools/provision-data.sh mnist`")
-    sys.exit(77)
+mpiexec, train, data = arguments("t513")
 TOLERANCE = 1e-12
 GRIDS = {"lenet": [("2x1", 2), ("1x2", 2), ("2x2", 4), ("hybrid4-batch", 4)],
          "mlp": [("2x1", 2), ("1x2", 2), ("2x2", 4)]}

@@ -1,9 +1,21 @@
 """Helpers of the tests that drive adjoin-train end to end (t510, t511): a
 run under mpiexec, a checkpoint read back (docs/checkpoint.md, version 2), and
-an error count that becomes the exit code."""
+an error count that becomes the exit code; the arguments every script takes."""
+import os
 import struct
 import subprocess
+import sys
 import zlib
+
+
+def arguments(name):
+    """(mpiexec, program, data directory) from argv; exits 77 (skipped) when
+    the data directory holds no provisioned MNIST."""
+    mpiexec, program, data = sys.argv[1:4]
+    if not os.access(f"{data}/train-images-idx3-ubyte", os.R_OK):
+        print(f"{name}: skipped: no MNIST under {data}: provision it with `sh tools/provision-data.sh mnist`")
+        sys.exit(77)
+    return mpiexec, program, data
 
 
 class Checks:

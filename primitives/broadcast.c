@@ -14,10 +14,12 @@
  * same code path, and so are their counterparts.
  *
  * The summing direction has several algorithms, chosen per group at creation
- * from the block's size (the same on every member, so a group agrees without
- * communication): MPI_Ireduce; MPI_Iallreduce, whose result the leaves drop
- * into a scratch block (MPICH's reduce to one root measured 3-6x slower than
- * its all-reduce of the same data on 2-4 ranks at 1-8 MB); and
+ * from the group size and the block's bytes by the measured table rank 0
+ * broadcast (algorithm_table_impl.h), else by a fixed threshold; the same on
+ * every member, so a group agrees without further communication: MPI_Ireduce;
+ * MPI_Iallreduce, whose result the leaves drop into a scratch block (MPICH's
+ * reduce to one root measured 3-6x slower than its all-reduce of the same
+ * data on 2-4 ranks at 1-8 MB); and
  * reduce-scatter + gather (Rabenseifner's scheme) posted in two phases, the
  * gather from adj_op_end.  A fourth algorithm, a pipelined chain of
  * point-to-point messages, serves both directions: segments travel
@@ -31,6 +33,7 @@
 #include <string.h>
 
 #include "adjoin/broadcast.h"
+#include "algorithm_table_impl.h"
 #include "broadcast_impl.h"
 #include "op_impl.h"
 
@@ -42,7 +45,8 @@ typedef enum adj_sum_algorithm {
   ADJ_SUM_CHAIN,
 } adj_sum_algorithm;
 
-static const char *const adj_sum_algorithm_names[] = {"auto", "reduce", "allreduce", "reduce-scatter", "chain"};
+const char *const adj_sum_algorithm_names[ADJ_SUM_ALGORITHM_COUNT] = {"auto", "reduce", "allreduce", "reduce-scatter",
+                                                                      "chain"};
 
 /* A chain's segments along the group's ranks.  requests holds one receive per
  * segment, then one send per segment. */
@@ -227,19 +231,29 @@ static int adj_chain_plan(const char *name, int segment, int count, size_t esize
   return ADJ_SUCCESS;
 }
 
+/* What decides a group's algorithm: the creator or the environment (forced),
+ * else the measured table, else the fixed threshold. */
+typedef struct adj_sum_choice {
+  adj_sum_algorithm forced;
+  int segment; /* chain segment, elements */
+  const adj_algorithm_table *table;
+} adj_sum_choice;
+
 /* Plans the summing of one group.  Every member computes the same choice from
- * the same block size.  Local failures only (allocation). */
-static int adj_sum_plan_create(const char *name, adj_bcast *b, adj_sum_algorithm forced, int segment, MPI_Comm comm,
-                               int count, size_t esize, bool root, adj_sum_plan *plan) {
+ * the same block size and the same table.  Local failures only (allocation). */
+static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_choice *choice, MPI_Comm comm, int count,
+                               size_t esize, bool root, adj_sum_plan *plan) {
   MPI_Comm_size(comm, &plan->size);
   MPI_Comm_rank(comm, &plan->rank);
   size_t bytes = (size_t)count * esize;
-  plan->algorithm = forced != ADJ_SUM_AUTO ? forced
+  adj_sum_algorithm measured = (adj_sum_algorithm)adj_algorithm_table_choose(choice->table, plan->size, (int64_t)bytes);
+  plan->algorithm = choice->forced != ADJ_SUM_AUTO ? choice->forced
+                    : measured != ADJ_SUM_AUTO     ? measured
                     : bytes >= ADJ_SUM_ALLREDUCE_FROM ? ADJ_SUM_ALLREDUCE
                                                       : ADJ_SUM_REDUCE;
   size_t scratch = 0;
   if (plan->algorithm == ADJ_SUM_CHAIN) {
-    ADJ_CALL(adj_chain_plan(name, segment, count, esize, plan));
+    ADJ_CALL(adj_chain_plan(name, choice->segment, count, esize, plan));
   } else if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
     plan->counts = malloc(sizeof(int) * (size_t)plan->size);
     plan->displs = malloc(sizeof(int) * (size_t)plan->size);
@@ -261,20 +275,18 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, adj_sum_algorithm
 }
 
 /* `chosen` is the creator's algorithm; AUTO leaves the choice to the
- * environment and the block size. */
-static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen) {
+ * environment, the measured table and the block size. */
+static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_algorithm_table *table) {
   adj_bcast *b = op->impl;
-  adj_sum_algorithm forced = chosen;
-  if (forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&forced));
+  adj_sum_choice choice = {.forced = chosen, .segment = 1, .table = table};
+  if (choice.forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&choice.forced));
   size_t esize = adj_dtype_size(op->dtype);
-  int segment = 1;
-  ADJ_CALL(adj_chain_segment_from_env(esize, &segment));
+  ADJ_CALL(adj_chain_segment_from_env(esize, &choice.segment));
   if (b->root_comm != MPI_COMM_NULL)
-    ADJ_CALL(adj_sum_plan_create(op->name, b, forced, segment, b->root_comm, b->source_count, esize, true,
-                                 &b->root_sum));
+    ADJ_CALL(adj_sum_plan_create(op->name, b, &choice, b->root_comm, b->source_count, esize, true, &b->root_sum));
   if (b->leaf_comm != MPI_COMM_NULL)
-    ADJ_CALL(adj_sum_plan_create(op->name, b, forced, segment, b->leaf_comm, b->destination_count, esize, false,
-                                 &b->leaf_sum));
+    ADJ_CALL(
+        adj_sum_plan_create(op->name, b, &choice, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
   const char *copy = b->root_sum.algorithm == ADJ_SUM_CHAIN || b->leaf_sum.algorithm == ADJ_SUM_CHAIN ? "chain"
                                                                                                      : "ibcast";
   const char *root = b->root_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->root_sum.algorithm] : NULL;
@@ -574,9 +586,13 @@ static int adj_bcast_create(const char *name, bool swapped, adj_sum_algorithm ch
     adj_bcast_free(b);
     return status;
   }
-  status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
+  /* Collective on the whole communicator, so before anything that can fail
+   * on one rank alone. */
+  adj_algorithm_table table = {0};
+  if (chosen == ADJ_SUM_AUTO) status = adj_algorithm_table_load((*op)->comm, &table);
+  if (!status) status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
   free(members);
-  if (!status) status = adj_bcast_plan_sums(*op, chosen);
+  if (!status) status = adj_bcast_plan_sums(*op, chosen, &table);
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);
   return status;

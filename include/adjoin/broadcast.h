@@ -25,7 +25,9 @@
  * contributes zeros to the sum.
  *
  * The summing direction (a broadcast's adjoint, a sum-reduce's forward) picks
- * an algorithm per group at creation from the block's size: MPI_Ireduce, or
+ * an algorithm per group at creation from the group size and the block's
+ * bytes, by the table `bench-primitives --calibrate` measured on this machine
+ * (docs/primitive-algorithms.md), else by a fixed rule: MPI_Ireduce, or
  * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root
  * measured 3-6x slower than its all-reduce at 1-8 MB), or reduce-scatter +
  * gather, or a pipelined chain of point-to-point messages, which serves the

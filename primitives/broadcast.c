@@ -57,10 +57,13 @@ typedef struct adj_chain {
 } adj_chain;
 
 /* One group's plan.  Reduce-scatter chunks: member r owns elements
- * displs[r] .. displs[r] + counts[r] of the block.  A chain group also copies
- * by the chain; every other algorithm copies by MPI_Ibcast. */
+ * displs[r] .. displs[r] + counts[r] of the block.  A group copies by
+ * MPI_Ibcast unless the chain is forced: the measured table times only the
+ * summing direction, so a chain it chooses for summing says nothing about
+ * copying. */
 typedef struct adj_sum_plan {
   adj_sum_algorithm algorithm;
+  bool chain_copies;
   int size, rank;       /* of the group's communicator */
   int *counts, *displs; /* reduce-scatter only */
   adj_chain chain;      /* chain only */
@@ -252,6 +255,7 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_cho
                     : bytes >= ADJ_SUM_ALLREDUCE_FROM ? ADJ_SUM_ALLREDUCE
                                                       : ADJ_SUM_REDUCE;
   size_t scratch = 0;
+  plan->chain_copies = choice->forced == ADJ_SUM_CHAIN;
   if (plan->algorithm == ADJ_SUM_CHAIN) {
     ADJ_CALL(adj_chain_plan(name, choice->segment, count, esize, plan));
   } else if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
@@ -287,8 +291,7 @@ static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_a
   if (b->leaf_comm != MPI_COMM_NULL)
     ADJ_CALL(
         adj_sum_plan_create(op->name, b, &choice, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
-  const char *copy = b->root_sum.algorithm == ADJ_SUM_CHAIN || b->leaf_sum.algorithm == ADJ_SUM_CHAIN ? "chain"
-                                                                                                     : "ibcast";
+  const char *copy = b->root_sum.chain_copies || b->leaf_sum.chain_copies ? "chain" : "ibcast";
   const char *root = b->root_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->root_sum.algorithm] : NULL;
   const char *leaf = b->leaf_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->leaf_sum.algorithm] : NULL;
   if (root && leaf && strcmp(root, leaf))
@@ -377,14 +380,18 @@ static int adj_chain_complete(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
  * downstream wait for its forwarding, and the upstream member it waits on is
  * in the same group, where every member also serves its leaf chain first, so
  * the waits run along one group to its head, which posted all in begin. */
+static bool adj_chain_serves(const adj_sum_plan *plan, bool copies) {
+  return copies ? plan->chain_copies : plan->algorithm == ADJ_SUM_CHAIN;
+}
+
 static int adj_bcast_complete_chains(adj_op *op, bool copies, const adj_tensor *in, adj_tensor *out) {
   adj_bcast *b = op->impl;
   /* Only a summing root writes through these; MPI's signatures are not const. */
   void *source = copies ? (void *)in->data : out->data;
   void *destination = copies ? out->data : (void *)in->data;
-  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && b->leaf_sum.algorithm == ADJ_SUM_CHAIN)
+  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && adj_chain_serves(&b->leaf_sum, copies))
     ADJ_CALL(adj_chain_complete(op, &b->leaf_sum, b->leaf_comm, copies, destination, b->destination_count));
-  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && b->root_sum.algorithm == ADJ_SUM_CHAIN)
+  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && adj_chain_serves(&b->root_sum, copies))
     ADJ_CALL(adj_chain_complete(op, &b->root_sum, b->root_comm, copies, source, b->source_count));
   return ADJ_SUCCESS;
 }
@@ -395,7 +402,7 @@ static int adj_bcast_complete_chains(adj_op *op, bool copies, const adj_tensor *
 static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tensor *destination) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
-  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && b->root_sum.algorithm == ADJ_SUM_CHAIN) {
+  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && b->root_sum.chain_copies) {
     ADJ_CALL(adj_chain_post(op, &b->root_sum, b->root_comm, true, (void *)source->data, b->source_count));
   } else if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
     /* The root only reads its buffer; MPI's signature is not const. */
@@ -403,7 +410,7 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
                             &b->requests[b->nrequests++]));
     adj_op_count_send(op, (size_t)b->source_count * esize);
   }
-  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && b->leaf_sum.algorithm == ADJ_SUM_CHAIN) {
+  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && b->leaf_sum.chain_copies) {
     ADJ_CALL(adj_chain_post(op, &b->leaf_sum, b->leaf_comm, true, destination->data, b->destination_count));
   } else if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0) {
     ADJ_CALL_MPI(MPI_Ibcast(destination->data, b->destination_count, b->type, 0, b->leaf_comm,

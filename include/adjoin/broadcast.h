@@ -30,9 +30,10 @@
  * (docs/primitive-algorithms.md), else by a fixed rule: MPI_Ireduce, or
  * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root
  * measured 3-6x slower than its all-reduce at 1-8 MB), or reduce-scatter +
- * gather, or a pipelined chain of point-to-point messages, which serves the
- * copying direction too (segments of ADJ_CHAIN_SEGMENT_BYTES, default 64 KB,
- * along the group root -> 1 -> 2 ..., summed the reverse way).
+ * gather, or a pipelined chain of point-to-point messages (segments of
+ * ADJ_CHAIN_SEGMENT_BYTES, default 64 KB, along the group, summed from the
+ * last member towards the root), which when forced also copies, root -> 1 ->
+ * 2 ...; otherwise the copying direction is MPI_Ibcast.
  * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter|chain forces one
  * (except in the tensor-parallel layer of phantom.h, whose broadcast always
  * sums by all-reduce);

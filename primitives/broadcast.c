@@ -366,7 +366,7 @@ static int adj_chain_complete(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
     ADJ_CALL(adj_wait_all(1, &chain->requests[s], op->wait));
     int n = adj_chain_length(chain, count, s);
     size_t offset = (size_t)s * (size_t)chain->segment * esize;
-    char *own = (char *)data + offset, *partial = (char *)chain->partial + offset;
+    char *own = (char *)data + offset, *partial = copies ? NULL : (char *)chain->partial + offset;
     if (!copies && down >= 0) adj_chain_add(op->dtype, partial, own, n);
     if (!copies && down < 0) adj_chain_add(op->dtype, own, partial, n);
     if (down < 0) continue;

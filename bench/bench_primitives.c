@@ -10,7 +10,12 @@
  * cache however large the block, so an MPI_Bcast from such a root ran 1.6-2x
  * faster than from written memory and made the operator look slow.
  *
- *   mpiexec -n 2 build/bench/bench-primitives [--max-mb 64] [--seconds 0.2] [--trials 7]
+ *   mpiexec -n 2 build/bench/bench-primitives [--max-mb 64] [--seconds 0.2] [--trials 7] [--calibrate]
+ *
+ * --calibrate instead times the sum-reduce of the whole world onto rank 0
+ * under each summing algorithm at each size and writes the fastest per size
+ * into the algorithm table (docs/primitive-algorithms.md) for this group size,
+ * keeping the table's other group sizes.  Run it once per rank count.
  *
  * Timing: after a warm-up call, each measurement repeats the call for about
  * --seconds (at least 3 times) and reports the best of --trials such runs,
@@ -23,6 +28,7 @@
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
+#include "algorithm_table_impl.h"
 
 typedef struct bench_ctx {
   int rank, size;
@@ -209,6 +215,69 @@ static void bench_collectives(const bench_ctx *ctx, int64_t n) {
   adj_partition_destroy(&root), adj_partition_destroy(&everyone), adj_partition_destroy(&others);
 }
 
+/* Seconds per call of the sum-reduce of n float64 over the world onto rank 0
+ * with `algorithm` forced, best of ctx->trials runs. */
+static double time_sum_reduce(const bench_ctx *ctx, int64_t n, const char *algorithm) {
+  int one[1] = {1}, all[1] = {ctx->size};
+  adj_partition *root, *everyone;
+  adj_decomposition *on_root;
+  adj_op *reduce;
+  setenv("ADJ_SUM_REDUCE_ALGORITHM", algorithm, 1);
+  if (adj_partition_create(MPI_COMM_WORLD, 1, one, 1, NULL, &root) ||
+      adj_partition_create(MPI_COMM_WORLD, 1, all, ctx->size, NULL, &everyone) ||
+      adj_decomposition_create(root, 1, (const int64_t[]){n}, &on_root) ||
+      adj_sum_reduce_create(ADJ_FLOAT64, everyone, on_root, &reduce))
+    die("sum-reduce");
+  unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
+  adj_tensor x, y;
+  adj_op_create_domain_tensor(reduce, &x), adj_op_create_range_tensor(reduce, &y);
+  /* Written memory, not calloc's shared zero page (see the top). */
+  for (int64_t k = 0; k < n; k++) ((double *)x.data)[k] = 1.0;
+  op_arg arg = {reduce, ADJ_FORWARD, &x, &y};
+  int reps = bench_reps(ctx, run_op, &arg);
+  double best = 1e30;
+  for (int trial = 0; trial < ctx->trials; trial++) {
+    double t = bench_run(run_op, &arg, reps);
+    if (t < best) best = t;
+  }
+  adj_tensor_destroy(&x), adj_tensor_destroy(&y);
+  adj_op_destroy(&reduce);
+  adj_decomposition_destroy(&on_root);
+  adj_partition_destroy(&root), adj_partition_destroy(&everyone);
+  return best;
+}
+
+/* The fastest summing algorithm of this world size at each size, merged into
+ * the cache file.  "reduce" (MPI_Ireduce) is a candidate, so the choice is
+ * never slower than the plain MPI call in this measurement. */
+static void calibrate(const bench_ctx *ctx, const int64_t *sizes, int nsizes) {
+  adj_algorithm_entry entries[ADJ_ALGORITHM_TABLE_MAX];
+  if (ctx->rank == 0) printf("%-12s %14s %14s %14s %14s  %s\n", "size", "reduce", "allreduce", "reduce-scatter",
+                             "chain", "chosen");
+  for (int i = 0; i < nsizes; i++) {
+    int64_t n = sizes[i] / (int64_t)sizeof(double);
+    double t[ADJ_SUM_ALGORITHM_COUNT];
+    int best = 1;
+    for (int a = 1; a < ADJ_SUM_ALGORITHM_COUNT; a++) {
+      t[a] = time_sum_reduce(ctx, n, adj_sum_algorithm_names[a]);
+      if (t[a] < t[best]) best = a;
+    }
+    /* The first size also covers every smaller block. */
+    entries[i] = (adj_algorithm_entry){ctx->size, i == 0 ? 0 : sizes[i], best};
+    if (ctx->rank == 0)
+      printf("%9.3f MB %11.1f us %11.1f us %11.1f us %11.1f us  %s\n", sizes[i] / 1048576.0, t[1] * 1e6, t[2] * 1e6,
+             t[3] * 1e6, t[4] * 1e6, adj_sum_algorithm_names[best]);
+  }
+  if (ctx->rank != 0) return;
+  char path[1024];
+  adj_algorithm_table table;
+  adj_algorithm_table_path(path, sizeof path);
+  if (adj_algorithm_table_read(path, &table)) fprintf(stderr, "bench-primitives: replacing %s\n", adj_last_error());
+  if (adj_algorithm_table_set_group(&table, ctx->size, nsizes, entries) || adj_algorithm_table_write(path, &table))
+    die("algorithm table");
+  printf("wrote %d entries for groups of %d to %s\n", nsizes, ctx->size, path);
+}
+
 /* Repartition of a [size*rows, size*cols] float64 matrix from size x 1 row
  * blocks to 1 x size column blocks; total bytes per worker = 8*n. */
 static void bench_repartition(const bench_ctx *ctx, int64_t n) {
@@ -244,14 +313,16 @@ static void bench_repartition(const bench_ctx *ctx, int64_t n) {
 int main(int argc, char **argv) {
   bench_ctx ctx = {.seconds = 0.2, .trials = 7};
   double max_mb = 64;
+  bool calibrating = false;
   if (adj_init(&argc, &argv, &ctx.rank, &ctx.size)) {
     fprintf(stderr, "bench-primitives: %s\n", adj_last_error());
     return 1;
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--max-mb")) max_mb = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "--seconds")) ctx.seconds = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "--trials")) ctx.trials = atoi(argv[i + 1]);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--calibrate")) calibrating = true;
+    else if (i + 1 < argc && !strcmp(argv[i], "--max-mb")) max_mb = atof(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--seconds")) ctx.seconds = atof(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--trials")) ctx.trials = atoi(argv[++i]);
   }
   adj_wait_policy policy;
   adj_wait_policy_resolve(MPI_COMM_WORLD, ADJ_WAIT_AUTO, &policy);
@@ -263,11 +334,19 @@ int main(int argc, char **argv) {
            "float64\n",
            ctx.size, sysconf(_SC_NPROCESSORS_ONLN), adj_wait_policy_name(policy), adj_check_level_name(level),
            algorithm && *algorithm ? algorithm : "auto");
-    printf("%-15s %13s  %15s  %15s  %7s  %-24s %s\n", "operation", "size", "adjoin", "fastest MPI", "ratio",
-           "fastest MPI way", "adjoin algorithm");
+    if (!calibrating)
+      printf("%-15s %13s  %15s  %15s  %7s  %-24s %s\n", "operation", "size", "adjoin", "fastest MPI", "ratio",
+             "fastest MPI way", "adjoin algorithm");
   }
   static const int64_t sizes[] = {8192, 65536, 1 << 20, 8 << 20, 64 << 20};
-  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= (int64_t)(max_mb * 1048576.0); i++) {
+  int nsizes = 0;
+  while (nsizes < (int)(sizeof sizes / sizeof sizes[0]) && sizes[nsizes] <= (int64_t)(max_mb * 1048576.0)) nsizes++;
+  if (calibrating) {
+    if (ctx.size > 1) calibrate(&ctx, sizes, nsizes);
+    adj_finalize();
+    return 0;
+  }
+  for (int i = 0; i < nsizes; i++) {
     int64_t n = sizes[i] / (int64_t)sizeof(double);
     bench_collectives(&ctx, n);
     bench_repartition(&ctx, n);

@@ -14,18 +14,26 @@
  * same code path, and so are their counterparts.
  *
  * The summing direction has several algorithms, chosen per group at creation
- * from the block's size (the same on every member, so a group agrees without
- * communication): MPI_Ireduce; MPI_Iallreduce, whose result the leaves drop
- * into a scratch block (MPICH's reduce to one root measured 3-6x slower than
- * its all-reduce of the same data on 2-4 ranks at 1-8 MB); and
+ * from the group size and the block's bytes by the measured table rank 0
+ * broadcast (algorithm_table_impl.h), else by a fixed threshold; the same on
+ * every member, so a group agrees without further communication: MPI_Ireduce;
+ * MPI_Iallreduce, whose result the leaves drop into a scratch block (MPICH's
+ * reduce to one root measured 3-6x slower than its all-reduce of the same
+ * data on 2-4 ranks at 1-8 MB); and
  * reduce-scatter + gather (Rabenseifner's scheme) posted in two phases, the
- * gather from adj_op_end.  ADJ_SUM_REDUCE_ALGORITHM overrides the choice. */
+ * gather from adj_op_end.  A fourth algorithm, a pipelined chain of
+ * point-to-point messages, serves both directions: segments travel
+ * root -> 1 -> 2 ... when copying and the reverse way, summed at each member,
+ * when summing; begin posts every receive and the first sends, end forwards
+ * each segment as it arrives.  ADJ_SUM_REDUCE_ALGORITHM overrides the choice. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adjoin/broadcast.h"
+#include "algorithm_table_impl.h"
 #include "broadcast_impl.h"
 #include "op_impl.h"
 
@@ -34,16 +42,31 @@ typedef enum adj_sum_algorithm {
   ADJ_SUM_REDUCE,
   ADJ_SUM_ALLREDUCE,
   ADJ_SUM_REDUCE_SCATTER,
+  ADJ_SUM_CHAIN,
 } adj_sum_algorithm;
 
-static const char *const adj_sum_algorithm_names[] = {"auto", "reduce", "allreduce", "reduce-scatter"};
+const char *const adj_sum_algorithm_names[ADJ_SUM_ALGORITHM_COUNT] = {"auto", "reduce", "allreduce", "reduce-scatter",
+                                                                      "chain"};
 
-/* One group's summing plan.  Reduce-scatter chunks: member r owns elements
- * displs[r] .. displs[r] + counts[r] of the block. */
+/* A chain's segments along the group's ranks.  requests holds one receive per
+ * segment, then one send per segment. */
+typedef struct adj_chain {
+  int segment, nsegments; /* elements per segment (the last may be shorter) */
+  void *partial;          /* summing: the running sum received from upstream */
+  MPI_Request *requests;
+} adj_chain;
+
+/* One group's plan.  Reduce-scatter chunks: member r owns elements
+ * displs[r] .. displs[r] + counts[r] of the block.  A group copies by
+ * MPI_Ibcast unless the chain is forced: the measured table times only the
+ * summing direction, so a chain it chooses for summing says nothing about
+ * copying. */
 typedef struct adj_sum_plan {
   adj_sum_algorithm algorithm;
+  bool chain_copies;
   int size, rank;       /* of the group's communicator */
   int *counts, *displs; /* reduce-scatter only */
+  adj_chain chain;      /* chain only */
 } adj_sum_plan;
 
 typedef struct adj_bcast {
@@ -161,6 +184,26 @@ static int adj_bcast_count(const char *name, int rank, const int64_t *shape, int
  * still to be measured on a quiet host (bench/RESULTS.md, issue 18). */
 enum { ADJ_SUM_ALLREDUCE_FROM = 65536 };
 
+/* Bytes per chain segment: small enough that a member starts forwarding soon
+ * after the first segment arrives, large enough that per-message costs stay
+ * small.  ADJ_CHAIN_SEGMENT_BYTES overrides it (the tests cut even tiny blocks
+ * into several segments with it). */
+enum { ADJ_CHAIN_SEGMENT_DEFAULT = 65536 };
+
+static int adj_chain_segment_from_env(size_t esize, int *segment) {
+  long bytes = ADJ_CHAIN_SEGMENT_DEFAULT;
+  const char *env = getenv("ADJ_CHAIN_SEGMENT_BYTES");
+  if (env && *env) {
+    char *end;
+    errno = 0;
+    bytes = strtol(env, &end, 10);
+    ADJ_CHECK(!errno && !*end && bytes > 0 && bytes <= INT_MAX, ADJ_ERR_ARG,
+              "ADJ_CHAIN_SEGMENT_BYTES='%s' is not a positive byte count", env);
+  }
+  *segment = (size_t)bytes >= esize ? (int)((size_t)bytes / esize) : 1;
+  return ADJ_SUCCESS;
+}
+
 static int adj_sum_algorithm_from_env(adj_sum_algorithm *algorithm) {
   *algorithm = ADJ_SUM_AUTO;
   const char *env = getenv("ADJ_SUM_REDUCE_ALGORITHM");
@@ -171,21 +214,51 @@ static int adj_sum_algorithm_from_env(adj_sum_algorithm *algorithm) {
       return ADJ_SUCCESS;
     }
   return adj_error_set(ADJ_ERR_ARG,
-                       "ADJ_SUM_REDUCE_ALGORITHM='%s' is not one of auto, reduce, allreduce, reduce-scatter", env);
+                       "ADJ_SUM_REDUCE_ALGORITHM='%s' is not one of auto, reduce, allreduce, reduce-scatter, chain",
+                       env);
 }
 
+/* Segments of a chain group.  Every member but the last receives the running
+ * sum from upstream when summing, into `partial`. */
+static int adj_chain_plan(const char *name, int segment, int count, size_t esize, adj_sum_plan *plan) {
+  adj_chain *chain = &plan->chain;
+  chain->segment = segment;
+  chain->nsegments = (int)(((int64_t)count + segment - 1) / segment);
+  chain->requests = malloc(sizeof(MPI_Request) * 2 * (size_t)(chain->nsegments > 0 ? chain->nsegments : 1));
+  ADJ_CHECK(chain->requests, ADJ_ERR_MEM, "%s: out of memory", name);
+  if (plan->rank < plan->size - 1 && count > 0) {
+    chain->partial = malloc((size_t)count * esize);
+    ADJ_CHECK(chain->partial, ADJ_ERR_MEM, "%s: out of memory for a %zu-byte chain block", name,
+              (size_t)count * esize);
+  }
+  return ADJ_SUCCESS;
+}
+
+/* What decides a group's algorithm: the creator or the environment (forced),
+ * else the measured table, else the fixed threshold. */
+typedef struct adj_sum_choice {
+  adj_sum_algorithm forced;
+  int segment; /* chain segment, elements */
+  const adj_algorithm_table *table;
+} adj_sum_choice;
+
 /* Plans the summing of one group.  Every member computes the same choice from
- * the same block size.  Local failures only (allocation). */
-static int adj_sum_plan_create(const char *name, adj_bcast *b, adj_sum_algorithm forced, MPI_Comm comm, int count,
+ * the same block size and the same table.  Local failures only (allocation). */
+static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_choice *choice, MPI_Comm comm, int count,
                                size_t esize, bool root, adj_sum_plan *plan) {
   MPI_Comm_size(comm, &plan->size);
   MPI_Comm_rank(comm, &plan->rank);
   size_t bytes = (size_t)count * esize;
-  plan->algorithm = forced != ADJ_SUM_AUTO ? forced
+  adj_sum_algorithm measured = (adj_sum_algorithm)adj_algorithm_table_choose(choice->table, plan->size, (int64_t)bytes);
+  plan->algorithm = choice->forced != ADJ_SUM_AUTO ? choice->forced
+                    : measured != ADJ_SUM_AUTO     ? measured
                     : bytes >= ADJ_SUM_ALLREDUCE_FROM ? ADJ_SUM_ALLREDUCE
                                                       : ADJ_SUM_REDUCE;
   size_t scratch = 0;
-  if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
+  plan->chain_copies = choice->forced == ADJ_SUM_CHAIN;
+  if (plan->algorithm == ADJ_SUM_CHAIN) {
+    ADJ_CALL(adj_chain_plan(name, choice->segment, count, esize, plan));
+  } else if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
     plan->counts = malloc(sizeof(int) * (size_t)plan->size);
     plan->displs = malloc(sizeof(int) * (size_t)plan->size);
     ADJ_CHECK(plan->counts && plan->displs, ADJ_ERR_MEM, "%s: out of memory", name);
@@ -206,21 +279,120 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, adj_sum_algorithm
 }
 
 /* `chosen` is the creator's algorithm; AUTO leaves the choice to the
- * environment and the block size. */
-static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen) {
+ * environment, the measured table and the block size. */
+static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_algorithm_table *table) {
   adj_bcast *b = op->impl;
-  adj_sum_algorithm forced = chosen;
-  if (forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&forced));
+  adj_sum_choice choice = {.forced = chosen, .segment = 1, .table = table};
+  if (choice.forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&choice.forced));
   size_t esize = adj_dtype_size(op->dtype);
+  ADJ_CALL(adj_chain_segment_from_env(esize, &choice.segment));
   if (b->root_comm != MPI_COMM_NULL)
-    ADJ_CALL(adj_sum_plan_create(op->name, b, forced, b->root_comm, b->source_count, esize, true, &b->root_sum));
+    ADJ_CALL(adj_sum_plan_create(op->name, b, &choice, b->root_comm, b->source_count, esize, true, &b->root_sum));
   if (b->leaf_comm != MPI_COMM_NULL)
-    ADJ_CALL(adj_sum_plan_create(op->name, b, forced, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
+    ADJ_CALL(
+        adj_sum_plan_create(op->name, b, &choice, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
+  const char *copy = b->root_sum.chain_copies || b->leaf_sum.chain_copies ? "chain" : "ibcast";
   const char *root = b->root_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->root_sum.algorithm] : NULL;
   const char *leaf = b->leaf_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->leaf_sum.algorithm] : NULL;
-  if (root && leaf && strcmp(root, leaf)) snprintf(op->algorithm, sizeof op->algorithm, "ibcast, sum %s+%s", root, leaf);
-  else if (root || leaf) snprintf(op->algorithm, sizeof op->algorithm, "ibcast, sum %s", root ? root : leaf);
+  if (root && leaf && strcmp(root, leaf))
+    snprintf(op->algorithm, sizeof op->algorithm, "%s, sum %s+%s", copy, root, leaf);
+  else if (root || leaf) snprintf(op->algorithm, sizeof op->algorithm, "%s, sum %s", copy, root ? root : leaf);
   else snprintf(op->algorithm, sizeof op->algorithm, "local copy");
+  return ADJ_SUCCESS;
+}
+
+/* ---- the chain -------------------------------------------------------------------- */
+
+/* This member's neighbours along the chain, -1 for none: copies flow
+ * root -> 1 -> 2 ..., sums the reverse way. */
+static void adj_chain_neighbours(const adj_sum_plan *plan, bool copies, int *up, int *down) {
+  int previous = plan->rank - 1, next = plan->rank + 1 < plan->size ? plan->rank + 1 : -1;
+  *up = copies ? previous : next;
+  *down = copies ? next : previous;
+}
+
+static int adj_chain_length(const adj_chain *chain, int count, int s) {
+  int rest = count - s * chain->segment;
+  return rest < chain->segment ? rest : chain->segment;
+}
+
+static void adj_chain_add(adj_dtype dtype, void *sum, const void *term, int n) {
+  if (dtype == ADJ_FLOAT32) {
+    float *a = sum;
+    const float *x = term;
+    for (int i = 0; i < n; i++) a[i] += x[i];
+  } else {
+    double *a = sum;
+    const double *x = term;
+    for (int i = 0; i < n; i++) a[i] += x[i];
+  }
+}
+
+/* Begin: a member with an upstream neighbour posts every receive (copies into
+ * its block, sums into the partial buffer); the head of the chain posts every
+ * send.  One message per segment in the counters. */
+static int adj_chain_post(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool copies, void *data, int count) {
+  adj_bcast *b = op->impl;
+  adj_chain *chain = &plan->chain;
+  size_t esize = adj_dtype_size(op->dtype);
+  int up, down;
+  adj_chain_neighbours(plan, copies, &up, &down);
+  char *buffer = up >= 0 && !copies ? chain->partial : data;
+  for (int s = 0; s < 2 * chain->nsegments; s++) chain->requests[s] = MPI_REQUEST_NULL;
+  for (int s = 0; s < chain->nsegments; s++) {
+    int n = adj_chain_length(chain, count, s);
+    char *segment = buffer + (size_t)s * (size_t)chain->segment * esize;
+    if (up >= 0) {
+      ADJ_CALL_MPI(MPI_Irecv(segment, n, b->type, up, 0, comm, &chain->requests[s]));
+      adj_op_count_recv(op, (size_t)n * esize);
+    } else {
+      ADJ_CALL_MPI(MPI_Isend(segment, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
+      adj_op_count_send(op, (size_t)n * esize);
+    }
+  }
+  return ADJ_SUCCESS;
+}
+
+/* End: each segment, as it arrives, is summed with this member's own part
+ * (into the running sum, or at the root into its block) and forwarded
+ * downstream; then the sends complete. */
+static int adj_chain_complete(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool copies, void *data, int count) {
+  adj_bcast *b = op->impl;
+  adj_chain *chain = &plan->chain;
+  size_t esize = adj_dtype_size(op->dtype);
+  int up, down;
+  adj_chain_neighbours(plan, copies, &up, &down);
+  for (int s = 0; up >= 0 && s < chain->nsegments; s++) {
+    ADJ_CALL(adj_wait_all(1, &chain->requests[s], op->wait));
+    int n = adj_chain_length(chain, count, s);
+    size_t offset = (size_t)s * (size_t)chain->segment * esize;
+    char *own = (char *)data + offset, *partial = copies ? NULL : (char *)chain->partial + offset;
+    if (!copies && down >= 0) adj_chain_add(op->dtype, partial, own, n);
+    if (!copies && down < 0) adj_chain_add(op->dtype, own, partial, n);
+    if (down < 0) continue;
+    ADJ_CALL_MPI(MPI_Isend(copies ? own : partial, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
+    adj_op_count_send(op, (size_t)n * esize);
+  }
+  return adj_wait_all(chain->nsegments, chain->requests + chain->nsegments, op->wait);
+}
+
+/* Completes this worker's chain groups, its leaf group first: the members
+ * downstream wait for its forwarding, and the upstream member it waits on is
+ * in the same group, where every member also serves its leaf chain first, so
+ * the waits run along one group to its head, which posted all in begin. */
+static bool adj_chain_serves(const adj_sum_plan *plan, bool copies) {
+  return copies ? plan->chain_copies : plan->algorithm == ADJ_SUM_CHAIN;
+}
+
+static int adj_bcast_complete_chains(adj_op *op, bool copies, const adj_tensor *in, adj_tensor *out) {
+  adj_bcast *b = op->impl;
+  /* Only a summing root writes through these; MPI's signatures are not const. */
+  void *source = copies ? (void *)in->data : out->data;
+  void *destination = copies ? out->data : (void *)in->data;
+  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && adj_chain_serves(&b->leaf_sum, copies))
+    ADJ_CALL(adj_chain_complete(op, &b->leaf_sum, b->leaf_comm, copies, destination, b->destination_count));
+  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && adj_chain_serves(&b->root_sum, copies))
+    ADJ_CALL(adj_chain_complete(op, &b->root_sum, b->root_comm, copies, source, b->source_count));
   return ADJ_SUCCESS;
 }
 
@@ -230,13 +402,17 @@ static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen) {
 static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tensor *destination) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
-  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
+  if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && b->root_sum.chain_copies) {
+    ADJ_CALL(adj_chain_post(op, &b->root_sum, b->root_comm, true, (void *)source->data, b->source_count));
+  } else if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
     /* The root only reads its buffer; MPI's signature is not const. */
     ADJ_CALL_MPI(MPI_Ibcast((void *)source->data, b->source_count, b->type, 0, b->root_comm,
                             &b->requests[b->nrequests++]));
     adj_op_count_send(op, (size_t)b->source_count * esize);
   }
-  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0) {
+  if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && b->leaf_sum.chain_copies) {
+    ADJ_CALL(adj_chain_post(op, &b->leaf_sum, b->leaf_comm, true, destination->data, b->destination_count));
+  } else if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0) {
     ADJ_CALL_MPI(MPI_Ibcast(destination->data, b->destination_count, b->type, 0, b->leaf_comm,
                             &b->requests[b->nrequests++]));
     adj_op_count_recv(op, (size_t)b->destination_count * esize);
@@ -256,8 +432,10 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
  * message per collective contribution: reduce, the leaf sends the block and
  * the root receives it; all-reduce, every member sends and receives the block;
  * reduce-scatter, every member sends the chunks the others own and receives
- * its own, then the gather sends a leaf's chunk and the root receives the rest. */
-static int adj_bcast_post_sum(adj_op *op, const adj_sum_plan *plan, MPI_Comm comm, bool root, void *data, int count) {
+ * its own, then the gather sends a leaf's chunk and the root receives the rest;
+ * chain, one message per segment and neighbour. */
+static int adj_bcast_post_sum(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool root, void *data, int count) {
+  if (plan->algorithm == ADJ_SUM_CHAIN) return adj_chain_post(op, plan, comm, false, data, count);
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype), bytes = (size_t)count * esize;
   MPI_Request *request = &b->requests[b->nrequests++];
@@ -334,6 +512,8 @@ static int adj_bcast_begin(adj_op *op, adj_direction direction, const adj_tensor
 
 static int adj_bcast_end(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   adj_bcast *b = op->impl;
+  bool copies = (direction == ADJ_FORWARD) != b->swapped;
+  ADJ_CALL(adj_bcast_complete_chains(op, copies, in, out));
   int count = b->nrequests;
   b->nrequests = 0;
   ADJ_CALL(adj_wait_all(count, b->requests, op->wait));
@@ -342,7 +522,6 @@ static int adj_bcast_end(adj_op *op, adj_direction direction, const adj_tensor *
    * first phase this worker takes part in is complete before any gather is
    * posted, and each of those needed only first-phase posts of the others. */
   b->second_phase = false;
-  bool copies = (direction == ADJ_FORWARD) != b->swapped;
   adj_tensor *source = copies ? (adj_tensor *)in : out;
   if (b->root_comm != MPI_COMM_NULL && b->source_count > 0 && b->root_sum.algorithm == ADJ_SUM_REDUCE_SCATTER)
     ADJ_CALL(adj_bcast_post_gather(op, &b->root_sum, b->root_comm, true, source->data, b->source_count));
@@ -357,6 +536,8 @@ static void adj_bcast_free(adj_bcast *b) {
   if (!b) return;
   free(b->root_sum.counts), free(b->root_sum.displs);
   free(b->leaf_sum.counts), free(b->leaf_sum.displs);
+  free(b->root_sum.chain.partial), free(b->root_sum.chain.requests);
+  free(b->leaf_sum.chain.partial), free(b->leaf_sum.chain.requests);
   free(b->scratch);
   if (b->root_comm != MPI_COMM_NULL) MPI_Comm_free(&b->root_comm);
   if (b->leaf_comm != MPI_COMM_NULL) MPI_Comm_free(&b->leaf_comm);
@@ -412,9 +593,13 @@ static int adj_bcast_create(const char *name, bool swapped, adj_sum_algorithm ch
     adj_bcast_free(b);
     return status;
   }
-  status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
+  /* Collective on the whole communicator, so before anything that can fail
+   * on one rank alone. */
+  adj_algorithm_table table = {0};
+  if (chosen == ADJ_SUM_AUTO) status = adj_algorithm_table_load((*op)->comm, &table);
+  if (!status) status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
   free(members);
-  if (!status) status = adj_bcast_plan_sums(*op, chosen);
+  if (!status) status = adj_bcast_plan_sums(*op, chosen, &table);
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);
   return status;

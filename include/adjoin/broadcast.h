@@ -25,24 +25,33 @@
  * contributes zeros to the sum.
  *
  * The summing direction (a broadcast's adjoint, a sum-reduce's forward) picks
- * an algorithm per group at creation from the block's size: MPI_Ireduce, or
+ * an algorithm per group at creation from the group size and the block's
+ * bytes, by the table `bench-primitives --calibrate` measured on this machine
+ * (docs/primitive-algorithms.md), else by a fixed rule: MPI_Ireduce, or
  * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root
  * measured 3-6x slower than its all-reduce at 1-8 MB), or reduce-scatter +
- * gather.
- * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter forces one
+ * gather, or a pipelined chain of point-to-point messages (segments of
+ * ADJ_CHAIN_SEGMENT_BYTES, default 64 KB, along the group, summed from the
+ * last member towards the root), which when forced also copies, root -> 1 ->
+ * 2 ...; otherwise the copying direction is MPI_Ibcast.
+ * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter|chain forces one
  * (except in the tensor-parallel layer of phantom.h, whose broadcast always
  * sums by all-reduce);
  * adj_op_algorithm names the choice.  An all-reduce or reduce-scatter leaf
- * keeps a scratch block (the whole block, or its chunk).  A reduce-scatter's
+ * keeps a scratch block (the whole block, or its chunk), a chain member
+ * other than the last a block for the running sum.  A reduce-scatter's
  * gather is posted by adj_op_end, so a split-phase application overlaps only
- * its first half.
+ * its first half; a chain's begin posts every receive and the head's sends,
+ * and its end forwards each segment as it arrives.
  *
  * Counters, one message per collective contribution: a broadcast's source
  * sends the block and every other member receives it.  Summing by reduce, a
  * leaf sends the block and the source receives it; by all-reduce every member
  * sends and receives the block; by reduce-scatter every member sends the
  * chunks the others own and receives its own chunk, then a leaf sends its
- * chunk and the source receives the rest.  A worker that is its own only
+ * chunk and the source receives the rest.  By the chain, in either
+ * direction, one message per segment: every member but the head receives the
+ * block and every member but the tail sends it.  A worker that is its own only
  * destination copies locally and counts nothing. */
 #ifndef ADJOIN_BROADCAST_H
 #define ADJOIN_BROADCAST_H

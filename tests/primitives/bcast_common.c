@@ -1,5 +1,6 @@
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bcast_common.h"
@@ -236,4 +237,11 @@ void bcast_check_table(adj_test *t, bool sum_reduce) {
     }
     bcast_setup_destroy(&s);
   }
+}
+
+int bcast_chain_segments(int64_t elements, size_t element_size) {
+  const char *env = getenv("ADJ_CHAIN_SEGMENT_BYTES");
+  int64_t bytes = env && *env ? atoll(env) : 65536;
+  int64_t segment = bytes >= (int64_t)element_size ? bytes / (int64_t)element_size : 1;
+  return (int)((elements + segment - 1) / segment);
 }

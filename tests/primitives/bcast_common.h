@@ -51,6 +51,10 @@ void bcast_setup_destroy(bcast_setup *s);
 void bcast_check_reference(adj_test *t, const bcast_config *c, const bcast_setup *s, adj_op *op,
                            adj_direction direction, bool sums);
 
+/* Segments a chain (ADJ_SUM_REDUCE_ALGORITHM=chain) cuts a block of
+ * `elements` into, from ADJ_CHAIN_SEGMENT_BYTES or the library's 64 KB. */
+int bcast_chain_segments(int64_t elements, size_t element_size);
+
 /* Every configuration of the world's size in both dtypes: the copy and sum
  * references, the dot-product test and split phase of the summing direction,
  * for a broadcast (sum_reduce false) or a sum-reduce. */

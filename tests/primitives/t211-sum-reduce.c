@@ -1,6 +1,7 @@
 /* t211: sum-reduce between partitions (the adjoint of a broadcast): forward
  * equals the sequential sum, adjoint the sequential copy, the dot-product test,
  * split-phase forward equals blocking, and its errors. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,20 @@ static void check_errors(adj_test *t) {
   adj_partition_destroy(&many);
 }
 
+/* A chain segment size that is not a positive byte count is refused at
+ * creation on every rank, whichever algorithm is chosen. */
+static void check_bad_segment(adj_test *t, const adj_partition *all, const adj_decomposition *y) {
+  const char *old = getenv("ADJ_CHAIN_SEGMENT_BYTES");
+  char saved[64] = "";
+  if (old) snprintf(saved, sizeof saved, "%s", old);
+  setenv("ADJ_CHAIN_SEGMENT_BYTES", "-8", 1);
+  adj_op *bad = NULL;
+  op_check_local_error(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &bad),
+                       "ADJ_CHAIN_SEGMENT_BYTES='-8' is not a positive byte count", "ADJ_CHAIN_SEGMENT_BYTES=-8");
+  if (old) setenv("ADJ_CHAIN_SEGMENT_BYTES", saved, 1);
+  else unsetenv("ADJ_CHAIN_SEGMENT_BYTES");
+}
+
 /* Counters report what the chosen algorithm moves (include/adjoin/broadcast.h)
  * for a sum-reduce of 10 float64 over the world onto rank 0; the algorithm is
  * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants).  A
@@ -69,6 +84,11 @@ static void check_counters(adj_test *t) {
   bool root_rank = t->rank == 0;
   if (t->size == 1) {
     /* the group is the source alone: a local copy */
+  } else if (strstr(chosen, "chain")) {
+    /* summed from the last rank towards rank 0, one message per segment */
+    uint64_t segments = (uint64_t)bcast_chain_segments(10, 8);
+    if (t->rank < t->size - 1) received = block, mreceived = segments;
+    if (!root_rank) sent = block, msent = segments;
   } else if (strstr(chosen, "reduce-scatter")) {
     sent = block - own, msent = block > own;
     received = own, mreceived = own > 0;
@@ -99,10 +119,11 @@ static void check_counters(adj_test *t) {
   setenv("ADJ_SUM_REDUCE_ALGORITHM", "ring", 1);
   adj_op *bad = NULL;
   op_check_local_error(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &bad),
-              "ADJ_SUM_REDUCE_ALGORITHM='ring' is not one of auto, reduce, allreduce, reduce-scatter",
+              "ADJ_SUM_REDUCE_ALGORITHM='ring' is not one of auto, reduce, allreduce, reduce-scatter, chain",
               "ADJ_SUM_REDUCE_ALGORITHM=ring");
   if (forced) setenv("ADJ_SUM_REDUCE_ALGORITHM", saved, 1);
   else unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
+  check_bad_segment(t, all, y);
   adj_decomposition_destroy(&y);
   adj_partition_destroy(&root), adj_partition_destroy(&all);
 }

@@ -271,6 +271,18 @@ static void adj_plan_paper_domain(const adj_plan_ctx *x, const adj_plan_layer *l
 static int64_t adj_plan_max_block(int64_t n, int parts) { return (n + parts - 1) / parts; }
 static int64_t adj_plan_min_block(int64_t n, int parts) { return n / parts; }
 
+/* A parameter block of n words broadcast to q > 1 workers and its gradient
+ * summed back, as the operators count it on the busiest worker: the forward
+ * moves n; the adjoint n by the reduce that the automatic choice takes below
+ * 64 KB, or 2 n (sent and received) by the all-reduce it takes from there
+ * (docs/primitive-algorithms.md; a measured algorithm table is not modelled). */
+static void adj_plan_charge_parameters(const adj_plan_ctx *x, adj_plan_layer_cost *cost, int64_t q, double n) {
+  if (n <= 0 || q <= 1) return;
+  double adjoint = n * x->word >= 65536 ? 2 : 1;
+  adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 1, adj_plan_log2(q), n);
+  adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 1, adj_plan_log2(q), adjoint * n);
+}
+
 /* adjoin mode, fc layer: the 1.5D layer's counted volumes on the worst worker. */
 static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, bool first, int p_r, int p_c,
                                adj_plan_layer_cost *cost) {
@@ -282,8 +294,8 @@ static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, b
   if (p_c > 1) {
     double rows = (double)adj_plan_max_block(f_out, p_r);
     /* Weight and bias broadcasts forward, their sum-reduces backward. */
-    adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p_c), rows * (double)f_in);
-    if (l->biases) adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p_c), rows);
+    adj_plan_charge_parameters(x, cost, p_c, rows * (double)f_in);
+    if (l->biases) adj_plan_charge_parameters(x, cost, p_c, rows);
   }
 }
 
@@ -341,8 +353,10 @@ static void adj_plan_adjoin_window(const adj_plan_ctx *x, const adj_plan_layer *
   int64_t padding = adj_plan_padding_rows(l, p_r);
   if (padding) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 1, n_c * (double)(padding * l->in_w * l->in_c));
   int64_t p = (int64_t)p_r * p_c;
-  if (l->kind == ADJ_PLAN_CONV && p > 1)
-    adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p), (double)(l->weights + l->biases));
+  if (l->kind == ADJ_PLAN_CONV) {
+    adj_plan_charge_parameters(x, cost, p, (double)l->weights);
+    adj_plan_charge_parameters(x, cost, p, (double)l->biases);
+  }
 }
 
 static int adj_plan_check(const adj_plan_network *net, const adj_plan_config *c, int p_r, int p_c) {

@@ -109,13 +109,14 @@ static void test_conv_by_hand(adj_test *t) {
   }
   adj_plan_result_free(&r);
   /* adjoin: rows 0-2 | 3-5, a 3x3 kernel needs one row from the neighbour;
-   * forward and adjoint halo, 2 messages each; weights 76 broadcast and
-   * summed over all 4 (log2 4 = 2 each way). */
+   * forward and adjoint halo, 2 messages each; weights and biases (76 words
+   * in all) broadcast and summed over all 4 by two operators (log2 4 = 2
+   * latency terms each, each way). */
   c.mode = ADJ_PLAN_ADJOIN;
   ADJ_TEST_OK(t, adj_plan_evaluate(net, &c, 2, 2, &r));
   if (r.layers) {
     expect_near(t, "adjoin conv: halo 2*(2 + 2*1*6*2)", r.layers[0].time[ADJ_PLAN_HALO], 2 * (2 + 2 * 1 * 6 * 2));
-    expect_near(t, "adjoin conv: weights 2*(2 + 76)", r.layers[0].time[ADJ_PLAN_WEIGHTS], 2 * (2 + 76));
+    expect_near(t, "adjoin conv: weights 2*(2 + 2 + 76)", r.layers[0].time[ADJ_PLAN_WEIGHTS], 2 * (2 + 2 + 76));
   }
   adj_plan_result_free(&r);
   adj_plan_network_destroy(&net);

@@ -13,12 +13,16 @@
  * batch over P_c, on every grid of the run: for every conv and pool layer the
  * largest halo volume and weight + bias volume over the workers (received
  * forward plus sent in the adjoint) equal the words the plan charges.
+ * Last, the whole LeNet-5 in its grid layouts "RxC" (float32, 6 samples):
+ * every conv, pool and 1.5D layer's counted gather, dx, weight and halo
+ * volumes equal the plan's words for that layer.
  * Figures are printed per layer. */
 #include <stdio.h>
 #include <string.h>
 
 #include "adjoin/conv_layer.h"
 #include "adjoin/layers.h"
+#include "adjoin/lenet.h"
 #include "adjoin/mlp15.h"
 #include "adjoin/plan.h"
 #include "harness.h"
@@ -130,8 +134,9 @@ static void check_grid(adj_test *t, adj_plan_network *plan_net, int p_r, int p_c
  * row workers than rows. */
 enum { CONV_N = 5, CONV_STAGES = 4, CONV_MIN_ROWS = 5 };
 
-static const char conv_net_text[] =
-    "input 1 28 28\nconv c1 out=6 k=5 p=2\npool p1 k=2 s=2\nconv c2 out=16 k=5\npool p2 k=2 s=2\n";
+#define LENET_CONV_TEXT "input 1 28 28\nconv c1 out=6 k=5 p=2\npool p1 k=2 s=2\nconv c2 out=16 k=5\npool p2 k=2 s=2\n"
+static const char conv_net_text[] = LENET_CONV_TEXT;
+static const char lenet_text[] = LENET_CONV_TEXT "fc f1 out=120\nfc f2 out=84\nfc f3 out=10\n";
 
 /* Conv or pool stage i (0: c1, 1: p1, 2: c2, 3: p2) on the given input layout. */
 static int conv_stage(int i, const adj_decomposition *in, adj_layer **layer) {
@@ -151,21 +156,21 @@ static int conv_stage(int i, const adj_decomposition *in, adj_layer **layer) {
 /* Halo and weight (+ bias) volumes, in words, this worker's stage moved:
  * received in the forward and sent in the adjoint.  `fwd` holds the counters
  * after the forward, `all` after the backward too. */
-static double moved(const adj_op_counters *fwd, const adj_op_counters *all) {
-  return (double)(fwd->bytes_received + (all->bytes_sent - fwd->bytes_sent)) / 8;
+static double moved(const adj_op_counters *fwd, const adj_op_counters *all, int word_bytes) {
+  return (double)(fwd->bytes_received + (all->bytes_sent - fwd->bytes_sent)) / word_bytes;
 }
 
-static void stage_counters(adj_layer *layer, int i, adj_op_counters *halo, adj_op_counters *weights) {
+/* A conv or pool stage's halo and weight (+ bias) counters; false for any
+ * other kind of stage. */
+static bool stage_counters(adj_layer *layer, adj_op_counters *halo, adj_op_counters *weights) {
   *halo = *weights = (adj_op_counters){0};
-  if (i % 2) {
-    adj_pool_layer_halo_counters(layer, halo);
-    return;
-  }
+  if (!adj_pool_layer_halo_counters(layer, halo)) return true;
   adj_conv_counters c;
-  adj_conv_layer_counters(layer, &c);
+  if (adj_conv_layer_counters(layer, &c)) return false;
   *halo = c.halo;
   *weights = c.weight;
   weights->bytes_sent += c.bias.bytes_sent, weights->bytes_received += c.bias.bytes_received;
+  return true;
 }
 
 static void check_conv_grid(adj_test *t, const adj_plan_network *plan_net, int p_r, int p_c) {
@@ -193,13 +198,13 @@ static void check_conv_grid(adj_test *t, const adj_plan_network *plan_net, int p
     adj_op_counters fwd_halo[CONV_STAGES], fwd_weights[CONV_STAGES];
     for (int i = 0; i < CONV_STAGES; i++) {
       ADJ_TEST_OK(t, adj_layer_forward(stages[i], &x[i], &x[i + 1]));
-      stage_counters(stages[i], i, &fwd_halo[i], &fwd_weights[i]);
+      stage_counters(stages[i], &fwd_halo[i], &fwd_weights[i]);
     }
     for (int i = CONV_STAGES - 1; i >= 0; i--) ADJ_TEST_OK(t, adj_layer_backward(stages[i], &x[i + 1], &x[i]));
     for (int i = 0; i < CONV_STAGES; i++) {
       adj_op_counters halo, weights;
-      stage_counters(stages[i], i, &halo, &weights);
-      double h = max_over_ranks(moved(&fwd_halo[i], &halo)), w = max_over_ranks(moved(&fwd_weights[i], &weights));
+      stage_counters(stages[i], &halo, &weights);
+      double h = max_over_ranks(moved(&fwd_halo[i], &halo, 8)), w = max_over_ranks(moved(&fwd_weights[i], &weights, 8));
       const adj_plan_layer_cost *c = &plan.layers[i];
       adj_test_report(t, "  %-20s %s: counted halo %6.0f, weights %5.0f words; plan %6.0f, %5.0f", label,
                       plan_net->layers[i].name, h, w, c->words[ADJ_PLAN_HALO], c->words[ADJ_PLAN_WEIGHTS]);
@@ -213,6 +218,96 @@ static void check_conv_grid(adj_test *t, const adj_plan_network *plan_net, int p
   for (int i = 0; i < CONV_STAGES; i++) adj_layer_destroy(&stages[i]);
   adj_decomposition_destroy(&in);
   adj_partition_destroy(&p);
+}
+
+/* ---- LeNet-5 in the grid layouts RxC ----------------------------------------------------- */
+
+enum { LENET_BATCH = 6, LENET_MODELLED = 7 };
+
+/* The modelled stages of a LeNet-5 network in order (conv, pool, conv, pool,
+ * three 1.5D layers), their counters after the forward and after the
+ * backward. */
+typedef struct lenet_counts {
+  adj_layer *stage[LENET_MODELLED];
+  adj_op_counters halo[2][LENET_MODELLED], weights[2][LENET_MODELLED];
+  adj_affine15_counters fc[2][LENET_MODELLED];
+} lenet_counts;
+
+static int lenet_modelled(adj_layer *net, lenet_counts *k) {
+  int n = 0;
+  for (int i = 0; i < adj_network_depth(net) && n < LENET_MODELLED; i++) {
+    adj_layer *stage = adj_network_layer(net, i);
+    adj_op_counters h, w;
+    adj_affine15_counters a;
+    if (stage_counters(stage, &h, &w) || !adj_affine15_layer_counters(stage, &a)) k->stage[n++] = stage;
+  }
+  return n;
+}
+
+static void lenet_read(lenet_counts *k, int when) {
+  for (int i = 0; i < LENET_MODELLED; i++)
+    if (!stage_counters(k->stage[i], &k->halo[when][i], &k->weights[when][i]))
+      adj_affine15_layer_counters(k->stage[i], &k->fc[when][i]);
+}
+
+/* Words of layer i as the plan's classes: forward gather, backward dx, weights, halo. */
+static void lenet_words(const lenet_counts *k, int i, double *words) {
+  const adj_affine15_counters *f = &k->fc[0][i], *a = &k->fc[1][i];
+  words[ADJ_PLAN_FWD_GATHER] = (double)f->gather.bytes_received / 4;
+  words[ADJ_PLAN_BWD_DX] = (double)(a->gather.bytes_sent - f->gather.bytes_sent) / 4;
+  words[ADJ_PLAN_WEIGHTS] = (double)(a->weight.bytes_sent + a->weight.bytes_received + a->bias.bytes_sent +
+                                     a->bias.bytes_received) / 4;
+  words[ADJ_PLAN_HALO] = 0;
+  if (i < 4) { /* conv and pool stages */
+    words[ADJ_PLAN_HALO] = moved(&k->halo[0][i], &k->halo[1][i], 4);
+    words[ADJ_PLAN_WEIGHTS] = moved(&k->weights[0][i], &k->weights[1][i], 4);
+  }
+  for (int c = 0; c < ADJ_PLAN_COLLECTIVES; c++) words[c] = max_over_ranks(words[c]);
+}
+
+/* One forward and backward of LeNet-5 in layout "RxC" (float32): every
+ * modelled layer's counted volumes equal the plan's words. */
+static void check_lenet_grid(adj_test *t, const adj_plan_network *plan_net, int p_r, int p_c) {
+  char layout[32];
+  snprintf(layout, sizeof layout, "%dx%d", p_r, p_c);
+  adj_layer *net = NULL;
+  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT32, .layout = layout, .batch = LENET_BATCH,
+                         .logits_only = true};
+  ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
+  lenet_counts k = {0};
+  int modelled = net ? lenet_modelled(net, &k) : 0;
+  ADJ_TEST_CHECK(t, !net || modelled == LENET_MODELLED, "lenet %s: %d modelled stages, expected %d", layout,
+                 modelled, LENET_MODELLED);
+  adj_plan_result plan = {0};
+  adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = p_r * p_c, .batch = LENET_BATCH, .alpha = 1, .beta = 1,
+                            .word_bytes = 4};
+  ADJ_TEST_OK(t, adj_plan_evaluate(plan_net, &config, p_r, p_c, &plan));
+  if (modelled == LENET_MODELLED && plan.layers) {
+    adj_tensor x, dx, y;
+    ADJ_TEST_OK(t, adj_layer_create_input(net, &x));
+    ADJ_TEST_OK(t, adj_layer_create_input(net, &dx));
+    ADJ_TEST_OK(t, adj_layer_create_output(net, &y));
+    for (int64_t i = 0; i < adj_tensor_volume(&x); i++) adj_tensor_set(&x, i, 0.001 * (double)(i % 997));
+    ADJ_TEST_OK(t, adj_layer_forward(net, &x, &y));
+    lenet_read(&k, 0);
+    for (int64_t i = 0; i < adj_tensor_volume(&y); i++) adj_tensor_set(&y, i, 1.0);
+    ADJ_TEST_OK(t, adj_layer_backward(net, &y, &dx));
+    lenet_read(&k, 1);
+    for (int i = 0; i < LENET_MODELLED; i++) {
+      double words[ADJ_PLAN_COLLECTIVES];
+      lenet_words(&k, i, words);
+      const adj_plan_layer_cost *c = &plan.layers[i];
+      bool equal = true;
+      for (int j = 0; j < ADJ_PLAN_COLLECTIVES; j++) equal = equal && words[j] == c->words[j];
+      adj_test_report(t, "  lenet %-5s %s: counted gather %5.0f, dx %5.0f, weights %6.0f, halo %5.0f words; plan %5.0f, "
+                      "%5.0f, %6.0f, %5.0f", layout, plan_net->layers[i].name, words[0], words[1], words[2], words[3],
+                      c->words[0], c->words[1], c->words[2], c->words[3]);
+      ADJ_TEST_CHECK(t, equal, "lenet %s %s: counted words differ from the plan's", layout, plan_net->layers[i].name);
+    }
+    adj_tensor_destroy(&x), adj_tensor_destroy(&dx), adj_tensor_destroy(&y);
+  }
+  adj_plan_result_free(&plan);
+  adj_layer_destroy(&net);
 }
 
 int main(int argc, char **argv) {
@@ -231,6 +326,11 @@ int main(int argc, char **argv) {
   for (int p_r = 1; plan_net && p_r <= t.size; p_r++)
     if (t.size % p_r == 0 && t.size / p_r <= CONV_N && p_r <= CONV_MIN_ROWS)
       check_conv_grid(&t, plan_net, p_r, t.size / p_r);
+  adj_plan_network_destroy(&plan_net);
+  ADJ_TEST_OK(&t, adj_plan_network_parse(lenet_text, "t411 lenet", &plan_net));
+  for (int p_r = 1; plan_net && p_r <= t.size; p_r++)
+    if (t.size % p_r == 0 && t.size / p_r <= LENET_BATCH && p_r <= CONV_MIN_ROWS)
+      check_lenet_grid(&t, plan_net, p_r, t.size / p_r);
   adj_plan_network_destroy(&plan_net);
   return adj_test_finish(&t);
 }

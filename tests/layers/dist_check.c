@@ -311,3 +311,31 @@ void dl_check_reference(adj_test *t, const char *label, adj_layer *layer, const 
   }
   adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
 }
+
+void dl_check_torch(adj_test *t, const char *path, const dl_torch_table *table) {
+  FILE *f = dl_open_reference(t, path);
+  if (!f) return;
+  static dl_reference r;
+  int cases = 0;
+  double worst[2] = {0, 0};
+  while (dl_read_reference(t, f, table->count, &r)) {
+    for (int dt = 0; dt < 2; dt++) {
+      int rank;
+      const int64_t *shape;
+      char what[96], label[112];
+      const void *spec = table->case_at(r.index, &rank, &shape, what);
+      snprintf(label, sizeof label, "%s %s", what, adj_dtype_name((adj_dtype)dt));
+      adj_decomposition *root = dl_self_layout(t, rank, shape);
+      adj_layer *layer = NULL;
+      ADJ_TEST_OK(t, table->create(spec, (adj_dtype)dt, root, &layer));
+      if (layer) dl_check_reference(t, label, layer, &r, table->tolerance[dt], &worst[dt]);
+      adj_layer_destroy(&layer);
+      adj_decomposition_destroy(&root);
+    }
+    cases++;
+  }
+  fclose(f);
+  adj_test_report(t, "  against PyTorch: %d %s, max error float32 %.1e, float64 %.1e", cases, table->noun, worst[0],
+                  worst[1]);
+  ADJ_TEST_CHECK(t, cases == table->count, "%d reference cases, expected %d", cases, table->count);
+}

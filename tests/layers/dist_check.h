@@ -120,4 +120,19 @@ bool dl_read_reference(adj_test *t, FILE *f, int cases, dl_reference *r);
 void dl_check_reference(adj_test *t, const char *label, adj_layer *layer, const dl_reference *r, double tolerance,
                         double *worst);
 
+/* A table of cases a twin script wrote PyTorch's numbers for (in the table's
+ * order): case(i) gives case i's spec, its rank and global shape, and
+ * describes it in what[96]; create builds its layer. */
+typedef struct dl_torch_table {
+  const char *noun; /* a case, plural: "paddings" */
+  int count;
+  const void *(*case_at)(int index, int *rank, const int64_t **shape, char *what);
+  dl_create_fn create;
+  double tolerance[2]; /* float32, float64 */
+} dl_torch_table;
+/* Every case of the file at path, in both dtypes, as a one-worker layer on a
+ * dl_self_layout against PyTorch's numbers (dl_check_reference); reports the
+ * largest errors and checks the file held every case of the table. */
+void dl_check_torch(adj_test *t, const char *path, const dl_torch_table *table);
+
 #endif

@@ -60,33 +60,17 @@ static void up_format(char *buf, size_t size, const up_case *c) {
 
 /* ---- PyTorch's numbers ------------------------------------------------------------------ */
 
-static void check_torch_case(adj_test *t, const up_case *c, const dl_reference *r, adj_dtype dtype, double *worst) {
-  adj_decomposition *root = dl_self_layout(t, c->rank, c->shape);
-  adj_layer *layer = NULL;
-  ADJ_TEST_OK(t, up_create(c, dtype, root, &layer));
-  char label[112], what[96];
-  up_format(what, sizeof what, c);
-  snprintf(label, sizeof label, "%s %s", what, adj_dtype_name(dtype));
-  if (layer) dl_check_reference(t, label, layer, r, dtype == ADJ_FLOAT32 ? 1e-5 : 1e-12, &worst[dtype]);
-  adj_layer_destroy(&layer);
-  adj_decomposition_destroy(&root);
+static const void *torch_case_at(int index, int *rank, const int64_t **shape, char *what) {
+  const up_case *c = &torch_cases[index];
+  *rank = c->rank, *shape = c->shape;
+  up_format(what, 96, c);
+  return c;
 }
 
 static void test_torch(adj_test *t, const char *path) {
-  FILE *f = dl_open_reference(t, path);
-  if (!f) return;
-  static dl_reference r;
-  int cases = 0, total = (int)(sizeof torch_cases / sizeof torch_cases[0]);
-  double worst[2] = {0, 0};
-  while (dl_read_reference(t, f, total, &r)) {
-    for (int dt = 0; dt < 2; dt++)
-      check_torch_case(t, &torch_cases[r.index], &r, (adj_dtype)dt, worst);
-    cases++;
-  }
-  fclose(f);
-  adj_test_report(t, "  against PyTorch: %d interpolations, max error float32 %.1e, float64 %.1e", cases, worst[0],
-                  worst[1]);
-  ADJ_TEST_CHECK(t, cases == total, "%d reference cases, expected %d", cases, total);
+  dl_torch_table table = {"interpolations", (int)(sizeof torch_cases / sizeof torch_cases[0]), torch_case_at,
+                          up_create, {1e-5, 1e-12}};
+  dl_check_torch(t, path, &table);
 }
 
 /* ---- distributed ------------------------------------------------------------------------ */

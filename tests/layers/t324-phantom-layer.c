@@ -355,6 +355,31 @@ static void check_case(adj_test *t, const ph_case *c, bool tp) {
   adj_decomposition_destroy(&input);
 }
 
+/* The layers a stack is made of. */
+typedef enum ph_stack_kind { PH_STACK_PHANTOM, PH_STACK_TP, PH_STACK_MP15 } ph_stack_kind;
+
+/* layers[0..2 depth): depth layers of the kind with a ReLU after each, each
+ * taking the previous output layout as it is; the 1.5D layer reads the 1 x p
+ * input partition as P_c = 1, P_r = p. */
+static void ph_stack(adj_test *t, const ph_case *c, const adj_decomposition *input, ph_stack_kind kind, int depth,
+                     adj_layer **layers) {
+  const adj_decomposition *at = input;
+  for (int l = 0; at && l < depth; l++) {
+    adj_phantom_layer_config config = ph_config(c, at, ADJ_FLOAT64);
+    adj_affine15_layer_config mp = {.dtype = ADJ_FLOAT64, .input = at, .out_features = c->n_out};
+    adj_layer **layer = &layers[2 * l];
+    ADJ_TEST_OK(t, kind == PH_STACK_MP15 ? adj_affine15_layer_create(&mp, layer)
+                   : kind == PH_STACK_TP ? adj_tp_layer_create(&config, layer)
+                                         : adj_phantom_layer_create(&config, layer));
+    if (!*layer) return;
+    ADJ_TEST_OK(t, adj_activation_layer_create(&(adj_activation_layer_config){.dtype = ADJ_FLOAT64,
+                                                   .input = adj_layer_output_layout(*layer),
+                                                   .activation = {.kind = ADJ_RELU}},
+                                               &layers[2 * l + 1]));
+    at = layers[2 * l + 1] ? adj_layer_output_layout(layers[2 * l + 1]) : NULL;
+  }
+}
+
 /* A stack of phantom (or tp) layers with ReLU between them: each layer takes
  * the previous one's output layout as it is (no repartition), and the counted
  * traffic of a step (input gradient asked of every layer) is the layers' own
@@ -364,17 +389,11 @@ static void test_stack(adj_test *t, bool tp) {
   const ph_case c = {6, 13, 13, 2, true, false, false, false};
   adj_decomposition *input = ph_input(t, &c);
   adj_layer *layers[2 * DEPTH] = {NULL};
-  const adj_decomposition *at = input;
-  for (int l = 0; at && l < DEPTH; l++) {
-    adj_phantom_layer_config config = ph_config(&c, at, ADJ_FLOAT64);
-    adj_layer **layer = &layers[2 * l];
-    ADJ_TEST_OK(t, tp ? adj_tp_layer_create(&config, layer) : adj_phantom_layer_create(&config, layer));
-    if (!layers[2 * l]) return;
-    ADJ_TEST_OK(t, adj_activation_layer_create(&(adj_activation_layer_config){.dtype = ADJ_FLOAT64,
-                                                   .input = adj_layer_output_layout(layers[2 * l]),
-                                                   .activation = {.kind = ADJ_RELU}},
-                                               &layers[2 * l + 1]));
-    at = layers[2 * l + 1] ? adj_layer_output_layout(layers[2 * l + 1]) : NULL;
+  ph_stack(t, &c, input, tp ? PH_STACK_TP : PH_STACK_PHANTOM, DEPTH, layers);
+  if (!layers[2 * DEPTH - 1]) {
+    for (int i = 0; i < 2 * DEPTH; i++) adj_layer_destroy(&layers[i]);
+    adj_decomposition_destroy(&input);
+    return;
   }
   adj_tensor acts[2 * DEPTH + 1], grads[2 * DEPTH + 1];
   adj_rng *rng;
@@ -415,21 +434,9 @@ static void test_stack(adj_test *t, bool tp) {
 
 enum { MP_DEPTH = 3 };
 
-/* layers[0..2 MP_DEPTH): tp or 1.5D affine layers with ReLU after each; the
- * 1.5D layer reads the 1 x p input partition as P_c = 1, P_r = p. */
+/* layers[0..2 MP_DEPTH): tp or 1.5D affine layers with ReLU after each. */
 static void mp_stack(adj_test *t, const ph_case *c, const adj_decomposition *input, bool mp15, adj_layer **layers) {
-  const adj_decomposition *at = input;
-  for (int l = 0; at && l < MP_DEPTH; l++) {
-    adj_phantom_layer_config tp = ph_config(c, at, ADJ_FLOAT64);
-    adj_affine15_layer_config mp = {.dtype = ADJ_FLOAT64, .input = at, .out_features = c->n_out};
-    ADJ_TEST_OK(t, mp15 ? adj_affine15_layer_create(&mp, &layers[2 * l]) : adj_tp_layer_create(&tp, &layers[2 * l]));
-    if (!layers[2 * l]) return;
-    ADJ_TEST_OK(t, adj_activation_layer_create(&(adj_activation_layer_config){.dtype = ADJ_FLOAT64,
-                                                   .input = adj_layer_output_layout(layers[2 * l]),
-                                                   .activation = {.kind = ADJ_RELU}},
-                                               &layers[2 * l + 1]));
-    at = layers[2 * l + 1] ? adj_layer_output_layout(layers[2 * l + 1]) : NULL;
-  }
+  ph_stack(t, c, input, mp15 ? PH_STACK_MP15 : PH_STACK_TP, MP_DEPTH, layers);
 }
 
 /* The same global weights and biases (drawn alike on every rank) into both

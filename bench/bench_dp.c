@@ -1,6 +1,8 @@
 /* Data-parallel training throughput of LeNet-5 (float32, Adam), three runs
  * alternated epoch by epoch in one job, so a neighbour's burst on a shared
- * machine falls on all of them alike:
+ * machine falls on all of them alike, their order rotating each epoch so none
+ * always follows the same one (the run after `alone` starts with cores that
+ * one rank left idle):
  *   alone    one replica of LAYOUT on the first M ranks with the whole global
  *            batch, the other ranks asleep, its ranks sharing the cores
  *            (the baseline: with LAYOUT sequential on 2 ranks, the sequential
@@ -210,7 +212,7 @@ int main(int argc, char **argv) {
   if (!status) status = setup_runs(&s, runs);
   if (!status && rank == 0) print_host(&s, ranks, images, epochs);
   for (int e = 0; e <= epochs && !status; e++)
-    for (int k = 0; k < RUNS && !status; k++) status = epoch(&runs[k], e > 0, images);
+    for (int j = 0; j < RUNS && !status; j++) status = epoch(&runs[(j + e) % RUNS], e > 0, images);
   if (!status && rank == 0)
     print_results(runs, s.replicas, adj_gradient_reducer_buckets(adj_trainer_reducer(runs[1].trainer)));
   if (status && rank == 0) fprintf(stderr, "bench-dp: %s\n", adj_last_error());

@@ -339,6 +339,9 @@ int adj_gradient_reducer_ready(adj_gradient_reducer *r, int index) {
   return reducer_post_ready(r);
 }
 
+/* Tests the posted buckets in order and stops at the first still running:
+ * one MPI_Test drives MPI's progress for every outstanding reduction, so
+ * testing the later ones too would only add calls to each stage's backward. */
 int adj_gradient_reducer_poke(adj_gradient_reducer *r) {
   ADJ_CHECK(r, ADJ_ERR_ARG, "gradient reducer: reducer is NULL");
   for (int b = 0; b < r->next_post; b++) {
@@ -346,10 +349,9 @@ int adj_gradient_reducer_poke(adj_gradient_reducer *r) {
     if (k->done) continue;
     int done = 0;
     ADJ_CALL(adj_op_test(k->op, &done));
-    if (done) {
-      k->done = true;
-      reducer_event(r, ADJ_REDUCER_COMPLETED, b);
-    }
+    if (!done) break;
+    k->done = true;
+    reducer_event(r, ADJ_REDUCER_COMPLETED, b);
   }
   return ADJ_SUCCESS;
 }

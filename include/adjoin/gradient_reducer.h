@@ -93,7 +93,8 @@ void adj_gradient_reducer_destroy(adj_gradient_reducer **reducer);
 /* Tensor `index` (0..n-1) is final; posts every bucket that became ready in
  * index order.  Not collective (every member posts the same buckets). */
 int adj_gradient_reducer_ready(adj_gradient_reducer *reducer, int index);
-/* Tests the posted, unfinished buckets once each.  Not collective. */
+/* Tests the posted, unfinished buckets in index order, stopping at the first
+ * still running (one MPI_Test progresses them all).  Not collective. */
 int adj_gradient_reducer_poke(adj_gradient_reducer *reducer);
 /* Posts the buckets not yet posted, completes all, and resets the ready marks
  * for the next round.  Collective over each group. */

@@ -87,18 +87,6 @@ static int lenet_push(lenet_build *b, int status, adj_layer **stage) {
   return ADJ_SUCCESS;
 }
 
-/* A balanced decomposition of `shape` over a grid `parts` of the first ranks. */
-static int lenet_decomposition(MPI_Comm comm, int ndim, const int *parts, const int64_t *shape,
-                               adj_decomposition **d) {
-  int n = 1;
-  for (int i = 0; i < ndim; i++) n *= parts[i];
-  adj_partition *p;
-  ADJ_CALL(adj_partition_create(comm, ndim, parts, n, NULL, &p));
-  int status = adj_decomposition_create(p, ndim, shape, d);
-  adj_partition_destroy(&p);
-  return status;
-}
-
 /* True when both layouts hold the whole tensor on the same single worker, so
  * moving between them would be a copy to itself. */
 static bool lenet_same_worker(const adj_decomposition *a, const adj_decomposition *b) {
@@ -111,7 +99,7 @@ static bool lenet_same_worker(const adj_decomposition *a, const adj_decompositio
  * repartition layer unless it is already there. */
 static int lenet_glue(lenet_build *b, int ndim, const int *parts, const int64_t *shape) {
   adj_decomposition *target;
-  ADJ_CALL(lenet_decomposition(b->config->comm, ndim, parts, shape, &target));
+  ADJ_CALL(adj_decomposition_create_on_first_ranks(b->config->comm, ndim, parts, shape, &target));
   int status = ADJ_SUCCESS;
   if (lenet_same_worker(b->current, target)) {
     adj_decomposition_destroy(&b->current);
@@ -198,8 +186,8 @@ static int lenet_head(lenet_build *b) {
 static int lenet_stages(lenet_build *b) {
   const lenet_layout *l = b->layout;
   int64_t batch = b->config->batch;
-  ADJ_CALL(lenet_decomposition(b->config->comm, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){batch, 1, 28, 28},
-                               &b->current));
+  ADJ_CALL(adj_decomposition_create_on_first_ranks(b->config->comm, 4, (const int[4]){1, 1, 1, 1},
+                                                   (const int64_t[4]){batch, 1, 28, 28}, &b->current));
   const int conv_parts[4] = {l->conv_batch ? l->conv_batch : 1, 1, l->conv_parts[0], l->conv_parts[1]};
   ADJ_CALL(lenet_glue(b, 4, conv_parts, (const int64_t[4]){batch, 1, 28, 28}));
   ADJ_CALL(lenet_conv_block(b, "conv1", 6, 2));

@@ -35,22 +35,11 @@ static int mlp_push(adj_layer **stages, int *n, const adj_decomposition **curren
   return ADJ_SUCCESS;
 }
 
-/* A balanced decomposition of shape over a parts grid of the first ranks. */
-static int mlp_layout(MPI_Comm comm, int ndim, const int *parts, const int64_t *shape, adj_decomposition **d) {
-  int n = 1;
-  for (int i = 0; i < ndim; i++) n *= parts[i];
-  adj_partition *p = NULL;
-  ADJ_CALL(adj_partition_create(comm, ndim, parts, n, NULL, &p));
-  int status = adj_decomposition_create(p, ndim, shape, d);
-  adj_partition_destroy(&p);
-  return status;
-}
-
 /* The flattened images (B, F) onto the 1.5D grid: batch over P_c, features over P_r. */
 static int mlp_to_grid(const adj_mlp_config *c, adj_layer **stages, int *n, const adj_decomposition **current) {
   adj_decomposition *grid = NULL;
-  ADJ_CALL(mlp_layout(c->comm, 2, (const int[2]){c->grid_cols, c->grid_rows}, (const int64_t[2]){c->batch, c->sizes[0]},
-                      &grid));
+  ADJ_CALL(adj_decomposition_create_on_first_ranks(c->comm, 2, (const int[2]){c->grid_cols, c->grid_rows},
+                                                   (const int64_t[2]){c->batch, c->sizes[0]}, &grid));
   adj_layer *layer = NULL;
   adj_repartition_layer_config rc = {.dtype = c->dtype, .input = *current, .output = grid};
   int status = mlp_push(stages, n, current, adj_repartition_layer_create(&rc, &layer), &layer);
@@ -70,8 +59,8 @@ static int mlp_affine(const adj_mlp_config *c, int i, const adj_decomposition *c
 
 static int mlp_stages(const adj_mlp_config *c, adj_layer **stages, int *n) {
   adj_decomposition *input = NULL;
-  ADJ_CALL(mlp_layout(c->comm, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){c->batch, 1, c->rows, c->cols},
-                      &input));
+  ADJ_CALL(adj_decomposition_create_on_first_ranks(c->comm, 4, (const int[4]){1, 1, 1, 1},
+                                                   (const int64_t[4]){c->batch, 1, c->rows, c->cols}, &input));
   const adj_decomposition *current = input;
   adj_layer *layer = NULL;
   adj_flatten_layer_config fc = {.dtype = c->dtype, .input = current};

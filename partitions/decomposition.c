@@ -78,6 +78,19 @@ int adj_decomposition_create(const adj_partition *partition, int rank, const int
   return adj_decomposition_create_explicit(partition, rank, global_shape, NULL, decomposition);
 }
 
+int adj_decomposition_create_on_first_ranks(MPI_Comm base, int rank, const int *parts, const int64_t *global_shape,
+                                            adj_decomposition **decomposition) {
+  ADJ_CHECK(parts && rank >= 1 && rank <= ADJ_MAX_RANK, ADJ_ERR_ARG,
+            "decomposition on first ranks: rank %d (1..%d) or parts NULL", rank, ADJ_MAX_RANK);
+  int n = 1;
+  for (int i = 0; i < rank; i++) n *= parts[i];
+  adj_partition *p = NULL;
+  ADJ_CALL(adj_partition_create(base, rank, parts, n, NULL, &p));
+  int status = adj_decomposition_create(p, rank, global_shape, decomposition);
+  adj_partition_destroy(&p);
+  return status;
+}
+
 adj_decomposition *adj_decomposition_reference(adj_decomposition *d) {
   if (d) d->refcount++;
   return d;

@@ -32,6 +32,13 @@ int adj_decomposition_create_explicit(const adj_partition *partition, int rank,
                                       const int64_t *global_shape, const int64_t *const *cuts,
                                       adj_decomposition **decomposition);
 
+/* Balanced over a new partition of shape parts[0..rank) on the first
+ * parts[0] x ... x parts[rank-1] ranks of base in grid order (the
+ * decomposition keeps the partition).  Collective over base, as
+ * adj_partition_create. */
+int adj_decomposition_create_on_first_ranks(MPI_Comm base, int rank, const int *parts, const int64_t *global_shape,
+                                            adj_decomposition **decomposition);
+
 adj_decomposition *adj_decomposition_reference(adj_decomposition *decomposition);
 void adj_decomposition_destroy(adj_decomposition **decomposition);
 

@@ -89,6 +89,23 @@ int main(int argc, char **argv) {
     adj_decomposition_destroy(&d);
     adj_partition_destroy(&p);
   }
+  /* On the first ranks: the same tiling as a partition made by hand, and bad
+   * arguments named on every rank. */
+  {
+    adj_decomposition *first = NULL;
+    ADJ_TEST_OK(&t, adj_decomposition_create_on_first_ranks(t.comm, 2, (const int[2]){n, 1}, (const int64_t[2]){7, 3},
+                                                            &first));
+    if (first) check_tiling(&t, first);
+    adj_decomposition_destroy(&first);
+    adj_test_expect_error(&t, "first ranks, rank 0",
+                          adj_decomposition_create_on_first_ranks(t.comm, 0, (const int[1]){1}, (const int64_t[1]){4},
+                                                                  &first),
+                          ADJ_ERR_ARG, "rank 0");
+    adj_test_expect_error(&t, "first ranks, more workers than ranks",
+                          adj_decomposition_create_on_first_ranks(t.comm, 1, (const int[1]){n + 1},
+                                                                  (const int64_t[1]){4}, &first),
+                          ADJ_ERR_SIZE, "ranks but the communicator has");
+  }
   adj_test_report(&t, "balanced and explicit decompositions tile their tensors on %d ranks", t.size);
   return adj_test_finish(&t);
 }

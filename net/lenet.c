@@ -68,8 +68,7 @@ const char *adj_lenet_layout_names(void) {
 
 typedef struct lenet_build {
   const adj_lenet_config *config;
-  const lenet_layout *layout; /* points at `resolved` */
-  lenet_layout resolved;
+  lenet_layout layout;
   adj_decomposition *current; /* owned reference: the layout the next stage takes */
   adj_layer *stages[LENET_MAX_STAGES];
   int n;
@@ -143,7 +142,7 @@ static int lenet_conv_block(lenet_build *b, const char *name, int64_t out_channe
 
 static int lenet_affine(lenet_build *b, int64_t out_features, int out_parts) {
   adj_layer *layer = NULL;
-  if (b->layout->head15[0]) {
+  if (b->layout.head15[0]) {
     adj_affine15_layer_config ac = {.dtype = b->config->dtype, .input = b->current, .out_features = out_features};
     return lenet_push(b, adj_affine15_layer_create(&ac, &layer), &layer);
   }
@@ -162,7 +161,7 @@ static int lenet_flatten(lenet_build *b) {
   adj_layer *layer = NULL;
   adj_flatten_layer_config fc = {.dtype = b->config->dtype, .input = b->current};
   ADJ_CALL(lenet_push(b, adj_flatten_layer_create(&fc, &layer), &layer));
-  const lenet_layout *l = b->layout;
+  const lenet_layout *l = &b->layout;
   /* A 1.5D head takes (B, 400) with the batch over P_c and features over P_r. */
   if (l->head15[0])
     return lenet_glue(b, 2, (const int[2]){l->head15[1], l->head15[0]}, (const int64_t[2]){batch, 400});
@@ -170,7 +169,7 @@ static int lenet_flatten(lenet_build *b) {
 }
 
 static int lenet_head(lenet_build *b) {
-  const int *fo = b->layout->out_parts;
+  const int *fo = b->layout.out_parts;
   ADJ_CALL(lenet_affine(b, 120, fo[0]));
   ADJ_CALL(lenet_relu(b));
   ADJ_CALL(lenet_affine(b, 84, fo[1]));
@@ -184,7 +183,7 @@ static int lenet_head(lenet_build *b) {
 }
 
 static int lenet_stages(lenet_build *b) {
-  const lenet_layout *l = b->layout;
+  const lenet_layout *l = &b->layout;
   int64_t batch = b->config->batch;
   ADJ_CALL(adj_decomposition_create_on_first_ranks(b->config->comm, 4, (const int[4]){1, 1, 1, 1},
                                                    (const int64_t[4]){batch, 1, 28, 28}, &b->current));
@@ -199,20 +198,19 @@ static int lenet_stages(lenet_build *b) {
 /* ---- public --------------------------------------------------------------------------- */
 
 /* Checks every rank can make from the shared arguments alone. */
-static int lenet_check(const adj_lenet_config *c, lenet_layout *resolved, const lenet_layout **layout) {
+static int lenet_check(const adj_lenet_config *c, lenet_layout *layout) {
   ADJ_CHECK(c, ADJ_ERR_ARG, "lenet: config is NULL");
-  *layout = lenet_find(c->layout, resolved) ? resolved : NULL;
-  ADJ_CHECK(*layout, ADJ_ERR_ARG, "lenet: unknown layout '%s' (expected one of: %s)", c->layout ? c->layout : "(null)",
+  ADJ_CHECK(lenet_find(c->layout, layout), ADJ_ERR_ARG, "lenet: unknown layout '%s' (expected one of: %s)", c->layout ? c->layout : "(null)",
             adj_lenet_layout_names());
   int size;
   ADJ_CALL_MPI(MPI_Comm_size(c->comm, &size));
-  ADJ_CHECK(size >= (*layout)->ranks, ADJ_ERR_SIZE, "lenet: layout %s needs %d ranks but the communicator has %d",
-            c->layout, (*layout)->ranks, size);
+  ADJ_CHECK(size >= layout->ranks, ADJ_ERR_SIZE, "lenet: layout %s needs %d ranks but the communicator has %d",
+            c->layout, layout->ranks, size);
   ADJ_CHECK(c->batch >= 1, ADJ_ERR_ARG, "lenet: batch %lld must be at least 1", (long long)c->batch);
-  ADJ_CHECK(c->batch >= (*layout)->batch_parts, ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
-            c->layout, (*layout)->batch_parts, (long long)c->batch);
-  ADJ_CHECK(c->batch >= (*layout)->head15[1], ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
-            c->layout, (*layout)->head15[1], (long long)c->batch);
+  ADJ_CHECK(c->batch >= layout->batch_parts, ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
+            c->layout, layout->batch_parts, (long long)c->batch);
+  ADJ_CHECK(c->batch >= layout->head15[1], ADJ_ERR_ARG, "lenet: layout %s splits the batch in %d, batch is %lld",
+            c->layout, layout->head15[1], (long long)c->batch);
   return ADJ_SUCCESS;
 }
 
@@ -220,7 +218,7 @@ int adj_lenet_create(const adj_lenet_config *c, adj_layer **network) {
   ADJ_CHECK(c && network, ADJ_ERR_ARG, "LeNet-5: config and output network pointer are required");
   *network = NULL;
   lenet_build b = {.config = c};
-  ADJ_CALL(lenet_check(c, &b.resolved, &b.layout));
+  ADJ_CALL(lenet_check(c, &b.layout));
   int status = lenet_stages(&b);
   char name[64];
   snprintf(name, sizeof name, "lenet5-%s", c->layout);

@@ -282,13 +282,21 @@ static void check_jacobian(adj_test *t, const conv_case *c, conv_point *p, int r
   layer_taylor_check(t, c->name, &taylor);
 }
 
-static void run_case(adj_test *t, const conv_case *c, adj_dtype dtype, adj_rng *rng) {
-  conv_point p;
-  point_make(&p, c, dtype, rng);
-  int64_t out[3], ys[5];
+/* A random point of case c, its output's shape in ys and rank returned, and
+ * the forward and jvp checked there. */
+static int point_checked(adj_test *t, const conv_case *c, adj_dtype dtype, adj_rng *rng, conv_point *p, int64_t *ys) {
+  point_make(p, c, dtype, rng);
+  int64_t out[3];
   ADJ_TEST_OK(t, adj_window_output_shape(&c->g, c->in, out));
   int rank = (int)shape_of(c, c->c_out, out, ys);
-  check_forward_jvp(t, c, &p, rank, ys);
+  check_forward_jvp(t, c, p, rank, ys);
+  return rank;
+}
+
+static void run_case(adj_test *t, const conv_case *c, adj_dtype dtype, adj_rng *rng) {
+  conv_point p;
+  int64_t ys[5];
+  int rank = point_checked(t, c, dtype, rng, &p, ys);
   check_tiling(t, c, &p, rng, rank, ys);
   check_backward(t, c, &p, rng, rank, ys);
   check_jacobian(t, c, &p, rank, ys);
@@ -374,11 +382,8 @@ static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_
 static void run_forced(adj_test *t, const conv_case *c, adj_dtype dtype, adj_conv_algorithm a, adj_rng *rng) {
   setenv("ADJ_CONV_ALGORITHM", adj_conv_algorithm_name(a), 1);
   conv_point p;
-  point_make(&p, c, dtype, rng);
-  int64_t out[3], ys[5];
-  ADJ_TEST_OK(t, adj_window_output_shape(&c->g, c->in, out));
-  int rank = (int)shape_of(c, c->c_out, out, ys);
-  check_forward_jvp(t, c, &p, rank, ys);
+  int64_t ys[5];
+  int rank = point_checked(t, c, dtype, rng, &p, ys);
   check_backward(t, c, &p, rng, rank, ys);
   adj_tensor domain[3] = {p.x, p.w, p.b};
   adj_tensor range = {.dtype = dtype, .rank = rank};

@@ -51,6 +51,17 @@ void bcast_setup_destroy(bcast_setup *s);
 void bcast_check_reference(adj_test *t, const bcast_config *c, const bcast_setup *s, adj_op *op,
                            adj_direction direction, bool sums);
 
+/* A sum-reduce of `count` float64 over every rank of t's communicator onto
+ * rank 0, with the partitions and layout it is made of. */
+typedef struct bcast_world_sum {
+  adj_partition *all, *root;
+  adj_decomposition *y;
+  adj_op *op;
+} bcast_world_sum;
+
+void bcast_world_sum_create(adj_test *t, int64_t count, bcast_world_sum *w);
+void bcast_world_sum_destroy(bcast_world_sum *w);
+
 /* Segments a chain (ADJ_SUM_REDUCE_ALGORITHM=chain) cuts a block of
  * `elements` into, from ADJ_CHAIN_SEGMENT_BYTES or the library's 64 KB. */
 int bcast_chain_segments(int64_t elements, size_t element_size);

@@ -62,13 +62,11 @@ static void check_bad_segment(adj_test *t, const adj_partition *all, const adj_d
  * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants).  A
  * bad value is refused at creation on every rank. */
 static void check_counters(adj_test *t) {
-  adj_partition *all = NULL, *root = NULL;
-  adj_decomposition *y = NULL;
-  adj_op *op = NULL;
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){t->size}, t->size, NULL, &all));
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &root));
-  ADJ_TEST_OK(t, adj_decomposition_create(root, 1, (const int64_t[]){10}, &y));
-  ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &op));
+  bcast_world_sum w;
+  bcast_world_sum_create(t, 10, &w);
+  adj_partition *all = w.all;
+  adj_decomposition *y = w.y;
+  adj_op *op = w.op;
   const char *forced = getenv("ADJ_SUM_REDUCE_ALGORITHM"), *chosen = adj_op_algorithm(op);
   if (forced && *forced && strcmp(forced, "auto") && t->size > 1)
     ADJ_TEST_CHECK(t, strstr(chosen, forced) != NULL, "ADJ_SUM_REDUCE_ALGORITHM=%s but the operator chose '%s'",
@@ -112,7 +110,6 @@ static void check_counters(adj_test *t) {
   adj_test_report(t, "sum-reduce [10] onto rank 0 by '%s': rank 0 received %llu B in %llu messages", chosen,
                   (unsigned long long)c.bytes_received, (unsigned long long)c.messages_received);
   adj_tensor_destroy(&in), adj_tensor_destroy(&out);
-  adj_op_destroy(&op);
 
   char saved[64] = "";
   if (forced) snprintf(saved, sizeof saved, "%s", forced);
@@ -124,8 +121,7 @@ static void check_counters(adj_test *t) {
   if (forced) setenv("ADJ_SUM_REDUCE_ALGORITHM", saved, 1);
   else unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
   check_bad_segment(t, all, y);
-  adj_decomposition_destroy(&y);
-  adj_partition_destroy(&root), adj_partition_destroy(&all);
+  bcast_world_sum_destroy(&w);
 }
 
 int main(int argc, char **argv) {

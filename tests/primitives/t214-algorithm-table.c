@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "algorithm_table_impl.h"
+#include "bcast_common.h"
 #include "error_impl.h"
 #include "harness.h"
 
@@ -58,13 +59,13 @@ static void check_round_trip(adj_test *t) {
 /* A sum-reduce of 10 float64 over the world onto rank 0: its algorithm, and
  * the sum of ones (the world size) checked on the root. */
 static void sum_reduce_algorithm(adj_test *t, char *algorithm, size_t size) {
-  adj_partition *all = NULL, *root = NULL;
-  adj_decomposition *y = NULL;
-  adj_op *op = NULL;
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){t->size}, t->size, NULL, &all));
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &root));
-  ADJ_TEST_OK(t, adj_decomposition_create(root, 1, (const int64_t[]){10}, &y));
-  ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, all, y, &op));
+  bcast_world_sum w;
+  bcast_world_sum_create(t, 10, &w);
+  adj_op *op = w.op;
+  if (!op) {
+    bcast_world_sum_destroy(&w);
+    return;
+  }
   snprintf(algorithm, size, "%s", adj_op_algorithm(op));
   adj_tensor in, out;
   adj_op_create_domain_tensor(op, &in);
@@ -75,9 +76,7 @@ static void sum_reduce_algorithm(adj_test *t, char *algorithm, size_t size) {
     ADJ_TEST_CHECK(t, ((double *)out.data)[9] == t->size, "sum by '%s': %g, expected %d", algorithm,
                    ((double *)out.data)[9], t->size);
   adj_tensor_destroy(&in), adj_tensor_destroy(&out);
-  adj_op_destroy(&op);
-  adj_decomposition_destroy(&y);
-  adj_partition_destroy(&root), adj_partition_destroy(&all);
+  bcast_world_sum_destroy(&w);
 }
 
 /* Rank 0's table says chain for this world size; every other rank points at a

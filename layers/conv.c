@@ -437,13 +437,11 @@ int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x
   adj_conv_plan *q = calloc(1, sizeof *q);
   ADJ_CHECK(q, ADJ_ERR_MEM, "%s: out of memory", who);
   int status = adj_conv_shape_make(who, &config->geometry, x, w, config->algorithm, &q->shape);
-  if (status) {
-    free(q);
-    return status;
+  if (!status) {
+    memcpy(q->x_shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    memcpy(q->w_shape, w->shape, sizeof(int64_t) * (size_t)w->rank);
+    if (q->shape.measure) status = adj_conv_measure(who, &q->shape, q->x_shape, q->w_shape);
   }
-  memcpy(q->x_shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
-  memcpy(q->w_shape, w->shape, sizeof(int64_t) * (size_t)w->rank);
-  if (q->shape.measure) status = adj_conv_measure(who, &q->shape, q->x_shape, q->w_shape);
   if (status) {
     free(q);
     return status;

@@ -229,6 +229,7 @@ enum { LENET_BATCH = 6, LENET_MODELLED = 7 };
  * backward. */
 typedef struct lenet_counts {
   adj_layer *stage[LENET_MODELLED];
+  bool window[LENET_MODELLED]; /* a conv or pool stage, else a 1.5D layer */
   adj_op_counters halo[2][LENET_MODELLED], weights[2][LENET_MODELLED];
   adj_affine15_counters fc[2][LENET_MODELLED];
 } lenet_counts;
@@ -239,28 +240,30 @@ static int lenet_modelled(adj_layer *net, lenet_counts *k) {
     adj_layer *stage = adj_network_layer(net, i);
     adj_op_counters h, w;
     adj_affine15_counters a;
-    if (stage_counters(stage, &h, &w) || !adj_affine15_layer_counters(stage, &a)) k->stage[n++] = stage;
+    bool window = stage_counters(stage, &h, &w);
+    if (window || !adj_affine15_layer_counters(stage, &a)) k->window[n] = window, k->stage[n++] = stage;
   }
   return n;
 }
 
 static void lenet_read(lenet_counts *k, int when) {
   for (int i = 0; i < LENET_MODELLED; i++)
-    if (!stage_counters(k->stage[i], &k->halo[when][i], &k->weights[when][i]))
-      adj_affine15_layer_counters(k->stage[i], &k->fc[when][i]);
+    if (k->window[i]) stage_counters(k->stage[i], &k->halo[when][i], &k->weights[when][i]);
+    else adj_affine15_layer_counters(k->stage[i], &k->fc[when][i]);
 }
 
 /* Words of layer i as the plan's classes: forward gather, backward dx, weights, halo. */
 static void lenet_words(const lenet_counts *k, int i, double *words) {
-  const adj_affine15_counters *f = &k->fc[0][i], *a = &k->fc[1][i];
-  words[ADJ_PLAN_FWD_GATHER] = (double)f->gather.bytes_received / 4;
-  words[ADJ_PLAN_BWD_DX] = (double)(a->gather.bytes_sent - f->gather.bytes_sent) / 4;
-  words[ADJ_PLAN_WEIGHTS] = (double)(a->weight.bytes_sent + a->weight.bytes_received + a->bias.bytes_sent +
-                                     a->bias.bytes_received) / 4;
-  words[ADJ_PLAN_HALO] = 0;
-  if (i < 4) { /* conv and pool stages */
+  for (int c = 0; c < ADJ_PLAN_COLLECTIVES; c++) words[c] = 0;
+  if (k->window[i]) {
     words[ADJ_PLAN_HALO] = moved(&k->halo[0][i], &k->halo[1][i], 4);
     words[ADJ_PLAN_WEIGHTS] = moved(&k->weights[0][i], &k->weights[1][i], 4);
+  } else {
+    const adj_affine15_counters *f = &k->fc[0][i], *a = &k->fc[1][i];
+    words[ADJ_PLAN_FWD_GATHER] = (double)f->gather.bytes_received / 4;
+    words[ADJ_PLAN_BWD_DX] = (double)(a->gather.bytes_sent - f->gather.bytes_sent) / 4;
+    words[ADJ_PLAN_WEIGHTS] = (double)(a->weight.bytes_sent + a->weight.bytes_received + a->bias.bytes_sent +
+                                       a->bias.bytes_received) / 4;
   }
   for (int c = 0; c < ADJ_PLAN_COLLECTIVES; c++) words[c] = max_over_ranks(words[c]);
 }

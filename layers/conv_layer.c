@@ -464,18 +464,16 @@ static int adj_conv_build(adj_layer *l, const adj_conv_layer_config *cfg, const 
   return ADJ_SUCCESS;
 }
 
-adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer) {
-  if (!layer || layer->methods.forward != adj_conv_layer_methods.forward || !layer->impl)
-    return ADJ_CONV_ALGORITHM_AUTO;
-  const adj_conv_layer *c = layer->impl;
-  return c->plan ? adj_conv_plan_algorithm(c->plan) : ADJ_CONV_ALGORITHM_AUTO;
-}
-
-
 static adj_conv_layer *adj_conv_of(const adj_layer *layer) {
   bool conv = layer && layer->methods.forward == adj_conv_layer_methods.forward && layer->impl;
   return conv ? layer->impl : NULL;
 }
+
+adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer) {
+  const adj_conv_layer *c = adj_conv_of(layer);
+  return c && c->plan ? adj_conv_plan_algorithm(c->plan) : ADJ_CONV_ALGORITHM_AUTO;
+}
+
 
 int adj_conv_layer_ops(adj_layer *layer, adj_op **halo, adj_op **weight, adj_op **bias) {
   const adj_conv_layer *c = adj_conv_of(layer);

@@ -3,7 +3,8 @@
 # --setup full` (every suite, 'slow' included) on the normal build, the layer
 # kernel tests again with the kernels pinned to x86-64-v3, then the unit and mpi
 # suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
-# at the baseline level.  Exits non-zero if anything fails.
+# at the baseline level, and a bounded libFuzzer run of the file readers.
+# Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
@@ -39,11 +40,17 @@ ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   meson test -C build-sanitize --print-errorlogs --num-processes 2 --suite unit --suite mpi
 
+# Bounded fuzzing of the readers of untrusted files (IDX data, checkpoints):
+# a clang build with libFuzzer, ASan and UBSan, each target for FUZZ_SECONDS
+# (30 here; longer by hand with tools/fuzz.sh).
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} sh tools/fuzz.sh
+
 # One closing line a person (and CI) can read: totals over every run.  A run
 # under a test setup writes testlog-<setup>.json, so the full run's log is
 # testlog-full.json.
 # shellcheck disable=SC2086
-python3 - build/meson-logs/testlog-full.json $v3_logs build-sanitize/meson-logs/testlog.json <<'PY'
+python3 - build/meson-logs/testlog-full.json $v3_logs build-sanitize/meson-logs/testlog.json \
+  build-fuzz/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:

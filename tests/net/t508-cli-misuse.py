@@ -138,5 +138,5 @@ code, out = run([halo, "--shape", "8", "--partition", "4294967298"], ranks=0)
 expect("adjoin-halo --partition 4294967298", code, out, 2, "worker counts")
 
 subprocess.run(["rm", "-rf", work])
-print(f"t506: {'FAIL' if errors else 'ok'} ({errors} failures)")
+print(f"t508: {'FAIL' if errors else 'ok'} ({errors} failures)")
 sys.exit(1 if errors else 0)

@@ -21,18 +21,6 @@ static adj_tensor adj_conv_reshape(const adj_tensor *t, int rank, const int64_t 
 
 static int adj_conv_first_error(int a, int b) { return a ? a : b; }
 
-/* Whether any rank passes dx.  dx may be NULL on some ranks only; those join
- * the data movement with zeros (jvp) or drop the result (backward), so a
- * disagreement cannot leave ranks waiting in different collectives. */
-static int adj_conv_any(const adj_layer *l, bool mine, bool *any) {
-  int local = mine, global = 0;
-  MPI_Request request;
-  ADJ_CALL_MPI(MPI_Iallreduce(&local, &global, 1, MPI_INT, MPI_LOR, l->comm, &request));
-  ADJ_CALL(adj_wait_all(1, &request, l->wait));
-  *any = global != 0;
-  return ADJ_SUCCESS;
-}
-
 /* The local conv's bias: b^ on the ci = 0 slab of P_w and NULL elsewhere, so
  * the sum over the P_ci partial outputs adds it once. */
 static adj_tensor *adj_conv_local_bias(const adj_conv_layer *c, adj_tensor *hat) {
@@ -166,8 +154,7 @@ int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
 
 int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_conv_layer *c = l->impl;
-  bool any_dx = false;
-  ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
+  bool any_dx = dx != NULL; /* the same on every rank: checked at the public call */
   ADJ_CALL(adj_conv_parameters_begin(l, true));
   const adj_tensor *dx_kernel = NULL;
   int status = ADJ_SUCCESS;
@@ -183,8 +170,7 @@ int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
 
 int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_conv_layer *c = l->impl;
-  bool any_dx = false;
-  ADJ_CALL(adj_conv_any(l, dx != NULL, &any_dx));
+  bool any_dx = dx != NULL; /* the same on every rank: checked at the public call */
   const adj_tensor *dy_hat;
   int status = adj_conv_output_adjoint(c, dy, &dy_hat);
   adj_tensor_zero(&c->dw_hat);

@@ -119,53 +119,74 @@ static int adj_layer_check_pair(int prior, const adj_layer *l, const adj_tensor 
     status = adj_layer_check(l, in_shaped, in_role, l->input_rank, l->input_shape);
   if (!status && (out_shaped || !out_optional))
     status = adj_layer_check(l, out_shaped, out_role, l->output_rank, l->output_shape);
-  return adj_status_agree(l->comm, status, l->wait);
+  if (!in_optional) return adj_status_agree(l->comm, status, l->wait);
+  /* Leaving the optional tensor out is a collective choice (layer.h): held
+   * to it here, in the same agreement, so the methods may trust it. */
+  char what[200];
+  snprintf(what, sizeof what, "%s: the %s is NULL", l->name, in_role);
+  return adj_status_agree_choice(l->comm, status, in_shaped == NULL, what, l->wait);
 }
 
-/* The stage calls run the method after the agreed check; a failure inside it
- * (or one injected after it, fault_impl.h) is this rank's alone until agreed. */
-int adj_layer_forward_stage(int prior, adj_layer *l, const adj_tensor *x, adj_tensor *y, bool *agreed) {
+/* The stage calls run the method with neither argument check nor agreement
+ * (see layer_impl.h), and whatever `prior` holds, so every rank makes the same
+ * collectives after a failure on one; the first failure is returned.  A
+ * failure injected after the method (fault_impl.h) is this rank's alone until
+ * the composite agrees. */
+int adj_layer_forward_stage(int prior, adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  l->input = x;
+  int status = adj_fault_at(l->name, "forward", l->methods.forward(l, x, y));
+  return prior ? prior : status;
+}
+
+int adj_layer_jvp_stage(int prior, adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
+  if (!l->input) return prior ? prior : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
+  int status = adj_fault_at(l->name, "jvp", l->methods.jvp(l, dx, dy));
+  return prior ? prior : status;
+}
+
+int adj_layer_backward_stage(int prior, adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
+  if (!l->input) return prior ? prior : adj_error_set(ADJ_ERR_STATE, "%s: backward called before forward", l->name);
+  int status = adj_fault_at(l->name, "backward", l->methods.backward(l, dy, dx));
+  return prior ? prior : status;
+}
+
+/* The public calls check their arguments and agree on them once (folding in
+ * `prior`, a failure the caller has on this rank), so no rank enters the
+ * method's collectives with tensors it cannot use; then they run the method (a
+ * composite runs its stages unchecked).  The open forms return the method's
+ * outcome unagreed, *agreed false, for a caller that folds it into its next
+ * agreement (the trainer); the public calls agree on it, so a local step that
+ * failed on one rank reaches every rank before any goes on. */
+int adj_layer_forward_open(int prior, adj_layer *l, const adj_tensor *x, adj_tensor *y, bool *agreed) {
   *agreed = true;
   ADJ_CALL(adj_layer_check_pair(prior, l, x, false, "forward input", y, false, "forward output"));
   *agreed = false;
-  l->input = x;
-  return adj_fault_at(l->name, "forward", l->methods.forward(l, x, y));
+  return adj_layer_forward_stage(ADJ_SUCCESS, l, x, y);
 }
 
-int adj_layer_jvp_stage(int prior, adj_layer *l, const adj_tensor *dx, adj_tensor *dy, bool *agreed) {
-  *agreed = true;
-  int status = prior || l->input ? prior : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
-  ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "jvp input perturbation", dy, false, "jvp output"));
-  *agreed = false;
-  return adj_fault_at(l->name, "jvp", l->methods.jvp(l, dx, dy));
-}
-
-int adj_layer_backward_stage(int prior, adj_layer *l, const adj_tensor *dy, adj_tensor *dx, bool *agreed) {
+int adj_layer_backward_open(int prior, adj_layer *l, const adj_tensor *dy, adj_tensor *dx, bool *agreed) {
   *agreed = true;
   int status = prior || l->input ? prior : adj_error_set(ADJ_ERR_STATE, "%s: backward called before forward", l->name);
   ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "backward input gradient", dy, false, "backward output gradient"));
   *agreed = false;
-  return adj_fault_at(l->name, "backward", l->methods.backward(l, dy, dx));
+  return adj_layer_backward_stage(ADJ_SUCCESS, l, dy, dx);
 }
 
-/* The public calls agree on the method's outcome too: a local step that failed
- * on one rank after the layer's last collective reaches every rank before any
- * goes on to the next collective. */
 int adj_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   bool agreed;
-  int status = adj_layer_forward_stage(ADJ_SUCCESS, l, x, y, &agreed);
+  int status = adj_layer_forward_open(ADJ_SUCCESS, l, x, y, &agreed);
   return agreed ? status : adj_status_agree(l->comm, status, l->wait);
 }
 
 int adj_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
-  bool agreed;
-  int status = adj_layer_jvp_stage(ADJ_SUCCESS, l, dx, dy, &agreed);
-  return agreed ? status : adj_status_agree(l->comm, status, l->wait);
+  int status = l->input ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
+  ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "jvp input perturbation", dy, false, "jvp output"));
+  return adj_status_agree(l->comm, adj_layer_jvp_stage(ADJ_SUCCESS, l, dx, dy), l->wait);
 }
 
 int adj_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   bool agreed;
-  int status = adj_layer_backward_stage(ADJ_SUCCESS, l, dy, dx, &agreed);
+  int status = adj_layer_backward_open(ADJ_SUCCESS, l, dy, dx, &agreed);
   return agreed ? status : adj_status_agree(l->comm, status, l->wait);
 }
 

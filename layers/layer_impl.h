@@ -55,15 +55,24 @@ void adj_layer_set_layouts(adj_layer *layer, adj_decomposition *input, adj_decom
 /* Lists a parameter owned by another layer (a child of a composite). */
 int adj_layer_share_parameter(adj_layer *layer, adj_parameter *parameter);
 
-/* A composite's calls of its stages: adj_layer_forward / jvp / backward
- * without the agreement on the method's outcome.  `prior` (this rank's status
- * from the stages before) is agreed on in the stage's argument check, so a
- * stage that failed on one rank stops every rank at the next stage's check;
- * the composite's own public call agrees on the last stage's outcome.
- * *agreed says whether the status returned is the same on every rank (the
- * check failed: stop) or this rank's own (the method's: carry it on). */
-int adj_layer_forward_stage(int prior, adj_layer *layer, const adj_tensor *x, adj_tensor *y, bool *agreed);
-int adj_layer_jvp_stage(int prior, adj_layer *layer, const adj_tensor *dx, adj_tensor *dy, bool *agreed);
-int adj_layer_backward_stage(int prior, adj_layer *layer, const adj_tensor *dy, adj_tensor *dx, bool *agreed);
+/* A composite's calls of its stages: the layer's method, with neither an
+ * argument check nor an agreement.  The composite checks its own arguments and
+ * agrees on them, and on the outcome, once at its public call; its stages'
+ * tensors match by construction (checked when it was built).  A stage runs
+ * whatever `prior` (a failure of an earlier stage on this rank) holds, so
+ * every rank makes the same collectives -- a layer's method completes its
+ * collectives even when one of its local steps fails -- and the first failure
+ * is returned, to be agreed at the composite's public call. */
+int adj_layer_forward_stage(int prior, adj_layer *layer, const adj_tensor *x, adj_tensor *y);
+int adj_layer_jvp_stage(int prior, adj_layer *layer, const adj_tensor *dx, adj_tensor *dy);
+int adj_layer_backward_stage(int prior, adj_layer *layer, const adj_tensor *dy, adj_tensor *dx);
+
+/* adj_layer_forward / backward with `prior` (a failure the caller has on this
+ * rank) folded into their argument agreement and the method's outcome returned
+ * unagreed (*agreed false): the caller agrees on it before its next collective
+ * outside the layer.  *agreed true: the status is agreed (the check failed on
+ * some rank, or prior did) and nothing ran. */
+int adj_layer_forward_open(int prior, adj_layer *layer, const adj_tensor *x, adj_tensor *y, bool *agreed);
+int adj_layer_backward_open(int prior, adj_layer *layer, const adj_tensor *dy, adj_tensor *dx, bool *agreed);
 
 #endif

@@ -64,11 +64,14 @@ static int adj_xent_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tenso
   adj_xent_layer *x = l->impl;
   if (!din) return ADJ_SUCCESS;
   adj_tensor_zero(&x->dz);
+  int status = ADJ_SUCCESS;
   if (adj_tensor_volume(dy)) {
     adj_tensor rows = adj_xent_rows(x, &x->z), drows = adj_xent_rows(x, &x->dz);
-    ADJ_CALL(adj_softmax_xent_backward(&rows, x->labels, ADJ_REDUCE_MEAN, adj_tensor_get(dy, 0), &drows));
+    status = adj_softmax_xent_backward(&rows, x->labels, ADJ_REDUCE_MEAN, adj_tensor_get(dy, 0), &drows);
   }
-  return adj_op_adjoint(x->gather, &x->dz, din);
+  /* The scatter back runs after a local failure too, so no rank waits for it. */
+  int moved = adj_op_adjoint(x->gather, &x->dz, din);
+  return status ? status : moved;
 }
 
 static void adj_xent_free(adj_xent_layer *x) {
@@ -97,6 +100,9 @@ static int adj_xent_validate(const char *who, const adj_loss_layer_config *c) {
 /* The gather and the root's buffers.  Collective. */
 static int adj_xent_plan(const adj_loss_layer_config *c, adj_xent_layer *x) {
   ADJ_CALL(adj_gather_create(c->dtype, c->input, c->root, &x->gather));
+  /* The layer checks its tensors at its public call; the gather moves its own
+   * buffers and needs no agreement of its own. */
+  adj_op_set_checks(x->gather, false);
   int status = adj_op_create_range_tensor(x->gather, &x->z);
   if (!status) status = adj_op_create_range_tensor(x->gather, &x->dz);
   int64_t n = adj_decomposition_global_shape(c->input)[0];

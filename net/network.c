@@ -54,18 +54,16 @@ static const adj_tensor *adj_stage_input(adj_network *net, const adj_tensor *x, 
   return i == 0 ? x : &net->activations[i - 1];
 }
 
-/* A stage's failure on one rank is carried into the next stage's agreed
- * argument check (adj_layer_*_stage), which stops every rank there alike; the
- * last stage's is agreed on by the network's own adj_layer_* call. */
+/* The stages run unchecked (their tensors match by construction) and all of
+ * them run whatever an earlier stage returned on this rank, so every rank
+ * makes the same collectives; the network's public call agrees once on the
+ * outcome (layer_impl.h). */
 static int adj_network_forward(adj_layer *layer, const adj_tensor *x, adj_tensor *y) {
   adj_network *net = layer->impl;
   int status = ADJ_SUCCESS;
-  for (int i = 0; i < net->n; i++) {
-    bool agreed;
+  for (int i = 0; i < net->n; i++)
     status = adj_layer_forward_stage(status, net->layers[i], adj_stage_input(net, x, i),
-                                     i == net->n - 1 ? y : &net->activations[i], &agreed);
-    if (agreed && status) return status;
-  }
+                                     i == net->n - 1 ? y : &net->activations[i]);
   return status;
 }
 
@@ -76,28 +74,24 @@ static int adj_network_jvp(adj_layer *layer, const adj_tensor *dx, adj_tensor *d
   int status = ADJ_SUCCESS;
   for (int i = 0; i < net->n; i++) {
     const adj_tensor *in = i == 0 ? dx : &net->gradients[i - 1];
-    bool agreed;
-    status = adj_layer_jvp_stage(status, net->layers[i], in, i == net->n - 1 ? dy : &net->gradients[i], &agreed);
-    if (agreed && status) return status;
+    status = adj_layer_jvp_stage(status, net->layers[i], in, i == net->n - 1 ? dy : &net->gradients[i]);
   }
   return status;
 }
 
+/* The data-parallel hook runs on every rank whatever its status, so its
+ * collectives stay matched too. */
 static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tensor *dx) {
   adj_network *net = layer->impl;
   int status = ADJ_SUCCESS;
   for (int i = net->n - 1; i >= 0; i--) {
     const adj_tensor *out_grad = i == net->n - 1 ? dy : &net->gradients[i];
     adj_tensor *in_grad = i == 0 ? dx : &net->gradients[i - 1];
-    /* The data-parallel hook runs on every rank whatever its status, so its
-     * collectives stay matched; a local failure is agreed at the next stage. */
     if (net->hook) {
       int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_BEGIN);
       if (!status) status = hooked;
     }
-    bool agreed;
-    status = adj_layer_backward_stage(status, net->layers[i], out_grad, in_grad, &agreed);
-    if (agreed && status) return status;
+    status = adj_layer_backward_stage(status, net->layers[i], out_grad, in_grad);
     if (net->hook) {
       int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_END);
       if (!status) status = hooked;

@@ -10,6 +10,7 @@
 #include "adjoin/threads.h"
 #include "adjoin/train.h"
 #include "error_impl.h"
+#include "layer_impl.h"
 
 struct adj_trainer {
   adj_trainer_config config;
@@ -226,8 +227,8 @@ static int trainer_check_finite(adj_trainer *t) {
 }
 
 /* Rank 0 copies `count` samples into the input, zeroes the padding rows and
- * hands the labels to the loss.  Agreed, so a bad index fails everywhere. */
-static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *indices, int64_t count) {
+ * hands the labels to the loss.  Local: trainer_fill agrees on it. */
+static int trainer_fill_local(adj_trainer *t, const adj_dataset *data, const int64_t *indices, int64_t count) {
   int status = trainer_check_loss(t);
   if (t->rank == 0 && !status) {
     adj_tensor head = t->x;
@@ -239,7 +240,12 @@ static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *
     for (int64_t i = 0; i < count; i++) t->labels[i] = t->label_bytes[i];
     if (!status) status = adj_xent_layer_set_labels(t->loss, t->labels, count);
   }
-  return adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+  return status;
+}
+
+/* Agreed, so a bad index fails everywhere. */
+static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *indices, int64_t count) {
+  return adj_status_agree(t->comm, trainer_fill_local(t, data, indices, count), ADJ_WAIT_YIELD);
 }
 
 /* Adds the last forward's figures to stats (rank 0 holds them). */
@@ -263,6 +269,30 @@ static void trainer_share(int64_t n, int64_t parts, int64_t k, int64_t *start, i
   *length = base + (k < extra);
 }
 
+/* One micro-batch m of n samples (of the step's count): fill, forward, loss,
+ * backward.  Three agreements: the fill's outcome rides on the forward's
+ * argument check, the forward's on the backward's, and the backward's is
+ * agreed at the end, before the optimizer uses the gradients.  Replicas agree
+ * on the fill across all of them, since a replica that stopped alone would
+ * leave the others waiting in the gradient reduction. */
+static int trainer_pass(adj_trainer *t, const int64_t *indices, int64_t n, int64_t count, int m, double *loss_sum,
+                        int64_t *correct) {
+  adj_layer *net = t->config.network;
+  int status = trainer_fill_local(t, t->config.train, indices, n);
+  if (t->config.replicas) ADJ_CALL(adj_status_agree(t->comm, status, ADJ_WAIT_YIELD));
+  if (adj_tensor_volume(&t->dy)) adj_tensor_set(&t->dy, 0, (double)n / (double)count);
+  trainer_trace(t, "forward", m);
+  bool agreed;
+  status = adj_layer_forward_open(status, net, &t->x, &t->y, &agreed);
+  if (agreed && status) return status;
+  *loss_sum += adj_xent_layer_loss(t->loss) * (double)n;
+  *correct += adj_xent_layer_correct(t->loss);
+  t->reducing = t->reducer && m == t->micro - 1 && !t->config.reduce_after_backward;
+  status = adj_layer_backward_open(status, net, &t->dy, NULL, &agreed);
+  t->reducing = false;
+  return agreed ? status : adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+}
+
 /* One optimizer step on the global batch order[0..count): this replica's
  * share in micro-batches, each one's loss scaled by its share of the global
  * count (so the replicas' summed gradients are the global mean's), the
@@ -276,16 +306,7 @@ static int trainer_step(adj_trainer *t, const int64_t *order, int64_t count, dou
   for (int m = 0; m < t->micro; m++) {
     int64_t start, n;
     trainer_share(share, t->micro, m, &start, &n);
-    ADJ_CALL(trainer_fill(t, t->config.train, order + share_start + start, n));
-    if (adj_tensor_volume(&t->dy)) adj_tensor_set(&t->dy, 0, (double)n / (double)count);
-    trainer_trace(t, "forward", m);
-    ADJ_CALL(adj_layer_forward(net, &t->x, &t->y));
-    *loss_sum += adj_xent_layer_loss(t->loss) * (double)n;
-    *correct += adj_xent_layer_correct(t->loss);
-    t->reducing = t->reducer && m == t->micro - 1 && !t->config.reduce_after_backward;
-    int status = adj_layer_backward(net, &t->dy, NULL);
-    t->reducing = false;
-    ADJ_CALL(status);
+    ADJ_CALL(trainer_pass(t, order + share_start + start, n, count, m, loss_sum, correct));
   }
   if (t->reducer) ADJ_CALL(adj_gradient_reducer_wait(t->reducer));
   trainer_trace(t, "step", 0);

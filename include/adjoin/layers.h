@@ -46,7 +46,8 @@
  * whose F_in differs from the input's features, too few ranks) are detected
  * from arguments every rank shares, so every rank fails with the same message.
  * A NULL dx in jvp or backward is a collective choice: every rank passes NULL
- * or none does (the communication is skipped as a whole).
+ * or none does (the communication is skipped as a whole); the call checks it
+ * with its argument agreement and otherwise fails with ADJ_ERR_ARG everywhere.
  *
  * Parameters are created zero; scatter a global set onto them with
  * adj_layer_set_parameter (or let a network initialise them). */

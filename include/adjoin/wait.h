@@ -14,6 +14,8 @@
 #define ADJOIN_WAIT_H
 
 #include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -51,6 +53,18 @@ const char *adj_wait_policy_name(adj_wait_policy policy);
  * the argument errors, which is then returned everywhere.  Collective on comm;
  * uses nonblocking collectives completed with policy. */
 int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy);
+
+/* adj_status_agree that also checks, in the same reduction, that `choice` is
+ * the same on every rank: if not (and no rank failed), every rank returns
+ * ADJ_ERR_ARG with "<what> on some ranks and not on others".  what NULL: no
+ * such check.  E.g. a layer's "dx is NULL". */
+int adj_status_agree_choice(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy);
+
+/* How many agreements (adj_status_agree on a communicator of more than one
+ * rank, each one small all-reduce) this process has taken part in so far:
+ * what the collective error guarantee costs a program, e.g. per training
+ * step.  Counts on the calling thread's process; not collective. */
+uint64_t adj_status_agreements(void);
 
 ADJ_END_DECLS
 

@@ -114,6 +114,30 @@ static void runtime_error(adj_test *t) {
   adj_layer_destroy(&layer);
 }
 
+/* dx left out (NULL) on rank 0 only, in backward and jvp: a collective choice
+ * broken, the same ADJ_ERR_ARG on every rank from the call's one agreement;
+ * then a backward with dx everywhere succeeds. */
+static void split_dx_choice(adj_test *t) {
+  if (t->size < 2) return;
+  adj_conv_layer_config c = base_config();
+  c.input_parts[2] = 2;
+  adj_layer *layer = NULL;
+  ADJ_TEST_OK(t, adj_conv_layer_create(&c, &layer));
+  if (!layer) return;
+  adj_tensor x, y, dx;
+  adj_layer_create_input(layer, &x), adj_layer_create_input(layer, &dx);
+  adj_layer_create_output(layer, &y);
+  ADJ_TEST_OK(t, adj_layer_forward(layer, &x, &y));
+  adj_tensor *mine = t->rank == 0 ? NULL : &dx;
+  adj_test_expect_error(t, "backward with dx NULL on rank 0 only", adj_layer_backward(layer, &y, mine), ADJ_ERR_ARG,
+                        "backward input gradient is NULL on some ranks and not on others");
+  adj_test_expect_error(t, "jvp with dx NULL on rank 0 only", adj_layer_jvp(layer, mine, &y), ADJ_ERR_ARG,
+                        "jvp input perturbation is NULL on some ranks and not on others");
+  ADJ_TEST_OK(t, adj_layer_backward(layer, &y, &dx));
+  adj_tensor_destroy(&x), adj_tensor_destroy(&dx), adj_tensor_destroy(&y);
+  adj_layer_destroy(&layer);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t312-conv-layer-errors");
@@ -121,5 +145,6 @@ int main(int argc, char **argv) {
   creation_errors(&t);
   layout_errors(&t);
   runtime_error(&t);
+  split_dx_choice(&t);
   return adj_test_finish(&t);
 }

@@ -26,6 +26,12 @@ int adj_battery_add_both_dtypes(adj_battery *b, adj_battery_case *c) {
   return ADJ_SUCCESS;
 }
 
+adj_dtype adj_battery_movement_dtype(int row, int k) {
+  static const adj_dtype first[] = {ADJ_FLOAT32, ADJ_FLOAT64, ADJ_INT32};
+  if (k < 3) return first[k];
+  return row % 2 == 0 ? ADJ_INT64 : ADJ_UINT8;
+}
+
 void adj_battery_free(adj_battery *b) {
   free(b->cases);
   b->cases = NULL;

@@ -40,6 +40,12 @@ typedef struct adj_battery {
 int adj_battery_add(adj_battery *b, const adj_battery_case *c);
 /* Names c "op/partitions/shape/dtype" and appends it once per dtype. */
 int adj_battery_add_both_dtypes(adj_battery *b, adj_battery_case *c);
+/* Data-movement families run each table row in ADJ_BATTERY_MOVEMENT_DTYPES
+ * dtypes: float32, float64, int32, then int64 on even rows and uint8 on odd
+ * ones, so every integer dtype meets every family without tripling the table.
+ * adj_battery_movement_dtype gives the k-th (k < ADJ_BATTERY_MOVEMENT_DTYPES). */
+enum { ADJ_BATTERY_MOVEMENT_DTYPES = 4 };
+adj_dtype adj_battery_movement_dtype(int row, int k);
 /* Builds the full table. */
 int adj_battery_build(adj_battery *b);
 void adj_battery_free(adj_battery *b);

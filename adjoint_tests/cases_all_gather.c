@@ -49,7 +49,8 @@ int adj_battery_add_all_gather(adj_battery *b) {
     adj_side_format(side, sizeof side, &c.params[ADJ_SIDE_X]);
     snprintf(partitions, sizeof partitions, "%s dim %d", side, s->dim);
     for (int f = 0; f < 2; f++)
-      for (int dt = 0; dt < 2; dt++) ADJ_CALL(adj_movement_case_add(b, &c, families[f], partitions, (adj_dtype)dt));
+      for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
+        ADJ_CALL(adj_movement_case_add(b, &c, families[f], partitions, adj_battery_movement_dtype((int)i, k)));
   }
   return ADJ_SUCCESS;
 }

@@ -88,7 +88,7 @@ static int adj_add_asr_case(adj_battery *b, int row, adj_dtype dtype) {
 
 int adj_battery_add_all_sum_reduce(adj_battery *b) {
   int rows = (int)(sizeof adj_asr_specs / sizeof adj_asr_specs[0]);
-  for (int dt = 0; dt < 2; dt++)
-    for (int row = 0; row < rows; row++) ADJ_CALL(adj_add_asr_case(b, row, (adj_dtype)dt));
+  for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
+    for (int row = 0; row < rows; row++) ADJ_CALL(adj_add_asr_case(b, row, adj_battery_movement_dtype(row, k)));
   return ADJ_SUCCESS;
 }

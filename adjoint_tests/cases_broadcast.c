@@ -110,7 +110,8 @@ static int adj_add_bcast_case(adj_battery *b, int row, int reduce, adj_dtype dty
 int adj_battery_add_broadcast(adj_battery *b) {
   int rows = (int)(sizeof adj_bcast_specs / sizeof adj_bcast_specs[0]);
   for (int reduce = 0; reduce < 2; reduce++)
-    for (int dt = 0; dt < 2; dt++)
-      for (int row = 0; row < rows; row++) ADJ_CALL(adj_add_bcast_case(b, row, reduce, (adj_dtype)dt));
+    for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
+      for (int row = 0; row < rows; row++)
+        ADJ_CALL(adj_add_bcast_case(b, row, reduce, adj_battery_movement_dtype(row, k)));
   return ADJ_SUCCESS;
 }

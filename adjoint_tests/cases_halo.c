@@ -159,9 +159,14 @@ int adj_battery_add_halo(adj_battery *b) {
   for (int i = 0; i < HALO_CASES; i++) {
     adj_battery_case c;
     halo_generate(i, &c);
-    /* Every configuration in float64; every third also in float32. */
-    for (int dt = ADJ_FLOAT64; dt >= (i % 3 == 0 ? ADJ_FLOAT32 : ADJ_FLOAT64); dt--) {
-      c.dtype = (adj_dtype)dt;
+    /* Every configuration in float64; every third also in float32; every
+     * fourth also in an integer dtype, int32, int64 and uint8 in turn. */
+    static const adj_dtype integers[] = {ADJ_INT32, ADJ_INT64, ADJ_UINT8};
+    adj_dtype dtypes[3] = {ADJ_FLOAT64, ADJ_FLOAT32, integers[(i / 4) % 3]};
+    bool wanted[3] = {true, i % 3 == 0, i % 4 == 1};
+    for (int k = 0; k < 3; k++) {
+      if (!wanted[k]) continue;
+      c.dtype = dtypes[k];
       halo_describe(&c, i);
       ADJ_CALL(adj_battery_add(b, &c));
     }

@@ -90,18 +90,18 @@ static int adj_add_case(adj_battery *b, adj_battery_case *c, const char *op, con
 int adj_battery_add_memory(adj_battery *b) {
   static const char *const flat_names[] = {"allocate", "deallocate", "copy", "move"};
   static const int64_t sizes[][2] = {{7, 5}, {64, 1}, {1, 33}, {0, 4}};
-  for (int dt = 0; dt < 2; dt++)
+  for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
     for (int kind = 0; kind < 4; kind++)
       for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         adj_battery_case c = {.run = adj_run_flat, .params = {kind, sizes[s][0], sizes[s][1]}};
         char shape[64];
         snprintf(shape, sizeof shape, "m=%lld,n=%lld", (long long)sizes[s][0], (long long)sizes[s][1]);
-        ADJ_CALL(adj_add_case(b, &c, flat_names[kind], shape, (adj_dtype)dt));
+        ADJ_CALL(adj_add_case(b, &c, flat_names[kind], shape, adj_battery_movement_dtype(kind + (int)s, k)));
       }
   /* In-place kinds on tensors of rank 1 to 5, with boxes that start off the
    * origin and do not span whole rows (so strided runs are exercised). */
   static const char *const box_names[] = {"clear", "add", "copy-in-place", "move-in-place"};
-  for (int dt = 0; dt < 2; dt++)
+  for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
     for (int kind = 0; kind < 4; kind++)
       for (int rank = 1; rank <= 5; rank++) {
         adj_battery_case c = {.run = adj_run_in_place, .params = {kind, rank}};
@@ -115,19 +115,19 @@ int adj_battery_add_memory(adj_battery *b) {
         }
         char text[64];
         adj_battery_format_int64s(text, sizeof text, rank, shape);
-        ADJ_CALL(adj_add_case(b, &c, box_names[kind], text, (adj_dtype)dt));
+        ADJ_CALL(adj_add_case(b, &c, box_names[kind], text, adj_battery_movement_dtype(kind + rank, k)));
       }
   return ADJ_SUCCESS;
 }
 
 int adj_battery_add_compose(adj_battery *b) {
   static const int64_t sizes[] = {1, 9, 100};
-  for (int dt = 0; dt < 2; dt++)
+  for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
       adj_battery_case c = {.run = adj_run_chain, .params = {sizes[s]}};
       char shape[32];
       snprintf(shape, sizeof shape, "m=%lld", (long long)sizes[s]);
-      ADJ_CALL(adj_add_case(b, &c, "compose-memory", shape, (adj_dtype)dt));
+      ADJ_CALL(adj_add_case(b, &c, "compose-memory", shape, adj_battery_movement_dtype((int)s, k)));
     }
   return ADJ_SUCCESS;
 }

@@ -219,8 +219,8 @@ static const adj_root_spec adj_root_cases[] = {
     {4, {2, 3, 2, 2}, "1", {{1, 2, 1, 2}, "3102", L}},
 };
 
-static int adj_add_pair(adj_battery *b, const char *op, int rank, const int64_t *global, const adj_side_spec *x,
-                        const adj_side_spec *y) {
+static int adj_add_pair(adj_battery *b, const char *op, int row, int rank, const int64_t *global,
+                        const adj_side_spec *x, const adj_side_spec *y) {
   adj_battery_case c = {0};
   ADJ_CALL(adj_side_encode(&c.params[ADJ_SIDE_X], rank, global, x));
   ADJ_CALL(adj_side_encode(&c.params[ADJ_SIDE_Y], rank, global, y));
@@ -228,20 +228,21 @@ static int adj_add_pair(adj_battery *b, const char *op, int rank, const int64_t 
   adj_side_format(a, sizeof a, &c.params[ADJ_SIDE_X]);
   adj_side_format(bb, sizeof bb, &c.params[ADJ_SIDE_Y]);
   snprintf(partitions, sizeof partitions, "%s->%s", a, bb);
-  for (int dt = 0; dt < 2; dt++) ADJ_CALL(adj_movement_case_add(b, &c, op, partitions, (adj_dtype)dt));
+  for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++)
+    ADJ_CALL(adj_movement_case_add(b, &c, op, partitions, adj_battery_movement_dtype(row, k)));
   return ADJ_SUCCESS;
 }
 
 int adj_battery_add_repartition(adj_battery *b) {
   for (size_t i = 0; i < sizeof adj_repartition_pairs / sizeof adj_repartition_pairs[0]; i++) {
     const adj_pair_spec *s = &adj_repartition_pairs[i];
-    ADJ_CALL(adj_add_pair(b, "repartition", s->rank, s->global, &s->x, &s->y));
+    ADJ_CALL(adj_add_pair(b, "repartition", (int)i, s->rank, s->global, &s->x, &s->y));
   }
   for (size_t i = 0; i < sizeof adj_root_cases / sizeof adj_root_cases[0]; i++) {
     const adj_root_spec *s = &adj_root_cases[i];
     adj_side_spec root = {{1, 1, 1, 1, 1}, s->root, ADJ_CUTS_BALANCED};
-    ADJ_CALL(adj_add_pair(b, "scatter", s->rank, s->global, &root, &s->y));
-    ADJ_CALL(adj_add_pair(b, "gather", s->rank, s->global, &s->y, &root));
+    ADJ_CALL(adj_add_pair(b, "scatter", (int)i, s->rank, s->global, &root, &s->y));
+    ADJ_CALL(adj_add_pair(b, "gather", (int)i, s->rank, s->global, &s->y, &root));
   }
   return ADJ_SUCCESS;
 }

@@ -31,8 +31,9 @@ int adj_battery_add_send_receive(adj_battery *b) {
   for (size_t i = 0; i < sizeof adj_send_receive_cases / sizeof adj_send_receive_cases[0]; i++) {
     const adj_send_receive_spec *s = &adj_send_receive_cases[i];
     for (int t = 0; t < 2; t++)
-      for (int dt = 0; dt < 2; dt++) {
-        adj_battery_case c = {.run = adj_run_send_receive, .dtype = (adj_dtype)dt, .ranks = s->ranks,
+      for (int k = 0; k < ADJ_BATTERY_MOVEMENT_DTYPES; k++) {
+        adj_dtype dtype = adj_battery_movement_dtype(2 * (int)i + t, k);
+        adj_battery_case c = {.run = adj_run_send_receive, .dtype = dtype, .ranks = s->ranks,
                               .params = {s->src, s->dst, t, s->rank, s->shape[0], s->shape[1], s->shape[2]}};
         char pair[32], shape[32];
         snprintf(pair, sizeof pair, "%s %d->%d", transfers[t], s->src, s->dst);

@@ -5,6 +5,7 @@
 
 #include "adjoin/status.h"
 #include "adjoin/tensor.h"
+#include "dtype_impl.h"
 #include "error_impl.h"
 
 /* Storage is never NULL, even for zero-volume tensors: passing NULL to memcpy or
@@ -89,14 +90,42 @@ int64_t adj_tensor_volume(const adj_tensor *t) {
 size_t adj_tensor_bytes(const adj_tensor *t) { return (size_t)adj_tensor_volume(t) * adj_dtype_size(t->dtype); }
 
 double adj_tensor_get(const adj_tensor *t, int64_t i) {
-  return t->dtype == ADJ_FLOAT32 ? (double)((const float *)t->data)[i] : ((const double *)t->data)[i];
+  switch (t->dtype) {
+  case ADJ_FLOAT32: return (double)((const float *)t->data)[i];
+  case ADJ_FLOAT64: return ((const double *)t->data)[i];
+  default: return (double)adj_tensor_get_int(t, i);
+  }
 }
 
 void adj_tensor_set(adj_tensor *t, int64_t i, double value) {
-  if (t->dtype == ADJ_FLOAT32)
-    ((float *)t->data)[i] = (float)value;
-  else
-    ((double *)t->data)[i] = value;
+  switch (t->dtype) {
+  case ADJ_FLOAT32: ((float *)t->data)[i] = (float)value; break;
+  case ADJ_FLOAT64: ((double *)t->data)[i] = value; break;
+  default: adj_tensor_set_int(t, i, (int64_t)value); break;
+  }
+}
+
+int64_t adj_tensor_get_int(const adj_tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case ADJ_INT32: return ((const int32_t *)t->data)[i];
+  case ADJ_INT64: return ((const int64_t *)t->data)[i];
+  case ADJ_UINT8: return ((const uint8_t *)t->data)[i];
+  case ADJ_FLOAT32: return (int64_t)((const float *)t->data)[i];
+  case ADJ_FLOAT64: return (int64_t)((const double *)t->data)[i];
+  }
+  return 0;
+}
+
+/* Integers keep the low bits (modulo 2^bits, as the sums do); the signed
+ * types go through their unsigned twins so that is defined C. */
+void adj_tensor_set_int(adj_tensor *t, int64_t i, int64_t value) {
+  switch (t->dtype) {
+  case ADJ_INT32: ((int32_t *)t->data)[i] = (int32_t)(uint32_t)(uint64_t)value; break;
+  case ADJ_INT64: ((int64_t *)t->data)[i] = value; break;
+  case ADJ_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(uint64_t)value; break;
+  case ADJ_FLOAT32: ((float *)t->data)[i] = (float)value; break;
+  case ADJ_FLOAT64: ((double *)t->data)[i] = (double)value; break;
+  }
 }
 
 void adj_tensor_zero(adj_tensor *t) { memset(t->data, 0, adj_tensor_bytes(t)); }
@@ -144,21 +173,9 @@ int adj_tensor_copy(adj_tensor *dst, const adj_tensor *src) {
   return ADJ_SUCCESS;
 }
 
-static void adj_add_run(adj_dtype dtype, void *dst, const void *src, int64_t n) {
-  if (dtype == ADJ_FLOAT32) {
-    float *d = dst;
-    const float *s = src;
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  } else {
-    double *d = dst;
-    const double *s = src;
-    for (int64_t i = 0; i < n; i++) d[i] += s[i];
-  }
-}
-
 int adj_tensor_add(adj_tensor *dst, const adj_tensor *src) {
   ADJ_CALL(adj_check_pair(dst, src, "adj_tensor_add"));
-  adj_add_run(dst->dtype, dst->data, src->data, adj_tensor_volume(src));
+  adj_dtype_add(dst->dtype, dst->data, src->data, adj_tensor_volume(src));
   return ADJ_SUCCESS;
 }
 
@@ -268,7 +285,7 @@ static void adj_run_unpack_copy(char *t, char *b, size_t bytes, adj_dtype dtype,
 }
 static void adj_run_unpack_add(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
   (void)ctx;
-  adj_add_run(dtype, t, b, (int64_t)(bytes / adj_dtype_size(dtype)));
+  adj_dtype_add(dtype, t, b, (int64_t)(bytes / adj_dtype_size(dtype)));
 }
 static void adj_run_clear(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
   (void)b, (void)dtype, (void)ctx;
@@ -316,7 +333,7 @@ void adj_tensor_copy_box(adj_tensor *dst, const adj_box *dbox, const adj_tensor 
     char *d = (char *)dst->data + doff * (int64_t)esize;
     const char *s = (const char *)src->data + soff * (int64_t)esize;
     if (mode == ADJ_UNPACK_ADD)
-      adj_add_run(dst->dtype, d, s, inner);
+      adj_dtype_add(dst->dtype, d, s, inner);
     else
       memmove(d, s, (size_t)inner * esize);
     int d_i = outer - 1;

@@ -13,7 +13,7 @@ static int adj_activation_check(const char *who, const adj_activation *a, const 
   ADJ_CHECK(a->kind >= ADJ_RELU && a->kind <= ADJ_SIGMOID, ADJ_ERR_ARG, "%s: unknown activation kind %d", who,
             (int)a->kind);
   ADJ_CHECK(x, ADJ_ERR_ARG, "%s: input x is NULL", who);
-  ADJ_CHECK(adj_dtype_valid(x->dtype), ADJ_ERR_DTYPE, "%s: input x has invalid dtype %d", who, (int)x->dtype);
+  ADJ_CALL(adj_dtype_check_compute(who, "input x", x->dtype));
   return adj_check_tensor(who, name, t, x->dtype, x->rank, x->shape);
 }
 

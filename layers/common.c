@@ -14,7 +14,7 @@
 
 int adj_check_input(const char *who, const char *name, const adj_tensor *x, int rank) {
   ADJ_CHECK(x, ADJ_ERR_ARG, "%s: %s is NULL", who, name);
-  ADJ_CHECK(adj_dtype_valid(x->dtype), ADJ_ERR_DTYPE, "%s: %s has invalid dtype %d", who, name, (int)x->dtype);
+  ADJ_CALL(adj_dtype_check_compute(who, name, x->dtype));
   ADJ_CHECK(x->rank == rank, ADJ_ERR_SIZE, "%s: %s has rank %d but needs rank %d", who, name, x->rank, rank);
   return ADJ_SUCCESS;
 }

@@ -128,7 +128,7 @@ static int adj_conv_check_workers(const adj_conv_layer_config *cfg, adj_conv_spe
 static int adj_conv_validate(const adj_conv_layer_config *cfg, adj_conv_spec *s) {
   ADJ_CHECK(cfg, ADJ_ERR_ARG, "conv layer: config is NULL");
   *s = (adj_conv_spec){.name = cfg->name ? cfg->name : "conv layer", .dims = cfg->window.spatial_dims};
-  ADJ_CHECK(adj_dtype_valid(cfg->dtype), ADJ_ERR_DTYPE, "%s: invalid dtype %d", s->name, (int)cfg->dtype);
+  ADJ_CALL(adj_dtype_check_compute(s->name, "the config", cfg->dtype));
   ADJ_CHECK(s->dims >= 1 && s->dims <= ADJ_MAX_SPATIAL_DIMS, ADJ_ERR_ARG, "%s: window.spatial_dims is %d, not 1, 2 or 3",
             s->name, s->dims);
   s->rank = 2 + s->dims;

@@ -17,7 +17,7 @@ int adj_reshape_view(const adj_tensor *t, int rank, const int64_t *shape, adj_te
 
 int adj_layer_config_check(const char *who, const void *config, adj_dtype dtype, const adj_decomposition *input) {
   ADJ_CHECK(config, ADJ_ERR_ARG, "%s: config is NULL", who);
-  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "%s: invalid dtype %d", who, (int)dtype);
+  ADJ_CALL(adj_dtype_check_compute(who, "the config", dtype));
   ADJ_CHECK(input, ADJ_ERR_ARG, "%s: the input decomposition is NULL", who);
   return ADJ_SUCCESS;
 }

@@ -9,6 +9,7 @@
 
 #include "adjoin/kernels.h"
 #include "adjoin/threads.h"
+#include "dtype_impl.h"
 #include "error_impl.h"
 
 /* ---- argument checks -------------------------------------------------------------- */

@@ -12,7 +12,7 @@ int adj_layer_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int input_
   *out = NULL;
   adj_layer *l = calloc(1, sizeof *l);
   int local = l ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", name);
-  if (!adj_dtype_valid(dtype) && !local) local = adj_error_set(ADJ_ERR_DTYPE, "%s: invalid dtype %d", name, (int)dtype);
+  if (!local) local = adj_dtype_check_compute(name, "the layer", dtype);
   int status = adj_status_agree(base, local, ADJ_WAIT_YIELD);
   if (status) {
     free(l);

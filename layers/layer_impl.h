@@ -6,6 +6,7 @@
 #define ADJOIN_LAYERS_LAYER_IMPL_H
 
 #include "adjoin/layer.h"
+#include "dtype_impl.h"
 #include "error_impl.h"
 
 typedef struct adj_layer_methods {

@@ -336,6 +336,9 @@ static void ck_read_header(ck_reader *r, ck_header *h) {
 /* The header against what the caller wants restored. */
 static int ck_check_header(const char *path, const ck_header *h, adj_layer *net, adj_optimizer *opt, adj_rng *rng) {
   ADJ_CHECK(adj_dtype_valid((adj_dtype)h->dtype), ADJ_ERR_IO, "checkpoint %s: unknown dtype %u", path, h->dtype);
+  ADJ_CHECK(adj_dtype_is_float((adj_dtype)h->dtype), ADJ_ERR_IO,
+            "checkpoint %s: dtype %s, but network parameters are float32 or float64", path,
+            adj_dtype_name((adj_dtype)h->dtype));
   ADJ_CHECK(h->n_parameters == (uint32_t)adj_layer_parameter_count(net), ADJ_ERR_IO,
             "checkpoint %s: holds %u parameters but the network %s has %d", path, h->n_parameters,
             adj_layer_name(net), adj_layer_parameter_count(net));

@@ -5,6 +5,7 @@
 
 #include "adjoin/data_parallel.h"
 #include "adjoin/net.h"
+#include "dtype_impl.h"
 #include "error_impl.h"
 
 struct adj_replicas {
@@ -78,7 +79,7 @@ int adj_replicas_broadcast_parameters(const adj_replicas *r, adj_layer *network,
   status = adj_status_agree(r->comm, status, r->wait);
   ADJ_CALL(status);
   MPI_Request request;
-  MPI_Datatype type = values.dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  MPI_Datatype type = adj_dtype_mpi(values.dtype);
   status = MPI_Ibcast(values.data, (int)volume, type, root, r->across, &request) == MPI_SUCCESS
                ? adj_wait_all(1, &request, r->wait)
                : adj_error_set(ADJ_ERR_MPI, "data parallel: parameter broadcast failed");

@@ -177,7 +177,7 @@ static int adj_all_gather_create_named(const char *name, adj_dtype dtype, const 
   if (adj_partition_active(p)) full.extent[dim] = adj_decomposition_global_shape(d)[dim];
   const adj_box *domain = gather_forward ? &block : &full, *range = gather_forward ? &full : &block;
   *g = (adj_all_gather){.gather_forward = gather_forward, .group = MPI_COMM_NULL,
-                        .type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE};
+                        .type = adj_dtype_mpi(dtype)};
   static const adj_op_methods methods = {adj_all_gather_begin, adj_all_gather_end, adj_all_gather_destroy};
   status = adj_op_alloc(name, base, dtype, domain->rank, domain->extent, range->rank, range->extent, &methods, g, op);
   if (status) {

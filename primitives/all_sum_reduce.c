@@ -70,7 +70,7 @@ static int adj_asr_validate(adj_dtype dtype, const adj_partition *p, int rank, i
                             adj_op **op) {
   ADJ_CHECK(op, ADJ_ERR_ARG, "all-sum-reduce: output operator pointer is NULL");
   *op = NULL;
-  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "all-sum-reduce: invalid dtype %d (expected float32 or float64)",
+  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "all-sum-reduce: invalid dtype %d (expected float32, float64, int32, int64 or uint8)",
             (int)dtype);
   ADJ_CHECK(p, ADJ_ERR_ARG, "all-sum-reduce: partition is NULL");
   ADJ_CHECK(rank >= 1 && rank <= ADJ_MAX_RANK, ADJ_ERR_ARG,
@@ -176,7 +176,7 @@ int adj_all_sum_reduce_create(adj_dtype dtype, const adj_partition *p, int rank,
     return status;
   }
   a->group = MPI_COMM_NULL;
-  a->type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  a->type = adj_dtype_mpi(dtype);
   adj_box whole = adj_box_whole(rank, shape);
   a->count = (int)adj_box_volume(&whole);
   static const adj_op_methods methods = {adj_asr_begin, adj_asr_end, adj_asr_destroy};

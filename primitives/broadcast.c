@@ -316,18 +316,6 @@ static int adj_chain_length(const adj_chain *chain, int count, int s) {
   return rest < chain->segment ? rest : chain->segment;
 }
 
-static void adj_chain_add(adj_dtype dtype, void *sum, const void *term, int n) {
-  if (dtype == ADJ_FLOAT32) {
-    float *a = sum;
-    const float *x = term;
-    for (int i = 0; i < n; i++) a[i] += x[i];
-  } else {
-    double *a = sum;
-    const double *x = term;
-    for (int i = 0; i < n; i++) a[i] += x[i];
-  }
-}
-
 /* Begin: a member with an upstream neighbour posts every receive (copies into
  * its block, sums into the partial buffer); the head of the chain posts every
  * send.  One message per segment in the counters. */
@@ -367,8 +355,8 @@ static int adj_chain_complete(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
     int n = adj_chain_length(chain, count, s);
     size_t offset = (size_t)s * (size_t)chain->segment * esize;
     char *own = (char *)data + offset, *partial = copies ? NULL : (char *)chain->partial + offset;
-    if (!copies && down >= 0) adj_chain_add(op->dtype, partial, own, n);
-    if (!copies && down < 0) adj_chain_add(op->dtype, own, partial, n);
+    if (!copies && down >= 0) adj_dtype_add(op->dtype, partial, own, n);
+    if (!copies && down < 0) adj_dtype_add(op->dtype, own, partial, n);
     if (down < 0) continue;
     ADJ_CALL_MPI(MPI_Isend(copies ? own : partial, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
     adj_op_count_send(op, (size_t)n * esize);
@@ -559,7 +547,7 @@ static int adj_bcast_plan(const char *name, bool swapped, adj_dtype dtype, const
   *plan = b;
   ADJ_CHECK(b, ADJ_ERR_MEM, "%s: out of memory", name);
   b->swapped = swapped;
-  b->type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  b->type = adj_dtype_mpi(dtype);
   b->root_comm = b->leaf_comm = MPI_COMM_NULL;
   ADJ_CALL(adj_bcast_count(name, rank, source_shape, &b->source_count));
   return adj_bcast_count(name, rank, destination_shape, &b->destination_count);
@@ -611,7 +599,7 @@ static int adj_bcast_validate(const char *name, adj_dtype dtype, const adj_decom
                               const adj_partition *destination, adj_op **op) {
   ADJ_CHECK(op, ADJ_ERR_ARG, "%s: output operator pointer is NULL", name);
   *op = NULL;
-  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "%s: invalid dtype %d (expected float32 or float64)", name,
+  ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "%s: invalid dtype %d (expected float32, float64, int32, int64 or uint8)", name,
             (int)dtype);
   ADJ_CHECK(source, ADJ_ERR_ARG, "%s: decomposition is NULL", name);
   ADJ_CHECK(destination, ADJ_ERR_ARG, "%s: partition is NULL", name);

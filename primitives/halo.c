@@ -154,7 +154,7 @@ static int adj_halo_plan_phase(adj_halo *h, const adj_partition *partition, cons
 
 static int adj_halo_plan(adj_halo *h, adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g) {
   h->esize = adj_dtype_size(dtype);
-  h->type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  h->type = adj_dtype_mpi(dtype);
   bool active = adj_partition_active(partition);
   adj_halo_geometry_local(g, active ? adj_partition_coords(partition) : NULL, &h->local);
   if (!active) return ADJ_SUCCESS;

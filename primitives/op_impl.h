@@ -10,6 +10,7 @@
 #define ADJOIN_PRIMITIVES_OP_IMPL_H
 
 #include "adjoin/op.h"
+#include "dtype_impl.h"
 #include "error_impl.h"
 
 typedef struct adj_op_methods {

@@ -106,7 +106,7 @@ static int adj_repartition_plan_side(const adj_decomposition *mine, const adj_de
 static int adj_repartition_plan(adj_dtype dtype, const adj_decomposition *x, const adj_decomposition *y, int me,
                                 adj_repartition *r) {
   size_t esize = adj_dtype_size(dtype);
-  r->type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  r->type = adj_dtype_mpi(dtype);
   ADJ_CALL(adj_repartition_plan_side(x, y, me, esize, &r->side[0]));
   ADJ_CALL(adj_repartition_plan_side(y, x, me, esize, &r->side[1]));
   r->requests = malloc(sizeof *r->requests * (size_t)(r->side[0].count + r->side[1].count + 1));

@@ -141,7 +141,7 @@ static int adj_send_receive_setup(adj_send_receive *s, MPI_Comm base, adj_dtype 
                                   const int64_t *shape, adj_transfer transfer) {
   MPI_Comm_rank(base, &s->me);
   s->src = src, s->dst = dst, s->copy = transfer == ADJ_TRANSFER_COPY;
-  s->type = dtype == ADJ_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  s->type = adj_dtype_mpi(dtype);
   s->count = 1;
   for (int i = 0; i < rank; i++) s->count *= (int)shape[i];
   s->halves[0] = s->halves[1] = adj_box_whole(rank, shape);

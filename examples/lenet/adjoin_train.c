@@ -171,7 +171,8 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case 'o': return parse_optimizer(arg, &o->optimizer);
   case 's': return parse_int("--seed", arg, 0, &v) ? -1 : (o->seed = (uint64_t)v, 0);
   case 't':
-    if (!adj_dtype_parse(arg, &o->dtype)) return 0;
+    /* Integer dtypes parse but cannot train: the network computes in floats. */
+    if (!adj_dtype_parse(arg, &o->dtype) && adj_dtype_is_float(o->dtype)) return 0;
     complain("--dtype is f32 or f64, got '%s'\n", arg);
     return -1;
   case 'L': o->layout = arg; return 0;

@@ -8,6 +8,12 @@
  * row-major order, then the per-rank partial sums are gathered and added in rank
  * order.  The printed figure is therefore identical run to run.
  *
+ * For integer operators (every tensor int32, int64 or uint8) the test is exact:
+ * x and y are small random integers (-3..3, or 0..3 for uint8, so no sum the
+ * operators take can wrap), the inner products are taken in int64 with every
+ * product and sum checked for overflow, and they must be equal: the
+ * relative_error field holds |<F x, y> - <x, F* y>|, an integer that must be 0.
+ *
  * adj_dottest_run handles maps whose domain and range are lists of tensors (a
  * layer's Jacobian acts on the input and all parameters at once);
  * adj_dottest_op is the one-tensor case for an adj_op. */
@@ -26,7 +32,9 @@ typedef struct adj_dottest_result {
   double range_inner;    /* <F x, y> */
   double domain_inner;   /* <x, F* y> */
   double norm_Fx, norm_y, norm_x, norm_Fty;
-  double relative_error; /* eq. 13; 0 when both sides vanish */
+  double relative_error; /* eq. 13; 0 when both sides vanish; the exact difference for integers */
+  int exact;             /* nonzero for an integer operator: the _int fields hold the inner products */
+  int64_t range_inner_int, domain_inner_int;
 } adj_dottest_result;
 
 typedef struct adj_dottest_problem {
@@ -69,7 +77,8 @@ int adj_taylor_test_layer(struct adj_layer *layer, uint64_t seed, double h0, int
                           double *orders);
 
 /* Tolerances of DESIGN.md section 5: data movement 1e-13 (float64), layers
- * 1e-12 (float64), 1e-5 for float32. */
+ * 1e-12 (float64), 1e-5 for float32; 0 for the integer dtypes (exact).  A
+ * result passes when its relative_error is at most the tolerance. */
 double adj_dottest_tolerance(adj_dtype dtype, int is_layer);
 
 ADJ_END_DECLS

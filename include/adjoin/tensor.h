@@ -51,9 +51,16 @@ void adj_tensor_destroy(adj_tensor *t);
 int64_t adj_tensor_volume(const adj_tensor *t);
 size_t adj_tensor_bytes(const adj_tensor *t);
 
-/* Element access by flat (row-major) index, converting through double. */
+/* Element access by flat (row-major) index, converting through double.  For
+ * an integer dtype, set truncates toward zero and the value must be in range
+ * (use the _int pair for integers beyond 2^53 or to wrap). */
 double adj_tensor_get(const adj_tensor *t, int64_t flat_index);
 void adj_tensor_set(adj_tensor *t, int64_t flat_index, double value);
+/* Exact integer access: get widens int32/int64/uint8 to int64 (floats
+ * truncate toward zero); set stores the value modulo 2^bits of the dtype
+ * (two's complement for int32, 0..255 for uint8), floats convert. */
+int64_t adj_tensor_get_int(const adj_tensor *t, int64_t flat_index);
+void adj_tensor_set_int(adj_tensor *t, int64_t flat_index, int64_t value);
 
 /* dst = 0 */
 void adj_tensor_zero(adj_tensor *t);

@@ -82,6 +82,17 @@ double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b) {
   return diff / scale;
 }
 
+const adj_dtype adj_test_movement_dtypes[ADJ_TEST_MOVEMENT_DTYPES] = {ADJ_FLOAT64, ADJ_FLOAT32, ADJ_INT32, ADJ_INT64,
+                                                                    ADJ_UINT8};
+
+double adj_test_as_dtype(adj_dtype dtype, double value) {
+  unsigned char storage[8];
+  adj_tensor one;
+  adj_tensor_view(&one, dtype, 0, NULL, storage);
+  adj_tensor_set(&one, 0, value);
+  return adj_tensor_get(&one, 0);
+}
+
 void adj_test_fill_global_index(adj_tensor *t, const adj_box *box, const int64_t *global) {
   int rank = box->rank;
   int64_t n = adj_box_volume(box);

@@ -52,6 +52,13 @@ void adj_test_report(adj_test *t, const char *fmt, ...) __attribute__((format(pr
 enum { ADJ_TEST_ANY_ERROR = -1 };
 int adj_test_expect_error(adj_test *t, const char *label, int status, int code, const char *phrase);
 
+/* value as an element of dtype stores it: rounded to float32, or truncated and
+ * wrapped modulo 2^bits for the integer dtypes.  References computed in double
+ * compare with what an integer operator produced through it. */
+double adj_test_as_dtype(adj_dtype dtype, double value);
+/* The dtypes data movement runs in: float64, float32, int32, int64, uint8. */
+enum { ADJ_TEST_MOVEMENT_DTYPES = 5 };
+extern const adj_dtype adj_test_movement_dtypes[ADJ_TEST_MOVEMENT_DTYPES];
 /* Largest |a_i - b_i| / max(1, max|b_i|) over two tensors of equal shape. */
 double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b);
 /* Fills t with values that encode the global index of each element of a block

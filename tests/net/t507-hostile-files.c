@@ -1,5 +1,5 @@
 /* Hostile files: checkpoints with a valid CRC but out-of-range contents
- * (generator index, step count, non-finite or absurd values, a mid-epoch
+ * (generator index, step count, an integer dtype, non-finite or absurd values, a mid-epoch
  * position of another batch size), checkpoint targets and sources that are
  * not regular files (FIFO, directory, a symlink planted at the temporary
  * name, a sparse terabyte), IDX files that never end or lie about their size,
@@ -80,6 +80,7 @@ static void index_625(unsigned char *d, long size) { (void)size, mt_index(d, 625
 static void steps_minus_one(unsigned char *d, long size) { (void)size, put_le(d + 32, UINT64_MAX, 8); }
 static void epoch_minus_one(unsigned char *d, long size) { (void)size, put_le(d + 40, UINT64_MAX, 8); }
 static void huge_rng_bytes(unsigned char *d, long size) { (void)size, put_le(d + 28, UINT32_MAX, 4); }
+static void dtype_int32(unsigned char *d, long size) { (void)size, put_le(d + 12, ADJ_INT32, 4); }
 static void put_value(unsigned char *d, long at, double v) {
   uint64_t bits;
   memcpy(&bits, &v, sizeof bits);
@@ -139,6 +140,7 @@ static void crafted_checkpoints(adj_test *t, const char *dir, const char *layout
       {"step count -1 (valid CRC)", steps_minus_one, "optimizer step count -1"},
       {"epoch -1 (valid CRC)", epoch_minus_one, "epoch -1"},
       {"generator 2^32-1 bytes (valid CRC)", huge_rng_bytes, "generator state of 4294967295 bytes"},
+      {"dtype int32 (valid CRC)", dtype_int32, "dtype int32, but network parameters are float32 or float64"},
       {"NaN weight (valid CRC)", weight_nan, "element 3 is nan"},
       {"-Inf weight (valid CRC)", weight_inf, "is -inf"},
       {"1e300 weight (valid CRC)", weight_1e300, "is 1e+300"},

@@ -72,6 +72,11 @@ for flag, value in (("--weight-decay", "inf"), ("--lr", "nan"), ("--momentum", "
     code, out = run([*small, flag, value])
     expect(f"{flag} {value}", code, out, 2, "finite")
 
+# Integer dtypes move data but cannot train: refused as a bad flag.
+for value in ("i32", "uint8"):
+    code, out = run([*small, "--dtype", value])
+    expect(f"--dtype {value}", code, out, 2, "--dtype is f32 or f64")
+
 # A checkpoint path that cannot work is refused before the first epoch.
 code, out = run([*small, "--checkpoint", f"{work}/no-such-dir/run.ckpt"])
 expect("--checkpoint in a missing directory", code, out, 1, "no-such-dir")

@@ -167,7 +167,8 @@ static void check_fill(adj_test *t, const char *label, const adj_tensor *out, co
   adj_tensor_create(&ref, out->dtype, out->rank, out->shape);
   adj_test_fill_global_index(&ref, box, global);
   for (int64_t i = 0; i < n; i++)
-    if (adj_tensor_get(out, i) != weight * adj_tensor_get(&ref, i) && bad++ == 0) first = i;
+    if (adj_tensor_get(out, i) != adj_test_as_dtype(out->dtype, weight * adj_tensor_get(&ref, i)) && bad++ == 0)
+      first = i;
   ADJ_TEST_CHECK(t, bad == 0, "%s: %lld of %lld elements differ from the reference (first at %lld: %g, expected %g)",
                  label, (long long)bad, (long long)n, (long long)first, first >= 0 ? adj_tensor_get(out, first) : 0.0,
                  first >= 0 ? weight * adj_tensor_get(&ref, first) : 0.0);
@@ -232,8 +233,8 @@ void bcast_check_table(adj_test *t, bool sum_reduce) {
     int status = bcast_setup_create(t->comm, &configs[i], &s);
     ADJ_TEST_OK(t, status);
     if (!status) {
-      check_op(t, &configs[i], &s, ADJ_FLOAT64, sum_reduce);
-      check_op(t, &configs[i], &s, ADJ_FLOAT32, sum_reduce);
+      for (int k = 0; k < ADJ_TEST_MOVEMENT_DTYPES; k++)
+        check_op(t, &configs[i], &s, adj_test_movement_dtypes[k], sum_reduce);
     }
     bcast_setup_destroy(&s);
   }

@@ -66,7 +66,7 @@ void bcast_world_sum_destroy(bcast_world_sum *w);
  * `elements` into, from ADJ_CHAIN_SEGMENT_BYTES or the library's 64 KB. */
 int bcast_chain_segments(int64_t elements, size_t element_size);
 
-/* Every configuration of the world's size in both dtypes: the copy and sum
+/* Every configuration of the world's size in every dtype (integers too): the copy and sum
  * references, the dot-product test and split phase of the summing direction,
  * for a broadcast (sum_reduce false) or a sum-reduce. */
 void bcast_check_table(adj_test *t, bool sum_reduce);

@@ -97,7 +97,7 @@ static void check_reference(adj_test *t, const asr_config *c, const char *label,
     ADJ_TEST_OK(t, adj_op_apply(op, direction, &in, target));
     int64_t bad = 0;
     for (int64_t i = 0; i < adj_tensor_volume(target); i++)
-      bad += adj_tensor_get(target, i) != offsets + 10.0 * members * (double)i;
+      bad += adj_tensor_get(target, i) != adj_test_as_dtype(target->dtype, offsets + 10.0 * members * (double)i);
     ADJ_TEST_CHECK(t, bad == 0, "%s: %lld elements differ from the group sum (%s, %s)", label, (long long)bad,
                    direction == ADJ_FORWARD ? "forward" : "adjoint", pass ? "in place" : "out of place");
   }
@@ -173,8 +173,7 @@ int main(int argc, char **argv) {
     int status = bcast_grid_create(t.comm, &configs[i].grid, &p);
     ADJ_TEST_OK(&t, status);
     if (!status) {
-      check_config(&t, &configs[i], ADJ_FLOAT64, p);
-      check_config(&t, &configs[i], ADJ_FLOAT32, p);
+      for (int k = 0; k < ADJ_TEST_MOVEMENT_DTYPES; k++) check_config(&t, &configs[i], adj_test_movement_dtypes[k], p);
     }
     adj_partition_destroy(&p);
   }

@@ -204,10 +204,12 @@ static void check_grid(adj_test *t, const grid_case *g) {
   if (g->M) snprintf(name, sizeof name, "grid [%d, %d]", g->R, g->M);
   else snprintf(name, sizeof name, "grid [%d]", g->R);
   /* Every cap and placement in float64; float32 (same code, other MPI type)
-   * on one placement, to keep the count of communicators made small. */
+   * on one placement, and int32 or int64 on every other cap, to keep the
+   * count of communicators made small. */
   for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
     for (int placement = 0; placement < 3; placement++) run_case(t, g, ADJ_FLOAT64, caps[c], placement, true, NULL);
     run_case(t, g, ADJ_FLOAT32, caps[c], 2, true, NULL);
+    if (c % 2) run_case(t, g, c == 1 ? ADJ_INT32 : ADJ_INT64, caps[c], 2, true, NULL);
   }
   /* Bit-identity across caps on float64 sums that round. */
   for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {

@@ -39,13 +39,14 @@ static void check_values(adj_test *t, const char *label, adj_op *op, adj_transfe
   ADJ_TEST_OK(t, adj_op_forward(op, &x, &y));
   int64_t wrong = 0;
   for (int64_t j = 0; j < adj_tensor_volume(&y); j++) wrong += adj_tensor_get(&y, j) != (double)(j % n + 1);
+  adj_dtype dtype = adj_op_dtype(op);
   ADJ_TEST_CHECK(t, wrong == 0, "%s: forward: %lld elements wrong on rank %d", label, (long long)wrong, t->rank);
   for (int64_t j = 0; j < adj_tensor_volume(&y); j++) adj_tensor_set(&y, j, y_value(t->rank, j));
   for (int64_t i = 0; i < adj_tensor_volume(&back); i++) adj_tensor_set(&back, i, -1.0);
   ADJ_TEST_OK(t, adj_op_adjoint(op, &y, &back));
   wrong = 0;
   for (int64_t i = 0; i < adj_tensor_volume(&back); i++)
-    wrong += adj_tensor_get(&back, i) != adjoint_value(transfer, src, dst, i, n);
+    wrong += adj_tensor_get(&back, i) != adj_test_as_dtype(dtype, adjoint_value(transfer, src, dst, i, n));
   ADJ_TEST_CHECK(t, wrong == 0, "%s: adjoint: %lld elements wrong on rank %d", label, (long long)wrong, t->rank);
   adj_tensor_destroy(&x);
   adj_tensor_destroy(&y);
@@ -95,8 +96,8 @@ static void check_errors(adj_test *t) {
                         adj_send_receive_create(t->comm, ADJ_FLOAT32, 0, 0, 2, shape, (adj_transfer)4, &op),
                         ADJ_TEST_ANY_ERROR, "transfer 4");
   adj_test_expect_error(t, "invalid dtype",
-                        adj_send_receive_create(t->comm, (adj_dtype)3, 0, 0, 2, shape, ADJ_TRANSFER_MOVE, &op),
-                        ADJ_TEST_ANY_ERROR, "invalid dtype 3");
+                        adj_send_receive_create(t->comm, (adj_dtype)7, 0, 0, 2, shape, ADJ_TRANSFER_MOVE, &op),
+                        ADJ_TEST_ANY_ERROR, "invalid dtype 7");
   ADJ_TEST_CHECK(t, op == NULL, "a failed create left an operator behind");
 }
 
@@ -107,10 +108,10 @@ int main(int argc, char **argv) {
    * some pairs coincide and run twice. */
   int last = t.size - 1, pairs[4][2] = {{0, last}, {last, 0}, {last / 2, last / 2}, {last, last / 2}};
   int64_t shape[2] = {3, 4}, empty[2] = {0, 3};
-  for (int dt = 0; dt < 2; dt++)
+  for (int dt = 0; dt < ADJ_TEST_MOVEMENT_DTYPES; dt++)
     for (int transfer = 0; transfer < 2; transfer++)
       for (int k = 0; k < 4; k++)
-        check_pair(&t, (adj_dtype)dt, (adj_transfer)transfer, pairs[k][0], pairs[k][1], shape);
+        check_pair(&t, adj_test_movement_dtypes[dt], (adj_transfer)transfer, pairs[k][0], pairs[k][1], shape);
   check_pair(&t, ADJ_FLOAT64, ADJ_TRANSFER_COPY, t.size - 1, 0, empty);
   check_errors(&t);
   return adj_test_finish(&t);

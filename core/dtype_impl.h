@@ -1,0 +1,26 @@
+/* Private dtype helpers shared by the tensor code and the primitives: the MPI
+ * datatype of each dtype and the one local add every reduction uses, so a sum
+ * taken locally and a sum taken by MPI agree element for element. */
+#ifndef ADJOIN_CORE_DTYPE_IMPL_H
+#define ADJOIN_CORE_DTYPE_IMPL_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "adjoin/dtype.h"
+
+/* MPI_FLOAT, MPI_DOUBLE, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T;
+ * MPI_DATATYPE_NULL for an invalid dtype. */
+MPI_Datatype adj_dtype_mpi(adj_dtype dtype);
+
+/* dst[i] += src[i] for n elements of dtype.  Integers add modulo 2^bits (the
+ * signed types through their unsigned twins, so overflow is defined and equals
+ * the two's-complement wraparound MPI's MPI_SUM produces). */
+void adj_dtype_add(adj_dtype dtype, void *dst, const void *src, int64_t n);
+
+/* ADJ_SUCCESS for float32/float64; otherwise ADJ_ERR_DTYPE with "<who>: <what>
+ * has dtype int32, but layers and kernels compute in float32 or float64 only".
+ * Every compute entry point checks its dtype with it. */
+int adj_dtype_check_compute(const char *who, const char *what, adj_dtype dtype);
+
+#endif

@@ -5,7 +5,6 @@
  * glue (a repartition layer) is inserted only where the next stage needs
  * another layout, so the sequential network is the same code with every
  * partition of extent 1 and no glue. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +14,6 @@
 #include "adjoin/lenet.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/net.h"
-#include "adjoin/rng.h"
 #include "error_impl.h"
 
 typedef struct lenet_layout {
@@ -234,44 +232,3 @@ adj_layer *adj_lenet_loss(adj_layer *network) {
 }
 
 /* ---- initialisation ------------------------------------------------------------------- */
-
-/* The uniform bound of parameter p: 1/sqrt(fan_in), where a weight's fan_in
- * is its volume per output and a bias takes its weight's (*fan_in). */
-static double lenet_bound(const adj_parameter *p, int64_t *fan_in) {
-  const int64_t *shape = adj_decomposition_global_shape(p->layout);
-  if (strcmp(p->name, "bias")) {
-    *fan_in = 1;
-    for (int d = 1; d < adj_decomposition_rank(p->layout); d++) *fan_in *= shape[d];
-  }
-  return 1.0 / sqrt((double)(*fan_in > 0 ? *fan_in : 1));
-}
-
-/* Draws the whole parameter on rank 0 and scatters it. */
-static int lenet_init_parameter(adj_layer *network, int index, adj_rng *rng, int64_t *fan_in) {
-  adj_parameter *p = adj_layer_parameter(network, index);
-  double bound = lenet_bound(p, fan_in);
-  adj_tensor whole = {0};
-  int status = ADJ_SUCCESS;
-  if (rng) {
-    status = adj_tensor_create(&whole, adj_layer_dtype(network), adj_decomposition_rank(p->layout),
-                               adj_decomposition_global_shape(p->layout));
-    if (!status) adj_rng_fill_uniform(rng, &whole, -bound, bound);
-  }
-  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
-  if (!status) status = adj_layer_set_parameter(network, index, 0, rng ? &whole : NULL);
-  adj_tensor_destroy(&whole);
-  return status;
-}
-
-int adj_network_init_uniform(adj_layer *network, uint64_t seed) {
-  int rank;
-  MPI_Comm_rank(adj_layer_comm(network), &rank);
-  adj_rng *rng = NULL;
-  int status = rank == 0 ? adj_rng_create(seed, &rng) : ADJ_SUCCESS;
-  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
-  int64_t fan_in = 1;
-  for (int i = 0; !status && i < adj_layer_parameter_count(network); i++)
-    status = lenet_init_parameter(network, i, rng, &fan_in);
-  adj_rng_destroy(&rng);
-  return status;
-}

@@ -1,9 +1,11 @@
 /* A network: a layer that composes layers.  See include/adjoin/net.h. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adjoin/net.h"
+#include "adjoin/rng.h"
 #include "layer_impl.h"
 
 typedef struct adj_network {
@@ -268,4 +270,47 @@ void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, 
   adj_network *net = network->impl;
   net->hook = hook;
   net->hook_ctx = ctx;
+}
+
+/* ---- initialisation (PyTorch's default uniform) ---------------------------------------- */
+
+/* The uniform bound of parameter p: 1/sqrt(fan_in), where a weight's fan_in
+ * is its volume per output and a bias takes its weight's (*fan_in). */
+static double uniform_bound(const adj_parameter *p, int64_t *fan_in) {
+  const int64_t *shape = adj_decomposition_global_shape(p->layout);
+  if (strcmp(p->name, "bias")) {
+    *fan_in = 1;
+    for (int d = 1; d < adj_decomposition_rank(p->layout); d++) *fan_in *= shape[d];
+  }
+  return 1.0 / sqrt((double)(*fan_in > 0 ? *fan_in : 1));
+}
+
+/* Draws the whole parameter on rank 0 and scatters it. */
+static int init_parameter_uniform(adj_layer *network, int index, adj_rng *rng, int64_t *fan_in) {
+  adj_parameter *p = adj_layer_parameter(network, index);
+  double bound = uniform_bound(p, fan_in);
+  adj_tensor whole = {0};
+  int status = ADJ_SUCCESS;
+  if (rng) {
+    status = adj_tensor_create(&whole, adj_layer_dtype(network), adj_decomposition_rank(p->layout),
+                               adj_decomposition_global_shape(p->layout));
+    if (!status) adj_rng_fill_uniform(rng, &whole, -bound, bound);
+  }
+  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
+  if (!status) status = adj_layer_set_parameter(network, index, 0, rng ? &whole : NULL);
+  adj_tensor_destroy(&whole);
+  return status;
+}
+
+int adj_network_init_uniform(adj_layer *network, uint64_t seed) {
+  int rank;
+  MPI_Comm_rank(adj_layer_comm(network), &rank);
+  adj_rng *rng = NULL;
+  int status = rank == 0 ? adj_rng_create(seed, &rng) : ADJ_SUCCESS;
+  status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
+  int64_t fan_in = 1;
+  for (int i = 0; !status && i < adj_layer_parameter_count(network); i++)
+    status = init_parameter_uniform(network, i, rng, &fan_in);
+  adj_rng_destroy(&rng);
+  return status;
 }

@@ -59,6 +59,7 @@
 
 #include "adjoin/kernels.h"
 #include "adjoin/layer.h"
+#include "adjoin/net.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -86,14 +87,6 @@ adj_layer *adj_lenet_loss(adj_layer *network);
  * help texts ("sequential, dist2, dist4, dist8, hybrid4, hybrid4-batch"). */
 int adj_lenet_layout_ranks(const char *layout);
 const char *adj_lenet_layout_names(void);
-
-/* Initialises every parameter like PyTorch's default: uniform on
- * (-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the weight's input volume (C_in k k
- * or F_in; a bias uses its weight's).  The global values are drawn on rank 0
- * from `seed` in parameter order (float64, then rounded to the dtype) and
- * scattered onto each parameter's layout, so every layout starts from the same
- * global parameters.  Works for any network; collective. */
-int adj_network_init_uniform(adj_layer *network, uint64_t seed);
 
 ADJ_END_DECLS
 

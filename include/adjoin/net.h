@@ -21,6 +21,7 @@
 #define ADJOIN_NET_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "adjoin/layer.h"
 #include "adjoin/export.h"
@@ -94,6 +95,14 @@ void adj_optimizer_set_steps(adj_optimizer *optimizer, int64_t steps);
  * checkpoint can gather them per parameter like the values.  Returns how many
  * (0, 1 or 2) and fills buffers[0..n). */
 int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
+
+/* Initialises every parameter like PyTorch's default: uniform on
+ * (-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the weight's input volume (C_in k k
+ * or F_in; a bias uses its weight's).  The global values are drawn on rank 0
+ * from `seed` in parameter order (float64, then rounded to the dtype) and
+ * scattered onto each parameter's layout, so every layout starts from the same
+ * global parameters.  Works for any network; collective. */
+int adj_network_init_uniform(adj_layer *network, uint64_t seed);
 
 ADJ_END_DECLS
 

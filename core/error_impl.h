@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/status.h"
 
 #if defined(__GNUC__)

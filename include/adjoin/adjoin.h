@@ -10,6 +10,7 @@
 #include "adjoin/tensor.h"
 #include "adjoin/rng.h"
 #include "adjoin/wait.h"
+#include "adjoin/agree.h"
 #include "adjoin/threads.h"
 #include "adjoin/partition.h"
 #include "adjoin/decomposition.h"

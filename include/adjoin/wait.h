@@ -14,8 +14,6 @@
 #define ADJOIN_WAIT_H
 
 #include <mpi.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -45,26 +43,6 @@ int adj_comm_dup_with_policy(MPI_Comm comm, MPI_Comm *dup, adj_wait_policy *poli
 
 /* "auto" / "spin" / "yield" */
 const char *adj_wait_policy_name(adj_wait_policy policy);
-
-/* Agrees on a status across comm: if any rank passes a nonzero status, every rank
- * returns nonzero and the message of the lowest failing rank (prefixed with
- * "rank R: ") becomes every rank's adj_last_error().  The failing rank keeps its
- * own code; the others return ADJ_ERR_REMOTE unless the failing code is one of
- * the argument errors, which is then returned everywhere.  Collective on comm;
- * uses nonblocking collectives completed with policy. */
-int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy);
-
-/* adj_status_agree that also checks, in the same reduction, that `choice` is
- * the same on every rank: if not (and no rank failed), every rank returns
- * ADJ_ERR_ARG with "<what> on some ranks and not on others".  what NULL: no
- * such check.  E.g. a layer's "dx is NULL". */
-int adj_status_agree_choice(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy);
-
-/* How many agreements (adj_status_agree on a communicator of more than one
- * rank, each one small all-reduce) this process has taken part in so far:
- * what the collective error guarantee costs a program, e.g. per training
- * step.  Counts on the calling thread's process; not collective. */
-uint64_t adj_status_agreements(void);
 
 ADJ_END_DECLS
 

@@ -1,0 +1,63 @@
+/* Agreement on a status across ranks (see include/adjoin/agree.h). */
+#include <stdio.h>
+
+#include "adjoin/agree.h"
+#include "adjoin/status.h"
+#include "error_impl.h"
+
+static uint64_t adj_agreements;
+
+uint64_t adj_status_agreements(void) { return adj_agreements; }
+
+/* The failure path of an agreement: the lowest failing rank sends its code and
+ * message to all. */
+static int adj_status_spread(MPI_Comm comm, int rank, int failing, int status, adj_wait_policy policy);
+
+int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy) {
+  return adj_status_agree_choice(comm, status, false, NULL, policy);
+}
+
+int adj_status_agree_choice(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  if (size == 1) return status;
+  adj_agreements++;
+  MPI_Comm_rank(comm, &rank);
+  /* Lowest failing rank wins (ranks that did not fail propose size, no one);
+   * in the same reduction, the lowest rank that chose and the lowest that did
+   * not: both exist only when the ranks disagree. */
+  int mine[3] = {status ? rank : size, choice ? rank : size, choice ? size : rank}, low[3];
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Iallreduce(mine, low, 3, MPI_INT, MPI_MIN, comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, policy));
+  if (low[0] < size) return adj_status_spread(comm, rank, low[0], status, policy);
+  if (what && low[1] < size && low[2] < size)
+    return adj_error_set(ADJ_ERR_ARG, "%s on some ranks and not on others (a collective choice): so on rank %d, not on "
+                         "rank %d", what, low[1], low[2]);
+  return ADJ_SUCCESS;
+}
+
+static int adj_status_spread(MPI_Comm comm, int rank, int failing, int status, adj_wait_policy policy) {
+  MPI_Request request;
+  /* Failure path only: the failing rank sends its code and message to all. */
+  struct {
+    int code;
+    char text[900];
+  } report = {0};
+  if (rank == failing) {
+    report.code = status;
+    snprintf(report.text, sizeof report.text, "%s", adj_last_error());
+  }
+  ADJ_CALL_MPI(MPI_Ibcast(&report, (int)sizeof report, MPI_BYTE, failing, comm, &request));
+  ADJ_CALL(adj_wait_all(1, &request, policy));
+  /* A message already agreed on (nested agreements) keeps its one prefix. */
+  int from = -1, used = 0;
+  if (sscanf(report.text, "rank %d: %n", &from, &used) == 1 && used > 0) {
+    adj_error_set_message(report.text);
+  } else {
+    char message[1024];
+    snprintf(message, sizeof message, "rank %d: %s", failing, report.text);
+    adj_error_set_message(message);
+  }
+  return report.code;
+}

@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include "adjoin/threads.h"
 #include "error_impl.h"
+#include "threads_impl.h"
 
 static int adj_threads_chosen; /* 0 until first asked for or set */
 
@@ -53,4 +56,27 @@ int adj_threads_set(int threads) {
             "adj_threads_set: thread count %d is not from 1 to %d", threads, ADJ_THREADS_MAX);
   adj_threads_chosen = threads;
   return ADJ_SUCCESS;
+}
+
+/* ---- thread teams and OpenBLAS's threads (threads_impl.h) ---------------------------------- */
+
+int adj_team_size(int64_t items, int64_t work) {
+  if (work < ADJ_TEAM_MIN_WORK || items < 2) return 1;
+  int threads = adj_threads_get();
+  return items < threads ? (int)items : threads;
+}
+
+void adj_team_range(int64_t items, int team, int member, int64_t *first, int64_t *count) {
+  int64_t base = items / team, extra = items % team;
+  *first = member * base + (member < extra ? member : extra);
+  *count = base + (member < extra ? 1 : 0);
+}
+
+void adj_blas_leave_threads_to_teams(int team) {
+  if (team > 1 && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
+void adj_blas_threads_share(int threads) {
+  const char *chosen = getenv("OPENBLAS_NUM_THREADS");
+  if (!(chosen && atoi(chosen) > 0)) openblas_set_num_threads(threads);
 }

@@ -11,6 +11,7 @@
 #include "adjoin/threads.h"
 #include "dtype_impl.h"
 #include "error_impl.h"
+#include "threads_impl.h"
 
 /* ---- argument checks -------------------------------------------------------------- */
 
@@ -114,25 +115,6 @@ static inline bool adj_taps_next(adj_taps *it, int64_t *offset) {
 #define ADJ_KERNEL_CLONES
 #endif
 
-/* ---- thread teams (adjoin/threads.h) ------------------------------------------------ */
-
-/* Below this many elements (or multiply-adds) a call runs on the calling
- * thread: waking a team costs microseconds. */
-enum { ADJ_TEAM_MIN_WORK = 1 << 16 };
-
-/* Threads for `items` independent pieces of `work` elements in all: 1 when
- * the work is small, else adj_threads_get() capped at items. */
-int adj_team_size(int64_t items, int64_t work);
-/* Member `member`'s contiguous share [*first, *first + *count) of items split
- * over team threads as evenly as possible. */
-void adj_team_range(int64_t items, int team, int member, int64_t *first, int64_t *count);
-/* Makes OpenBLAS single-threaded from the first team of more than one thread
- * on (each member calls BLAS on its own share), and leaves it so: switching
- * OpenBLAS between 1 and 2 threads around every team, with its idle threads
- * spinning in sched_yield against the team's, made LeNet-5 training 13x
- * slower (bench-train: 1,016 against 13,895 images/s). */
-void adj_blas_leave_threads_to_teams(int team);
-
 /* ---- BLAS and typed helpers -------------------------------------------------------- */
 
 /* C = alpha op(A) op(B) + beta C, row-major, through cblas_sgemm / cblas_dgemm. */
@@ -141,7 +123,8 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
 /* The same GEMM with the rows of C split over a thread team (adj_team_size):
  * each member computes its own rows, single-threaded BLAS, so no sums cross
  * members.  For layers whose GEMMs OpenBLAS would run on all cores if it
- * were not left single-threaded for the teams (adj_blas_leave_threads_to_teams). */
+ * were not left single-threaded for the teams (adj_blas_leave_threads_to_teams,
+ * threads_impl.h). */
 void adj_gemm_team(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                    const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Fails when a GEMM dimension exceeds the (32-bit) BLAS index range. */

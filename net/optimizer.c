@@ -7,7 +7,7 @@
 #include "adjoin/net.h"
 #include "error_impl.h"
 #include "fault_impl.h"
-#include "kernels_impl.h"
+#include "threads_impl.h"
 
 struct adj_optimizer {
   adj_optimizer_config config;

@@ -1,5 +1,4 @@
 /* The training loop (see include/adjoin/train.h). */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "adjoin/train.h"
 #include "error_impl.h"
 #include "layer_impl.h"
+#include "threads_impl.h"
 
 struct adj_trainer {
   adj_trainer_config config;
@@ -423,8 +423,7 @@ int adj_train_share_cores(MPI_Comm comm) {
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = cores > on_node ? (int)(cores / on_node) : 1;
-  const char *blas = getenv("OPENBLAS_NUM_THREADS");
-  if (!(blas && atoi(blas) > 0)) openblas_set_num_threads(threads);
+  adj_blas_threads_share(threads);
   adj_threads_share_node(on_node);
   return adj_threads_get();
 }

@@ -1,4 +1,4 @@
-/* Collective safety: a failure injected on one rank (core/fault_impl.h: as an
+/* Collective safety: a failure injected on one rank (internal/fault_impl.h: as an
  * allocation failing there) in the forward and in the backward of every stage
  * of LeNet-5 + loss (convolution, pooling, activations, flatten, repartition,
  * affine, softmax cross-entropy), and at the local step of the layers with a

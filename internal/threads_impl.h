@@ -1,0 +1,30 @@
+/* The thread policy's private half (adjoin/threads.h is the public one): the
+ * thread teams the local kernels split their work over, and OpenBLAS's own
+ * thread count, the one place adjoin calls OpenBLAS-only functions. */
+#ifndef ADJOIN_CORE_THREADS_IMPL_H
+#define ADJOIN_CORE_THREADS_IMPL_H
+
+#include <stdint.h>
+
+/* Below this many elements (or multiply-adds) a call runs on the calling
+ * thread: waking a team costs microseconds. */
+enum { ADJ_TEAM_MIN_WORK = 1 << 16 };
+
+/* Threads for `items` independent pieces of `work` elements in all: 1 when
+ * the work is small, else adj_threads_get() capped at items. */
+int adj_team_size(int64_t items, int64_t work);
+/* Member `member`'s contiguous share [*first, *first + *count) of items split
+ * over team threads as evenly as possible. */
+void adj_team_range(int64_t items, int team, int member, int64_t *first, int64_t *count);
+
+/* Makes OpenBLAS single-threaded from the first team of more than one thread
+ * on (each member calls BLAS on its own share), and leaves it so: switching
+ * OpenBLAS between 1 and more threads around every team leaves its idle
+ * threads spinning in sched_yield against the team's members, which slows
+ * training by an order of magnitude. */
+void adj_blas_leave_threads_to_teams(int team);
+
+/* Gives OpenBLAS `threads` threads unless OPENBLAS_NUM_THREADS already chose. */
+void adj_blas_threads_share(int threads);
+
+#endif

@@ -42,8 +42,6 @@ void adj_tensor_copy_flat(adj_tensor *dst, const adj_tensor *src);
  * with a NULL operator or input is skipped. */
 enum { ADJ_LAYER_MAX_MOVES = 4 };
 
-/* grad += sum, the sum seen in the gradient's shape (same volume). */
-int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum);
 
 /* The common end of an affine-like creator: allocates the layer between
  * input and output layouts around impl (freed with free_impl if allocation

@@ -27,7 +27,6 @@ typedef struct adj_affine15_layer {
    * X^ (n_c, F_in), W^ (fo_r, F_in), b^ (fo_r, 1). */
   adj_tensor x_hat, w_hat, b_hat, dx_hat, dw_hat, db_hat;
   adj_tensor b_vec, db_vec;  /* b^, db^ as the GEMM sees them: (fo_r) */
-  adj_tensor w_sum, b_sum;   /* gradient sums arriving on the owners */
 } adj_affine15_layer;
 
 static adj_parameter *adj_affine15_bias(adj_layer *l) {
@@ -76,17 +75,19 @@ static int adj_affine15_layer_backward(adj_layer *l, const adj_tensor *dy, adj_t
   if (a->works)
     status = adj_affine_backward(&a->x_hat, &a->w_hat, dy, dx ? &a->dx_hat : NULL, &a->dw_hat, b ? &a->db_vec : NULL);
   status = adj_fault_at(l->name, "backward local", status);
+  /* The weight and bias adjoints add into the gradients (accumulate mode). */
+  adj_tensor gbv;
+  if (b) ADJ_CALL(adj_affine15_bias_view(a, &b->grad, &gbv));
   adj_op *ops[3] = {a->gather, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
-                              (adj_tensor *[3]){dx, &a->w_sum, &a->b_sum}));
-  ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
-  return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
+  return adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT,
+                            (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+                            (adj_tensor *[3]){dx, &w->grad, b ? &gbv : NULL});
 }
 
 static void adj_affine15_layer_free(adj_affine15_layer *a) {
   if (!a) return;
   adj_op_destroy(&a->gather), adj_op_destroy(&a->bcast_w), adj_op_destroy(&a->bcast_b);
-  adj_tensor *owned[] = {&a->x_hat, &a->w_hat, &a->b_hat, &a->dx_hat, &a->dw_hat, &a->db_hat, &a->w_sum, &a->b_sum};
+  adj_tensor *owned[] = {&a->x_hat, &a->w_hat, &a->b_hat, &a->dx_hat, &a->dw_hat, &a->db_hat};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) adj_tensor_destroy(owned[i]);
   free(a);
 }
@@ -156,6 +157,9 @@ static int adj_affine15_ops(const adj_affine15_layer_config *c, const adj_affine
   adj_op *ops[] = {a->gather, a->bcast_w, a->bcast_b};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (ops[i]) adj_op_set_checks(ops[i], false);
+  /* The parameter adjoints add into the gradients, which backward accumulates. */
+  ADJ_CALL(adj_op_set_accumulate(a->bcast_w, ADJ_ADJOINT, true));
+  if (a->bcast_b) ADJ_CALL(adj_op_set_accumulate(a->bcast_b, ADJ_ADJOINT, true));
   a->works = adj_partition_active(adj_decomposition_partition(c->input));
   return ADJ_SUCCESS;
 }
@@ -166,11 +170,9 @@ static int adj_affine15_buffers(adj_affine15_layer *a) {
   ADJ_CALL(adj_op_create_range_tensor(a->gather, &a->dx_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_w, &a->w_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_w, &a->dw_hat));
-  ADJ_CALL(adj_op_create_domain_tensor(a->bcast_w, &a->w_sum));
   if (!a->bcast_b) return ADJ_SUCCESS;
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_b, &a->b_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_b, &a->db_hat));
-  ADJ_CALL(adj_op_create_domain_tensor(a->bcast_b, &a->b_sum));
   ADJ_CALL(adj_reshape_view(&a->b_hat, 1, a->b_hat.shape, &a->b_vec));
   return adj_reshape_view(&a->db_hat, 1, a->db_hat.shape, &a->db_vec);
 }

@@ -36,7 +36,6 @@ typedef struct adj_affine_layer {
   adj_tensor dx_hat, dw_hat, db_hat, dy_hat;
   /* The same storage as the local GEMM sees it: (n, fi), (n, fo), (fo). */
   adj_tensor x_mat, dx_mat, y_mat, dy_mat, b_vec, db_vec;
-  adj_tensor w_sum, b_sum; /* gradient sums arriving on the parameter owners */
 } adj_affine_layer;
 
 /* ---- application ------------------------------------------------------------------------ */
@@ -111,11 +110,14 @@ static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_ten
     status = adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
                                  a->bias_here ? &a->db_vec : NULL);
   status = adj_fault_at(l->name, "backward local", status);
+  /* The weight and bias adjoints add into the gradients (accumulate mode). */
+  adj_tensor gwv, gbv;
+  ADJ_CALL(adj_affine_domain_view(a->bcast_w, &w->grad, &gwv));
+  if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->grad, &gbv));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
-                           (adj_tensor *[3]){&dxv, &a->w_sum, &a->b_sum}));
-  ADJ_CALL(adj_layer_accumulate(&w->grad, &a->w_sum));
-  return b ? adj_layer_accumulate(&b->grad, &a->b_sum) : ADJ_SUCCESS;
+  return adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT,
+                            (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
+                            (adj_tensor *[3]){&dxv, &gwv, b ? &gbv : NULL});
 }
 
 static void adj_affine_layer_free(adj_affine_layer *a) {
@@ -123,7 +125,7 @@ static void adj_affine_layer_free(adj_affine_layer *a) {
   adj_op_destroy(&a->bcast_x), adj_op_destroy(&a->bcast_w), adj_op_destroy(&a->bcast_b);
   adj_op_destroy(&a->reduce_y);
   adj_tensor *owned[] = {&a->x_hat,  &a->w_hat,  &a->b_hat,  &a->y_hat, &a->dx_hat,
-                         &a->dw_hat, &a->db_hat, &a->dy_hat, &a->w_sum, &a->b_sum};
+                         &a->dw_hat, &a->db_hat, &a->dy_hat};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) adj_tensor_destroy(owned[i]);
   free(a);
 }
@@ -225,6 +227,9 @@ static int adj_affine_ops(adj_dtype dtype, const adj_affine_plan *p, adj_affine_
   adj_op *ops[] = {a->bcast_x, a->bcast_w, a->bcast_b, a->reduce_y};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (ops[i]) adj_op_set_checks(ops[i], false);
+  /* The parameter adjoints add into the gradients, which backward accumulates. */
+  ADJ_CALL(adj_op_set_accumulate(a->bcast_w, ADJ_ADJOINT, true));
+  if (a->bcast_b) ADJ_CALL(adj_op_set_accumulate(a->bcast_b, ADJ_ADJOINT, true));
   a->works = adj_partition_active(p->pw);
   a->bias_here = a->bcast_b && a->works && adj_partition_coords(p->pw)[2] == 0;
   a->direct = a->works && adj_affine_one_worker(p);
@@ -243,7 +248,6 @@ static int adj_affine_buffers(adj_affine_layer *a) {
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_x, &a->dx_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_w, &a->w_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_w, &a->dw_hat));
-  ADJ_CALL(adj_op_create_domain_tensor(a->bcast_w, &a->w_sum));
   ADJ_CALL(adj_op_create_domain_tensor(a->reduce_y, &a->y_hat));
   ADJ_CALL(adj_op_create_domain_tensor(a->reduce_y, &a->dy_hat));
   ADJ_CALL(adj_affine_matrix(&a->x_hat, 2, &a->x_mat));
@@ -253,7 +257,6 @@ static int adj_affine_buffers(adj_affine_layer *a) {
   if (!a->bcast_b) return ADJ_SUCCESS;
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_b, &a->b_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_b, &a->db_hat));
-  ADJ_CALL(adj_op_create_domain_tensor(a->bcast_b, &a->b_sum));
   ADJ_CALL(adj_reshape_view(&a->b_hat, 1, a->b_hat.shape, &a->b_vec));
   return adj_reshape_view(&a->db_hat, 1, a->db_hat.shape, &a->db_vec);
 }

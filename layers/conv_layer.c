@@ -346,7 +346,10 @@ static int adj_conv_make_ops(adj_layer *l) {
   adj_op *ops[] = {c->halo, c->x_bcast, c->y_reduce, c->w_bcast, c->b_bcast};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (ops[i]) adj_op_set_checks(ops[i], false);
-  return ADJ_SUCCESS;
+  /* The adjoints sum the weight gradients straight into the parameters'
+   * gradients, which backward accumulates (layer.h). */
+  ADJ_CALL(adj_op_set_accumulate(c->w_bcast, ADJ_ADJOINT, true));
+  return c->b_bcast ? adj_op_set_accumulate(c->b_bcast, ADJ_ADJOINT, true) : ADJ_SUCCESS;
 }
 
 /* ---- buffers (local) --------------------------------------------------------------------- */
@@ -399,10 +402,8 @@ static int adj_conv_make_buffers(adj_layer *l) {
   }
   if (c->trims) ADJ_CALL(adj_conv_pair(&c->x_k, &c->dx_k, t, c->rank, c->w_local.kernel_input.extent));
   ADJ_CALL(adj_conv_pair(&c->w_hat, &c->dw_hat, t, c->rank, adj_op_range_shape(c->w_bcast)));
-  ADJ_CALL(adj_op_create_domain_tensor(c->w_bcast, &c->w_sum));
   if (c->b_bcast) {
     ADJ_CALL(adj_conv_pair(&c->b_hat, &c->db_hat, t, 1, adj_op_range_shape(c->b_bcast)));
-    ADJ_CALL(adj_op_create_domain_tensor(c->b_bcast, &c->b_sum));
   }
   if (c->y_reduce) {
     /* The reduce's domain (N, C_out_blk, 1, out...) without its unit dimension. */
@@ -428,7 +429,7 @@ static void adj_conv_layer_free(adj_layer *l) {
   adj_op *ops[] = {c->halo, c->x_bcast, c->y_reduce, c->w_bcast, c->b_bcast};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) adj_op_destroy(&ops[i]);
   adj_tensor *tensors[] = {&c->x_pad, &c->dx_pad, &c->x_hat, &c->dx_hat, &c->x_k,   &c->dx_k,  &c->w_hat,
-                           &c->dw_hat, &c->b_hat, &c->db_hat, &c->y_hat, &c->dy_hat, &c->w_sum, &c->b_sum};
+                           &c->dw_hat, &c->b_hat, &c->db_hat, &c->y_hat, &c->dy_hat};
   for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) adj_tensor_destroy(tensors[i]);
   adj_decomposition *layouts[] = {c->x, c->y, c->y_wide, c->w, c->b, c->x_padded};
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) adj_decomposition_destroy(&layouts[i]);

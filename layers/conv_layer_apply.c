@@ -47,18 +47,12 @@ static int adj_conv_parameters_end(adj_conv_layer *c) {
   return adj_conv_first_error(status, c->b_bcast ? adj_op_end(c->b_bcast) : ADJ_SUCCESS);
 }
 
-/* Posts the adjoints R_{Pw->Pr} dw^ and R_{Pw->Pb} db^. */
-static int adj_conv_gradients_begin(adj_conv_layer *c) {
-  ADJ_CALL(adj_op_begin(c->w_bcast, ADJ_ADJOINT, &c->dw_hat, &c->w_sum));
-  return c->b_bcast ? adj_op_begin(c->b_bcast, ADJ_ADJOINT, &c->db_hat, &c->b_sum) : ADJ_SUCCESS;
-}
-
-/* Completes them and accumulates into the gradients of the owning workers. */
-static int adj_conv_gradients_end(adj_layer *l) {
+/* Posts the adjoints R_{Pw->Pr} dw^ and R_{Pw->Pb} db^, which add into the
+ * owning workers' parameter gradients (accumulate mode, conv_layer.c). */
+static int adj_conv_gradients_begin(adj_layer *l) {
   adj_conv_layer *c = l->impl;
-  ADJ_CALL(adj_conv_parameters_end(c));
-  ADJ_CALL(adj_tensor_add(&l->parameters[0]->grad, &c->w_sum));
-  return c->b_bcast ? adj_tensor_add(&l->parameters[1]->grad, &c->b_sum) : ADJ_SUCCESS;
+  ADJ_CALL(adj_op_begin(c->w_bcast, ADJ_ADJOINT, &c->dw_hat, &l->parameters[0]->grad));
+  return c->b_bcast ? adj_op_begin(c->b_bcast, ADJ_ADJOINT, &c->db_hat, &l->parameters[1]->grad) : ADJ_SUCCESS;
 }
 
 /* ---- input and output movement ---------------------------------------------------------- */
@@ -179,8 +173,8 @@ int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) 
   if (!status && c->computes)
     status = adj_conv_plan_backward(c->plan, c->x_kernel, &c->w_hat, dy_hat, kernel_dx, &c->dw_hat,
                                adj_conv_local_bias(c, &c->db_hat), &c->ws);
-  int posted = adj_conv_gradients_begin(c);
+  int posted = adj_conv_gradients_begin(l);
   status = adj_conv_first_error(status, any_dx && !c->direct ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);
   status = adj_conv_first_error(status, posted);
-  return adj_conv_first_error(status, posted ? posted : adj_conv_gradients_end(l));
+  return adj_conv_first_error(status, posted ? posted : adj_conv_parameters_end(c));
 }

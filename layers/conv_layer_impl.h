@@ -41,7 +41,6 @@ typedef struct adj_conv_layer {
   adj_tensor w_hat, dw_hat;        /* P_w: (C_out_blk, C_in_blk, kernel...) */
   adj_tensor b_hat, db_hat;        /* P_w, ci = 0: (C_out_blk) */
   adj_tensor y_hat, dy_hat;        /* P_w: (N, C_out_blk, out...) partial sums */
-  adj_tensor w_sum, b_sum;         /* P_r, P_b: reduced gradients before they are accumulated */
   const adj_tensor *x_kernel;      /* kernel input of the last forward (one of x_pad, x_hat, x_k) */
   adj_conv_plan *plan;             /* the local kernel, planned once (NULL when nothing to compute) */
   adj_workspace ws;

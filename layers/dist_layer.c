@@ -76,12 +76,6 @@ int adj_layer_move_ops(int prior, int n, adj_op *const *ops, adj_direction direc
   return status ? status : prior;
 }
 
-int adj_layer_accumulate(adj_tensor *grad, const adj_tensor *sum) {
-  adj_tensor view;
-  ADJ_CALL(adj_reshape_view(sum, grad->rank, grad->shape, &view));
-  return adj_tensor_add(grad, &view);
-}
-
 int adj_layer_create_weighted(const char *name, adj_dtype dtype, const adj_decomposition *input,
                               adj_decomposition *output, const adj_layer_methods *methods, void *impl,
                               void (*free_impl)(void *), adj_decomposition *weight, adj_decomposition *bias,

@@ -470,11 +470,15 @@ static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm 
   return ADJ_SUCCESS;
 }
 
-static int adj_bcast_post_sums(adj_op *op, const adj_tensor *destination, adj_tensor *source) {
+/* The sum starts from the source block: zero, or this worker's own copy, or
+ * (accumulating) the block's contents plus that copy. */
+static int adj_bcast_post_sums(adj_op *op, bool add, const adj_tensor *destination, adj_tensor *source) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
   if (!b->self_destination) {
-    if (b->is_source) adj_tensor_zero(source);
+    if (b->is_source && !add) adj_tensor_zero(source);
+  } else if (add) {
+    adj_dtype_add(op->dtype, source->data, destination->data, b->source_count);
   } else if (destination->data != source->data) {
     memcpy(source->data, destination->data, (size_t)b->source_count * esize);
   }
@@ -495,7 +499,7 @@ static int adj_bcast_begin(adj_op *op, adj_direction direction, const adj_tensor
   adj_bcast *b = op->impl;
   b->nrequests = 0;
   bool copies = (direction == ADJ_FORWARD) != b->swapped;
-  return copies ? adj_bcast_post_copies(op, in, out) : adj_bcast_post_sums(op, in, out);
+  return copies ? adj_bcast_post_copies(op, in, out) : adj_bcast_post_sums(op, op->accumulate[direction], in, out);
 }
 
 static int adj_bcast_end(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
@@ -583,6 +587,8 @@ static int adj_bcast_create(const char *name, bool swapped, adj_sum_algorithm ch
   }
   /* Collective on the whole communicator, so before anything that can fail
    * on one rank alone. */
+  /* The summing direction adds into its output natively when asked. */
+  (*op)->can_accumulate[swapped ? ADJ_FORWARD : ADJ_ADJOINT] = true;
   adj_algorithm_table table = {0};
   if (chosen == ADJ_SUM_AUTO) status = adj_algorithm_table_load((*op)->comm, &table);
   if (!status) status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);

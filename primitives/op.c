@@ -225,6 +225,24 @@ void adj_op_set_check_level(adj_op *op, adj_check_level level) {
 
 adj_check_level adj_op_check_level(const adj_op *op) { return op->check; }
 
+static bool adj_direction_valid(adj_direction direction) {
+  return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
+}
+
+bool adj_op_can_accumulate(const adj_op *op, adj_direction direction) {
+  return op && adj_direction_valid(direction) && op->can_accumulate[direction] && !op->in_place;
+}
+
+int adj_op_set_accumulate(adj_op *op, adj_direction direction, bool accumulate) {
+  ADJ_CHECK(op && adj_direction_valid(direction), ADJ_ERR_ARG, "adj_op_set_accumulate: %s",
+            op ? "invalid direction" : "operator is NULL");
+  ADJ_CHECK(!accumulate || adj_op_can_accumulate(op, direction), ADJ_ERR_ARG,
+            "%s cannot accumulate into its output in the %s direction", op->name,
+            direction == ADJ_FORWARD ? "forward" : "adjoint");
+  op->accumulate[direction] = accumulate;
+  return ADJ_SUCCESS;
+}
+
 void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
   if (policy == ADJ_WAIT_AUTO) adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
   else op->wait = policy;

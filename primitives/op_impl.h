@@ -26,6 +26,8 @@ struct adj_op {
   int domain_rank, range_rank;
   int64_t domain_shape[ADJ_MAX_RANK], range_shape[ADJ_MAX_RANK];
   bool in_place;
+  bool can_accumulate[2];  /* per direction: the implementation adds into out when asked */
+  bool accumulate[2];      /* per direction: applications add into out (adj_op_set_accumulate) */
   MPI_Comm comm;         /* owned duplicate of the base communicator */
   adj_wait_policy wait;  /* resolved: SPIN or YIELD */
   adj_check_level check;   /* resolved: FULL, FIRST or OFF */

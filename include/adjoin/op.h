@@ -66,6 +66,15 @@ int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_
 /* Split-phase application: begin validates and posts, end completes. */
 int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out);
 int adj_op_end(adj_op *op);
+/* Accumulate mode (libCEED's ApplyAdd, PetscSF's reduce with MPI_SUM): while
+ * on for a direction, applications in it ADD into their output (out += F in,
+ * or out += F* in) instead of overwriting it, with no extra buffer or pass
+ * where the operator supports it natively: a sum-reduce (a broadcast's
+ * adjoint) starts its sum from the output's own contents.  Off by default.
+ * ADJ_ERR_ARG for an operator and direction that cannot accumulate
+ * (adj_op_can_accumulate).  Set it alike on every rank; not collective. */
+int adj_op_set_accumulate(adj_op *op, adj_direction direction, bool accumulate);
+bool adj_op_can_accumulate(const adj_op *op, adj_direction direction);
 /* Nonzero while an application is outstanding. */
 int adj_op_pending(const adj_op *op);
 /* Progresses an outstanding application without blocking (one MPI_Test):

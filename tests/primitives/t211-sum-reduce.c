@@ -1,6 +1,7 @@
 /* t211: sum-reduce between partitions (the adjoint of a broadcast): forward
  * equals the sequential sum, adjoint the sequential copy, the dot-product test,
  * split-phase forward equals blocking, and its errors. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,11 +125,47 @@ static void check_counters(adj_test *t) {
   bcast_world_sum_destroy(&w);
 }
 
+/* Accumulate mode (adj_op_set_accumulate): the sum onto rank 0 adds into what
+ * the output held, exactly (integer-valued float64), twice in a row, under
+ * whichever algorithm the run forces; off again, it overwrites; the copying
+ * direction refuses the mode on every rank alike. */
+static void check_accumulate(adj_test *t) {
+  enum { COUNT = 20000 }; /* several chain segments at the default 64 KB */
+  bcast_world_sum w;
+  bcast_world_sum_create(t, COUNT, &w);
+  adj_tensor in, out;
+  adj_op_create_domain_tensor(w.op, &in);
+  adj_op_create_range_tensor(w.op, &out);
+  for (int64_t i = 0; i < adj_tensor_volume(&in); i++) adj_tensor_set(&in, i, (double)((t->rank + 1) * (i % 97 + 1)));
+  int64_t n = adj_tensor_volume(&out);
+  for (int64_t i = 0; i < n; i++) adj_tensor_set(&out, i, 1000.0 + (double)i);
+  double ranks_sum = (double)t->size * (t->size + 1) / 2, worst = 0;
+  ADJ_TEST_OK(t, adj_op_set_accumulate(w.op, ADJ_FORWARD, true));
+  for (int times = 1; times <= 2; times++) {
+    ADJ_TEST_OK(t, adj_op_forward(w.op, &in, &out));
+    for (int64_t i = 0; i < n; i++)
+      worst = fmax(worst, fabs(adj_tensor_get(&out, i) - (1000.0 + (double)i + times * ranks_sum * (double)(i % 97 + 1))));
+  }
+  ADJ_TEST_OK(t, adj_op_set_accumulate(w.op, ADJ_FORWARD, false));
+  ADJ_TEST_OK(t, adj_op_forward(w.op, &in, &out));
+  for (int64_t i = 0; i < n; i++)
+    worst = fmax(worst, fabs(adj_tensor_get(&out, i) - ranks_sum * (double)(i % 97 + 1)));
+  ADJ_TEST_CHECK(t, worst == 0, "accumulating sum-reduce by '%s' off by %g", adj_op_algorithm(w.op), worst);
+  adj_test_report(t, "accumulate mode, sum-reduce of [%d] by '%s': out + sum twice, then overwrite: max error %g",
+                  COUNT, adj_op_algorithm(w.op), worst);
+  int status = adj_op_set_accumulate(w.op, ADJ_ADJOINT, true);
+  ADJ_TEST_CHECK(t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "cannot accumulate"),
+                 "the copying direction accepted accumulate mode: %s", adj_last_error());
+  adj_tensor_destroy(&in), adj_tensor_destroy(&out);
+  bcast_world_sum_destroy(&w);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t211-sum-reduce");
   bcast_check_table(&t, true);
   check_errors(&t);
   check_counters(&t);
+  check_accumulate(&t);
   return adj_test_finish(&t);
 }

@@ -42,6 +42,10 @@ typedef struct adj_deep_stage {
 
 typedef struct adj_deep_halo {
   int count;
+  /* The output and parameter layouts again, on the layer's own communicator:
+   * the originals live on the given layers' communicators, which go with them. */
+  adj_decomposition *layouts[1 + ADJ_DEEP_MAX_PARAMETERS * ADJ_MAX_RUN_STAGES];
+  int n_layouts;
   adj_deep_stage *stages;
   adj_halo_geometry *geometry;
   adj_halo_local local; /* this worker's boxes in the padded buffer */
@@ -187,6 +191,7 @@ static void adj_deep_halo_free(adj_deep_halo *h) {
     }
   }
   free(h->stages);
+  for (int i = 0; i < h->n_layouts; i++) adj_decomposition_destroy(&h->layouts[i]);
   adj_op_destroy(&h->halo);
   adj_halo_geometry_destroy(&h->geometry);
   adj_tensor_destroy(&h->padded);
@@ -367,6 +372,32 @@ static int adj_deep_local_chain(adj_layer *l, const int *coords) {
   return status;
 }
 
+/* d again (same grid, ranks and cuts) on the layer's communicator, kept by
+ * the layer.  Collective. */
+static int adj_deep_clone_layout(adj_layer *l, const adj_decomposition *d, adj_decomposition **clone) {
+  adj_deep_halo *h = l->impl;
+  const adj_partition *p = adj_decomposition_partition(d);
+  int n = adj_partition_size(p), rank = adj_decomposition_rank(d);
+  int *ranks = malloc(sizeof *ranks * (size_t)n);
+  int status = adj_status_agree(l->comm, ranks ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", l->name),
+                                l->wait);
+  adj_partition *copy = NULL;
+  if (!status) {
+    for (int i = 0; i < n; i++) ranks[i] = adj_partition_rank_of_index(p, i);
+    status = adj_partition_create(l->comm, adj_partition_ndim(p), adj_partition_shape(p), n, ranks, &copy);
+  }
+  free(ranks);
+  const int64_t *cuts[ADJ_MAX_RANK];
+  for (int i = 0; i < rank; i++) cuts[i] = adj_decomposition_cuts(d, i);
+  if (!status)
+    status = adj_decomposition_create_explicit(copy, rank, adj_decomposition_global_shape(d), cuts,
+                                               &h->layouts[h->n_layouts]);
+  adj_partition_destroy(&copy);
+  ADJ_CALL(adj_status_agree(l->comm, status, l->wait));
+  *clone = h->layouts[h->n_layouts++];
+  return ADJ_SUCCESS;
+}
+
 /* The spare parameter tensors of a worker without a local chain: shaped like
  * the whole parameter (a broadcast destination's block). */
 static int adj_deep_spare(adj_parameter *p, adj_dtype dtype, const adj_op *bcast) {
@@ -386,14 +417,16 @@ static int adj_deep_parameters(adj_layer *l, const adj_deep_halo_config *c, cons
     adj_deep_stage *s = &h->stages[j];
     s->first = l->n_parameters;
     if (s->d.kind != ADJ_STAGE_CONV) continue;
-    adj_decomposition *layouts[ADJ_DEEP_MAX_PARAMETERS] = {s->d.weight, s->d.bias_layout};
+    const adj_decomposition *given[ADJ_DEEP_MAX_PARAMETERS] = {s->d.weight, s->d.bias_layout};
     s->n_parameters = s->d.bias ? 2 : 1;
     for (int q = 0; q < s->n_parameters && !status; q++) {
       adj_deep_parameter *p = &s->parameters[q];
-      status = adj_broadcast_create(l->dtype, layouts[q], run, &p->bcast);
+      adj_decomposition *layout;
+      status = adj_deep_clone_layout(l, given[q], &layout);
+      if (!status) status = adj_broadcast_create(l->dtype, layout, run, &p->bcast);
       if (status) break;
       adj_op_set_checks(p->bcast, false);
-      int local = adj_layer_add_parameter(l, adj_layer_parameter(c->layers[j], q)->name, layouts[q]);
+      int local = adj_layer_add_parameter(l, adj_layer_parameter(c->layers[j], q)->name, layout);
       if (!local) local = adj_tensor_copy(&l->parameters[l->n_parameters - 1]->value,
                                           &adj_layer_parameter(c->layers[j], q)->value);
       if (!local) local = adj_op_create_domain_tensor(p->bcast, &p->sum);
@@ -420,6 +453,9 @@ static int adj_deep_plan(adj_layer *l, const adj_deep_halo_config *c) {
   ADJ_CALL(adj_status_agree(l->comm, status, l->wait));
   ADJ_CALL(adj_halo_create(l->dtype, run, h->geometry, &h->halo));
   adj_op_set_checks(h->halo, false);
+  adj_decomposition *output;
+  ADJ_CALL(adj_deep_clone_layout(l, adj_layer_output_layout(c->layers[c->count - 1]), &output));
+  adj_layer_set_layouts(l, (adj_decomposition *)adj_layer_input_layout(c->layers[0]), output);
   return adj_deep_parameters(l, c, run);
 }
 

@@ -35,7 +35,10 @@
  * all on one partition (same workers, same grid).  The fused layer has the
  * run's parameters in order, with the same names and layouts (each
  * convolution's weight and bias on its owner), initialised from the layers'
- * current values; the given layers are not changed or kept.
+ * current values; the given layers are not changed or kept (the output and
+ * parameter layouts are rebuilt on the layer's own communicator), so they may
+ * be destroyed.  The run's input layout is referenced, as by any layer: its
+ * partition's communicator must outlive the fused layer.
  *
  * Creation is collective over the layers' base communicator; every check is a
  * function of arguments all ranks share, so bad input (count < 1, a layer that

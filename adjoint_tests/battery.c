@@ -67,6 +67,7 @@ static int (*const adj_battery_families[])(adj_battery *) = {
     adj_battery_add_losses,
     adj_battery_add_upsample,
     adj_battery_add_pad,
+    adj_battery_add_deep_halo,
 };
 
 int adj_battery_build(adj_battery *b) {

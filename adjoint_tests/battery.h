@@ -70,6 +70,7 @@ int adj_battery_add_norm(adj_battery *b);
 int adj_battery_add_losses(adj_battery *b);
 int adj_battery_add_upsample(adj_battery *b);
 int adj_battery_add_pad(adj_battery *b);
+int adj_battery_add_deep_halo(adj_battery *b);
 
 /* The partition of ndim dims listing the ranks given as digits in grid order
  * ("3210"), and one more than the largest of those ranks (cases_broadcast.c). */

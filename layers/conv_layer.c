@@ -13,6 +13,7 @@
 
 #include "adjoin/broadcast.h"
 #include "conv_layer_impl.h"
+#include "stage_impl.h"
 
 /* The configuration, validated and normalised. */
 typedef struct adj_conv_spec {
@@ -475,6 +476,23 @@ adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer) {
   return c && c->plan ? adj_conv_plan_algorithm(c->plan) : ADJ_CONV_ALGORITHM_AUTO;
 }
 
+
+bool adj_conv_layer_describe(const adj_layer *layer, adj_stage_description *d) {
+  const adj_conv_layer *c = adj_conv_of(layer);
+  if (!c) return false;
+  *d = (adj_stage_description){.kind = ADJ_STAGE_CONV, .window = c->local, .bias = c->bias,
+                               .out_channels = adj_decomposition_global_shape(c->y)[1], .weight = c->w,
+                               .bias_layout = c->b};
+  const adj_halo_kernel *k = adj_halo_geometry_kernel(c->geometry);
+  for (int i = 0; i < c->local.spatial_dims; i++) {
+    d->window.padding_left[i] = k->padding[2 + i][0];
+    d->window.padding_right[i] = k->padding[2 + i][1];
+  }
+  const adj_partition *px = adj_decomposition_partition(c->x);
+  d->feature_split = c->x_bcast || c->y_reduce || !adj_conv_same_workers(px, adj_decomposition_partition(c->y)) ||
+                     adj_partition_size(c->pw) != adj_partition_size(px);
+  return true;
+}
 
 int adj_conv_layer_ops(adj_layer *layer, adj_op **halo, adj_op **weight, adj_op **bias) {
   const adj_conv_layer *c = adj_conv_of(layer);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "dist_layer_impl.h"
+#include "stage_impl.h"
 
 /* ---- activations ----------------------------------------------------------------------- */
 
@@ -52,6 +53,12 @@ int adj_activation_layer_create(const adj_activation_layer_config *c, adj_layer 
   if (!status) status = adj_layer_alloc_between(name, c->dtype, c->input, c->input, &methods, impl, layer);
   if (status) free(impl);
   return status;
+}
+
+bool adj_activation_layer_describe(const adj_layer *layer, adj_stage_description *d) {
+  if (!layer || layer->methods.forward != adj_activation_layer_forward) return false;
+  *d = (adj_stage_description){.kind = ADJ_STAGE_ACTIVATION, .activation = *(const adj_activation *)layer->impl};
+  return true;
 }
 
 /* ---- flatten ---------------------------------------------------------------------------- */

@@ -19,9 +19,11 @@
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "op_after_impl.h"
+#include "stage_impl.h"
 
 typedef struct adj_pool_layer {
   adj_pool_kind kind;
+  adj_window_geometry global; /* the layer's window, as configured */
   adj_window_geometry window; /* this worker's: zero padding only at global boundaries */
   adj_halo_local local;       /* its boxes in the padded buffer */
   adj_op *halo;
@@ -225,6 +227,7 @@ static int adj_pool_layer_plan(const adj_pool_layer_config *c, const adj_halo_ge
   int status = p ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "pool layer: out of memory");
   if (p) {
     p->kind = c->kind;
+    p->global = c->window;
     adj_halo_geometry_local(g, adj_partition_active(partition) ? adj_partition_coords(partition) : NULL, &p->local);
     adj_pool_local_window(&c->window, &p->local, &p->window);
     status = adj_pool_layer_buffers(p, c->dtype, adj_partition_size(partition));
@@ -263,6 +266,13 @@ int adj_pool_layer_create(const adj_pool_layer_config *c, adj_layer **layer) {
 
 static adj_pool_layer *adj_pool_of(const adj_layer *layer) {
   return layer && layer->methods.forward == adj_pool_layer_forward ? layer->impl : NULL;
+}
+
+bool adj_pool_layer_describe(const adj_layer *layer, adj_stage_description *d) {
+  const adj_pool_layer *p = adj_pool_of(layer);
+  if (!p) return false;
+  *d = (adj_stage_description){.kind = ADJ_STAGE_POOL, .window = p->global, .pool = p->kind};
+  return true;
 }
 
 int adj_pool_layer_halo_counters(const adj_layer *layer, adj_op_counters *counters) {

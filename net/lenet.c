@@ -10,6 +10,7 @@
 
 #include "adjoin/affine15.h"
 #include "adjoin/conv_layer.h"
+#include "adjoin/deep_halo_layer.h"
 #include "adjoin/layers.h"
 #include "adjoin/lenet.h"
 #include "adjoin/loss_layer.h"
@@ -180,6 +181,17 @@ static int lenet_head(lenet_build *b) {
   return lenet_push(b, adj_xent_layer_create(&lc, &layer), &layer);
 }
 
+/* Replaces stages first.. (the convolution blocks, all on the convolution
+ * partition) by one deep halo layer: one exchange for the run. */
+static int lenet_fuse(lenet_build *b, int first) {
+  adj_layer *fused = NULL;
+  adj_deep_halo_config dc = {.name = "conv blocks (deep halo)", .count = b->n - first, .layers = &b->stages[first]};
+  ADJ_CALL(adj_deep_halo_layer_create(&dc, &fused));
+  for (int i = first; i < b->n; i++) adj_layer_destroy(&b->stages[i]);
+  b->n = first;
+  return lenet_push(b, ADJ_SUCCESS, &fused);
+}
+
 static int lenet_stages(lenet_build *b) {
   const lenet_layout *l = &b->layout;
   int64_t batch = b->config->batch;
@@ -187,8 +199,10 @@ static int lenet_stages(lenet_build *b) {
                                                    (const int64_t[4]){batch, 1, 28, 28}, &b->current));
   const int conv_parts[4] = {l->conv_batch ? l->conv_batch : 1, 1, l->conv_parts[0], l->conv_parts[1]};
   ADJ_CALL(lenet_glue(b, 4, conv_parts, (const int64_t[4]){batch, 1, 28, 28}));
+  int first = b->n;
   ADJ_CALL(lenet_conv_block(b, "conv1", 6, 2));
   ADJ_CALL(lenet_conv_block(b, "conv2", 16, 0));
+  if (b->config->deep_halos) ADJ_CALL(lenet_fuse(b, first));
   ADJ_CALL(lenet_flatten(b));
   return lenet_head(b);
 }

@@ -272,8 +272,10 @@ static int64_t adj_halo_fingerprint(adj_dtype dtype, const adj_halo_geometry *g)
                         k->padding[i][0],
                         k->padding[i][1]};
     for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) hash = adj_fnv(hash, values[v]);
-    for (int p = 0; p < adj_halo_geometry_parts(g)[i]; p++)
-      hash = adj_fnv(hash, adj_halo_geometry_dim(g, i, p)->bulk[0]);
+    for (int p = 0; p < adj_halo_geometry_parts(g)[i]; p++) {
+      const adj_halo_dim *d = adj_halo_geometry_dim(g, i, p);
+      hash = adj_fnv(adj_fnv(adj_fnv(hash, d->bulk[0]), d->halo[0]), d->halo[1]);
+    }
   }
   return (int64_t)(hash >> 1);
 }

@@ -16,6 +16,8 @@ struct adj_halo_geometry {
   int workers;
   adj_halo_kernel kernel;           /* defaults filled in */
   adj_halo_dim *dims[ADJ_MAX_RANK]; /* dims[i][p], p < parts[i] */
+  int stages;                       /* kernels applied in a run (1 for one kernel) */
+  adj_halo_stage *runs[ADJ_MAX_RANK]; /* runs[i][p * stages + j]; NULL for one kernel */
 };
 
 /* One dimension's parameters, validated. */
@@ -99,9 +101,21 @@ static void adj_halo_local_padding(const adj_halo_line *l, int64_t a, int64_t b,
   g->padding[1] = length - g->padding[0] - inside;
 }
 
-static void adj_halo_dim_compute(const adj_halo_line *l, int p, adj_halo_dim *g) {
+/* The input range [needed) that the nonempty output range `output` of one
+ * kernel reads, clipped to [0, n), and the zero padding beyond it. */
+static void adj_halo_back_map(const adj_halo_line *l, const int64_t *output, adj_halo_dim *g) {
+  int64_t a = output[0] * l->s - l->pad_left;
+  int64_t b = (output[1] - 1) * l->s - l->pad_left + l->d * (l->k - 1) + 1;
+  g->needed[0] = adj_clamp64(a, 0, l->n);
+  g->needed[1] = adj_clamp64(b, 0, l->n);
+  adj_halo_local_padding(l, a, b, g);
+}
+
+/* The bulk of worker p and, for g->output already set, the halos and trims
+ * that bring the bulk to g->needed (found by `back_map`, which leaves g->needed
+ * empty when the output reads nothing but padding). */
+static void adj_halo_bulk_and_halo(const adj_halo_line *l, int p, adj_halo_dim *g, bool computes) {
   int64_t start, extent;
-  memset(g, 0, sizeof *g);
   if (l->cuts) {
     start = l->cuts[p];
     extent = l->cuts[p + 1] - start;
@@ -109,19 +123,11 @@ static void adj_halo_dim_compute(const adj_halo_line *l, int p, adj_halo_dim *g)
     adj_balanced_block(l->n, l->parts, p, &start, &extent);
   }
   g->bulk[0] = start, g->bulk[1] = start + extent;
-  adj_balanced_block(l->m, l->parts, p, &start, &extent);
-  g->output[0] = start, g->output[1] = start + extent;
   /* Nothing to compute, or nothing but padding to read: the bulk is surplus. */
-  g->needed[0] = g->needed[1] = g->bulk[0];
-  g->trim[1] = g->bulk[1] - g->bulk[0];
-  if (extent == 0) return;
-  int64_t a = g->output[0] * l->s - l->pad_left;
-  int64_t b = (g->output[1] - 1) * l->s - l->pad_left + l->d * (l->k - 1) + 1;
-  g->needed[0] = adj_clamp64(a, 0, l->n);
-  g->needed[1] = adj_clamp64(b, 0, l->n);
-  adj_halo_local_padding(l, a, b, g);
-  if (g->needed[1] == g->needed[0]) {
+  if (!computes || g->needed[1] == g->needed[0]) {
     g->needed[0] = g->needed[1] = g->bulk[0];
+    g->halo[0] = g->halo[1] = g->trim[0] = 0;
+    g->trim[1] = g->bulk[1] - g->bulk[0];
     return;
   }
   g->halo[0] = adj_max64(0, g->bulk[0] - g->needed[0]);
@@ -130,9 +136,18 @@ static void adj_halo_dim_compute(const adj_halo_line *l, int p, adj_halo_dim *g)
   g->trim[1] = g->bulk[1] + g->halo[1] - g->needed[1];
 }
 
+static void adj_halo_dim_compute(const adj_halo_line *l, int p, adj_halo_dim *g) {
+  int64_t start, extent;
+  memset(g, 0, sizeof *g);
+  adj_balanced_block(l->m, l->parts, p, &start, &extent);
+  g->output[0] = start, g->output[1] = start + extent;
+  if (extent > 0) adj_halo_back_map(l, g->output, g);
+  adj_halo_bulk_and_halo(l, p, g, extent > 0);
+}
+
 void adj_halo_geometry_destroy(adj_halo_geometry **geometry) {
   if (!geometry || !*geometry) return;
-  for (int i = 0; i < ADJ_MAX_RANK; i++) free((*geometry)->dims[i]);
+  for (int i = 0; i < ADJ_MAX_RANK; i++) free((*geometry)->dims[i]), free((*geometry)->runs[i]);
   free(*geometry);
   *geometry = NULL;
 }
@@ -173,6 +188,7 @@ int adj_halo_geometry_create(int rank, const int64_t *shape, const int *parts, c
   ADJ_CHECK(g, ADJ_ERR_MEM, "halo geometry: out of memory");
   g->rank = rank;
   g->workers = 1;
+  g->stages = 1;
   for (int i = 0; i < rank; i++) {
     int status = adj_halo_fill_dim(g, &lines[i]);
     if (status) {
@@ -194,6 +210,78 @@ int adj_halo_geometry_create_for(const adj_decomposition *input, const adj_halo_
   for (int i = 0; i < rank; i++) cuts[i] = adj_decomposition_cuts(input, i);
   return adj_halo_geometry_create(rank, adj_decomposition_global_shape(input), adj_partition_shape(partition), cuts,
                                   kernel, geometry);
+}
+
+/* ---- runs of kernels (deep halos) ---------------------------------------------------- */
+
+/* Worker p's ranges through the run, last stage first: each stage's output is
+ * the input the next stage reads (clipped to that stage's extent), so a stage
+ * computes exactly what the rest of the run needs of it.  An output that would
+ * read only padding cannot be extended into a local tensor: an error. */
+static int adj_halo_run_part(const adj_halo_line *lines, int stages, int p, adj_halo_stage *run, adj_halo_dim *g) {
+  const adj_halo_line *last = &lines[stages - 1];
+  int64_t start, extent;
+  memset(g, 0, sizeof *g);
+  adj_balanced_block(last->m, last->parts, p, &start, &extent);
+  g->output[0] = start, g->output[1] = start + extent;
+  int64_t range[2] = {start, start + extent};
+  for (int j = stages - 1; j >= 0; j--) {
+    run[j] = (adj_halo_stage){.output = {range[0], range[1]}};
+    if (extent == 0) continue;
+    adj_halo_back_map(&lines[j], range, g);
+    ADJ_CHECK(g->needed[1] > g->needed[0], ADJ_ERR_SIZE,
+              "halo geometry: dimension %d: worker %d's outputs %lld..%lld of kernel %d read only padding, so the "
+              "run cannot be fused there", lines[j].dim, p, (long long)range[0], (long long)range[1] - 1, j);
+    run[j].padding[0] = g->padding[0], run[j].padding[1] = g->padding[1];
+    range[0] = g->needed[0], range[1] = g->needed[1];
+  }
+  adj_halo_bulk_and_halo(&lines[0], p, g, extent > 0);
+  return ADJ_SUCCESS;
+}
+
+/* Dimension `dim` of a run: every stage's line (stage j's input extent is
+ * stage j-1's output extent), then every worker's ranges. */
+static int adj_halo_fill_run_dim(adj_halo_geometry *g, int dim, const int64_t *cuts, int stages,
+                                 const adj_halo_kernel *kernels) {
+  adj_halo_line lines[ADJ_MAX_RUN_STAGES];
+  int64_t n = g->input_shape[dim];
+  for (int j = 0; j < stages; j++) {
+    ADJ_CALL(adj_halo_line_make(dim, n, g->parts[dim], j == 0 ? cuts : NULL, &kernels[j], &lines[j]));
+    n = lines[j].m;
+  }
+  g->output_shape[dim] = n;
+  int parts = g->parts[dim];
+  g->runs[dim] = malloc(sizeof(adj_halo_stage) * (size_t)parts * (size_t)stages);
+  ADJ_CHECK(g->runs[dim], ADJ_ERR_MEM, "halo geometry: out of memory for a run of %d kernels", stages);
+  for (int p = 0; p < parts; p++)
+    ADJ_CALL(adj_halo_run_part(lines, stages, p, &g->runs[dim][p * stages], &g->dims[dim][p]));
+  return ADJ_SUCCESS;
+}
+
+int adj_halo_geometry_create_run(const adj_decomposition *input, int count, const adj_halo_kernel *kernels,
+                                 adj_halo_geometry **geometry) {
+  ADJ_CHECK(geometry, ADJ_ERR_ARG, "halo geometry: output geometry pointer is NULL");
+  *geometry = NULL;
+  ADJ_CHECK(count >= 1 && count <= ADJ_MAX_RUN_STAGES, ADJ_ERR_ARG,
+            "halo geometry: a run of %d kernels (must be 1..%d)", count, ADJ_MAX_RUN_STAGES);
+  ADJ_CHECK(input && kernels, ADJ_ERR_ARG, "halo geometry: a run needs an input decomposition and its kernels");
+  adj_halo_geometry *g;
+  ADJ_CALL(adj_halo_geometry_create_for(input, &kernels[0], &g));
+  g->stages = count;
+  int status = ADJ_SUCCESS;
+  for (int i = 0; i < g->rank && !status; i++)
+    status = adj_halo_fill_run_dim(g, i, adj_decomposition_cuts(input, i), count, kernels);
+  if (status) adj_halo_geometry_destroy(&g);
+  *geometry = g;
+  return status;
+}
+
+int adj_halo_geometry_stages(const adj_halo_geometry *g) { return g->stages; }
+
+adj_halo_stage adj_halo_geometry_stage(const adj_halo_geometry *g, int stage, int dim, int part) {
+  if (g->runs[dim]) return g->runs[dim][part * g->stages + stage];
+  const adj_halo_dim *d = &g->dims[dim][part];
+  return (adj_halo_stage){.output = {d->output[0], d->output[1]}, .padding = {d->padding[0], d->padding[1]}};
 }
 
 int adj_halo_geometry_rank(const adj_halo_geometry *g) { return g->rank; }

@@ -44,6 +44,7 @@ typedef struct train_options {
   int64_t micro_batches;      /* per step and replica */
   int64_t caps[2];            /* first and later gradient buckets, bytes */
   bool reduce_after_backward;
+  bool deep_halos;            /* LeNet-5: fuse the convolution blocks over one halo exchange */
   const char *trace;          /* event trace of rank 0; NULL: none */
 } train_options;
 
@@ -63,6 +64,8 @@ static const char usage[] =
     "                        1.5D affine layers) [sequential on 1 rank, distN on N];\n"
     "                        MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN on N ranks];\n"
     "                        either: dp (a sequential replica per rank)\n"
+    "  --deep-halos          LeNet-5: fuse conv1 .. the second ReLU into one deep halo layer\n"
+    "                        (one halo exchange instead of four; docs/deep-halos.md)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
     "  --micro-batches N     gradient accumulation passes per step [1]; --batch is the global batch\n"
     "  --bucket-cap BYTES    gradient buckets (0 = one per parameter, 25M, unlimited) [25MiB]\n"
@@ -129,7 +132,7 @@ static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
 
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
-  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL
+  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL, OPT_DEEP_HALOS
 };
 
 static const struct option long_options[] = {
@@ -151,6 +154,7 @@ static const struct option long_options[] = {
     {"reduce-after-backward", no_argument, NULL, OPT_AFTER},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"model", required_argument, NULL, OPT_MODEL},
+    {"deep-halos", no_argument, NULL, OPT_DEEP_HALOS},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
 
 /* A bucket cap; -1 (and the parser's message) on a bad one. */
@@ -191,6 +195,7 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
   case OPT_TRACE: o->trace = arg; return 0;
+  case OPT_DEEP_HALOS: o->deep_halos = true; return 0;
   case OPT_MODEL:
     if (!strcmp(arg, "lenet") || !strcmp(arg, "mlp")) return o->model = arg, 0;
     complain("--model is lenet or mlp, got '%s'\n", arg);
@@ -367,7 +372,8 @@ static int build_network(train_run *r, int64_t batch) {
   const train_options *o = &r->options;
   MPI_Comm comm = adj_replicas_model_comm(r->replicas);
   if (!is_mlp(o)) {
-    adj_lenet_config lc = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch};
+    adj_lenet_config lc = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch,
+                           .deep_halos = o->deep_halos};
     return adj_lenet_create(&lc, &r->net) ? fail(r, "building LeNet-5", NULL) : 0;
   }
   adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .rows = r->train->rows,

@@ -30,6 +30,7 @@
 #include "adjoin/phantom.h"
 #include "adjoin/energy.h"
 #include "adjoin/conv_layer.h"
+#include "adjoin/deep_halo_layer.h"
 #include "adjoin/norm_layer.h"
 #include "adjoin/losses.h"
 #include "adjoin/affine15.h"

@@ -83,6 +83,17 @@ typedef struct adj_halo_local {
 
 typedef struct adj_halo_geometry adj_halo_geometry;
 
+/* Longest run of kernels one geometry composes. */
+#define ADJ_MAX_RUN_STAGES 32
+
+/* One kernel of a run on one worker in one dimension: the output range [a, b)
+ * it computes (global indices of that kernel's output) and the zero padding
+ * {left, right} its local kernel adds (global boundaries only). */
+typedef struct adj_halo_stage {
+  int64_t output[2];
+  int64_t padding[2];
+} adj_halo_stage;
+
 /* Geometry of a rank-`rank` input of global `shape` cut over a grid of `parts`
  * workers per dimension (0 counts as 1).  cuts may be NULL (balanced bulks) or
  * hold per dimension NULL or parts[i] + 1 nondecreasing offsets from 0 to
@@ -92,6 +103,23 @@ int adj_halo_geometry_create(int rank, const int64_t *shape, const int *parts, c
 /* The same for the bulk of an existing decomposition (balanced or explicit). */
 int adj_halo_geometry_create_for(const adj_decomposition *input, const adj_halo_kernel *kernel,
                                  adj_halo_geometry **geometry);
+/* Deep halos: the geometry of a run of `count` kernels applied one after
+ * another to the input's bulk (stage j's input extent is stage j-1's output
+ * extent).  The output is the last kernel's, balanced; each worker's ranges
+ * are mapped back through the run, last kernel first, each stage computing
+ * exactly the input the next one reads (clipped to that stage's extent), so
+ * the first kernel's needed range, and the one halo exchange that fills it,
+ * serve the whole run.  adj_halo_geometry_dim's padding is the first kernel's;
+ * adj_halo_geometry_stage gives every stage's range and padding.  A worker
+ * whose outputs at some stage read only padding makes the run unfusable
+ * (ADJ_ERR_SIZE naming dimension, worker and kernel).  Not collective. */
+int adj_halo_geometry_create_run(const adj_decomposition *input, int count, const adj_halo_kernel *kernels,
+                                 adj_halo_geometry **geometry);
+/* Kernels composed: 1 for a geometry made by adj_halo_geometry_create(_for). */
+int adj_halo_geometry_stages(const adj_halo_geometry *geometry);
+/* Stage `stage` (0 <= stage < stages) of worker `part` in dimension dim; the
+ * last stage's output is adj_halo_geometry_dim's output. */
+adj_halo_stage adj_halo_geometry_stage(const adj_halo_geometry *geometry, int stage, int dim, int part);
 /* NULL-safe; sets *geometry to NULL. */
 void adj_halo_geometry_destroy(adj_halo_geometry **geometry);
 

@@ -70,6 +70,9 @@ typedef struct adj_lenet_config {
   const char *layout;     /* "sequential", "dist2", "dist4", "dist8", "hybrid4" or "hybrid4-batch" */
   int64_t batch;          /* B: fixed batch size (pad a short last batch; see loss_layer.h) */
   bool logits_only;       /* stop at the logits (B, 10) on rank 0, without the loss */
+  bool deep_halos;        /* fuse conv1 .. the second ReLU into one deep halo layer
+                           * (deep_halo_layer.h): one halo exchange instead of four;
+                           * the same function, parameters and layouts */
 } adj_lenet_config;
 
 /* Builds the network: one adj_layer (net.h) whose input is (B, 1, 28, 28) on

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "adjoin/net.h"
+#include "adjoin/norm_layer.h"
 #include "layer_impl.h"
 
 typedef struct adj_network {
@@ -274,4 +275,15 @@ void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, 
   adj_network *net = network->impl;
   net->hook = hook;
   net->hook_ctx = ctx;
+}
+
+int adj_network_set_training(adj_layer *network, bool training) {
+  adj_network *net = adj_network_of(network, "adj_network_set_training");
+  if (!net) return ADJ_ERR_ARG;
+  for (int i = 0; i < net->n; i++) {
+    adj_layer *stage = net->layers[i];
+    if (adj_layer_is_batchnorm(stage)) ADJ_CALL(adj_batchnorm_layer_set_training(stage, training));
+    else if (adj_layer_is_network(stage)) ADJ_CALL(adj_network_set_training(stage, training));
+  }
+  return ADJ_SUCCESS;
 }

@@ -89,7 +89,8 @@ const char *adj_lenet_layout_names(void);
 
 /* Initialises every parameter like PyTorch's default: uniform on
  * (-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the weight's input volume (C_in k k
- * or F_in; a bias uses its weight's).  The global values are drawn on rank 0
+ * or F_in; a bias uses its weight's); batch norm weights 1 and biases 0
+ * (PyTorch's), drawing nothing.  The global values are drawn on rank 0
  * from `seed` in parameter order (float64, then rounded to the dtype) and
  * scattered onto each parameter's layout, so every layout starts from the same
  * global parameters.  Works for any network; collective. */

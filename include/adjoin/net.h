@@ -43,6 +43,13 @@ int adj_network_depth(const adj_layer *network);
  * outside 0 .. depth - 1 (adj_last_error() says which). */
 adj_layer *adj_network_layer(adj_layer *network, int index);
 
+/* Training (true) or evaluation mode for every mode-dependent stage of the
+ * network, nested networks included: batch norm layers (norm_layer.h) then
+ * normalise with batch or running statistics.  A network starts in training
+ * mode.  Not collective, but every rank must choose the same mode.
+ * ADJ_ERR_ARG if `network` is not a network. */
+int adj_network_set_training(adj_layer *network, bool training);
+
 /* Parameters of stage `index`: their positions first..first+count-1 in the
  * network's parameter list. */
 int adj_network_stage_parameters(const adj_layer *network, int index, int *first, int *count);

@@ -34,8 +34,11 @@
 
 ADJ_BEGIN_DECLS
 
-/* Version 2 adds the batch size to version 1's header; both are read. */
-enum { ADJ_CHECKPOINT_VERSION = 2 };
+/* Version 2 adds the batch size to version 1's header; version 3 adds a
+ * section of network state (batch norm running statistics), written only
+ * for networks that hold some (others still write version 2).  All three are
+ * read. */
+enum { ADJ_CHECKPOINT_VERSION = 3 };
 /* Largest |value| a checkpoint may hold for a parameter or optimizer state. */
 #define ADJ_CHECKPOINT_MAX_MAGNITUDE 1e30
 

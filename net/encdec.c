@@ -28,12 +28,15 @@ int adj_encdec_layout_ranks(const char *layout) {
   return encdec_grid(layout, parts) ? parts[0] * parts[1] : 0;
 }
 
+/* Without bias: the batch norm after it subtracts any per-channel constant,
+ * so a bias would get a gradient of rounding noise only, which Adam scales up
+ * to full-size steps (PyTorch models drop it for the same reason). */
 static int encdec_conv(adj_builder *b, const char *name, int64_t out_channels) {
   adj_layer *layer = NULL;
   adj_conv_layer_config cc = {.comm = b->comm, .dtype = b->dtype, .name = name,
                               .window = {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 1},
                                          .padding_right = {1, 1}},
-                              .out_channels = out_channels, .input = b->current};
+                              .out_channels = out_channels, .no_bias = true, .input = b->current};
   return adj_builder_push(b, adj_conv_layer_create(&cc, &layer), &layer);
 }
 

@@ -25,7 +25,8 @@
  * replicas on top (data_parallel.h, adjoin-train --replicas).  A larger
  * communicator leaves the extra ranks idle; a smaller one is an error.
  *
- * Parameters, in order: enc1 conv weight, bias, BN weight, bias; enc2 the
+ * The convolutions have no bias (the batch norm after each removes it).
+ * Parameters, in order: enc1 conv weight, BN weight, BN bias; enc2 the
  * same; dec the same; head weight, bias — the same names and global shapes in
  * every layout, so checkpoints move between layouts.  adj_network_init_uniform
  * initialises them like PyTorch (batch norm: weight 1, bias 0).  The loss

@@ -8,7 +8,9 @@
  * float64 runs exchange checkpoints too (float32 -> float64 -> float32 is
  * exact).  Besides the tensors the file holds what makes a resumed run equal
  * to an uninterrupted one: the optimizer's step count, the shuffling
- * generator's state and the position (epoch, batch) in the run.
+ * generator's state, the position (epoch, batch) in the run and the
+ * network's state buffers (batch norm running mean and variance; they are
+ * not parameters), stored whole like the parameters.
  *
  * Saving writes a fresh temporary file beside PATH on rank 0 (created
  * exclusively, never through a planted symlink), flushes it to disk and

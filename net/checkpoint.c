@@ -116,6 +116,15 @@ static int ck_parts(adj_layer *net, adj_optimizer *opt, int index, adj_tensor pa
   return 1 + n_state;
 }
 
+/* Memory every rank must agree on (one failing fails all). */
+static void *ck_agreed_calloc(adj_layer *net, size_t count, size_t size, int *status) {
+  void *p = calloc(count + 1, size);
+  *status = adj_status_agree(adj_layer_comm(net), p ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: out of "
+                             "memory"), ADJ_WAIT_YIELD);
+  if (*status) free(p), p = NULL;
+  return p;
+}
+
 /* ---- network state: batch norm running statistics ------------------------------------- */
 
 /* State buffer k of a network: running mean (k even) or variance (k odd) of
@@ -164,9 +173,8 @@ static int ck_gather_buffer(adj_layer *net, const ck_buffer *b, double *whole) {
   adj_tensor block;
   int64_t first;
   bool speaks = ck_buffer_block(b, &block, &first);
-  double *mine = calloc((size_t)b->volume + 1, sizeof *mine);
-  int status = adj_status_agree(adj_layer_comm(net), mine ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: "
-                                "out of memory"), ADJ_WAIT_YIELD);
+  int status;
+  double *mine = ck_agreed_calloc(net, (size_t)b->volume, sizeof *mine, &status);
   if (!status && speaks) memcpy(mine + first, block.data, (size_t)adj_tensor_volume(&block) * sizeof *mine);
   if (!status && MPI_Reduce(mine, whole, (int)b->volume, MPI_DOUBLE, MPI_SUM, 0, adj_layer_comm(net)) != MPI_SUCCESS)
     status = adj_error_set(ADJ_ERR_MPI, "checkpoint: gathering %s failed", ck_buffer_name(b));
@@ -256,33 +264,42 @@ static int ck_write_parameter(ck_writer *w, adj_layer *net, adj_optimizer *opt, 
   return status;
 }
 
-/* Version 3's state section: the count, then each buffer's name, volume and
- * values, gathered onto rank 0. */
-static int ck_write_buffers(ck_writer *w, adj_layer *net, bool root) {
-  int n = ck_buffers(net, NULL);
-  if (!n) return ADJ_SUCCESS;
-  ck_buffer *buffers = calloc((size_t)n, sizeof *buffers);
-  int status = adj_status_agree(adj_layer_comm(net), buffers ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: "
-                                "out of memory"), ADJ_WAIT_YIELD);
-  if (status) return free(buffers), status;
+/* Calls visit for every state buffer of the network in order, with a
+ * float64 array of the buffer's whole length.  Collective. */
+typedef int ck_buffer_visit(void *ctx, adj_layer *net, const ck_buffer *b, double *whole, bool root);
+static int ck_each_buffer(adj_layer *net, bool root, ck_buffer_visit *visit, void *ctx) {
+  int n = ck_buffers(net, NULL), status;
+  ck_buffer *buffers = ck_agreed_calloc(net, (size_t)n, sizeof *buffers, &status);
+  if (status) return status;
   ck_buffers(net, buffers);
-  if (root) ck_put_uint(w, (uint64_t)n, 4);
   for (int k = 0; k < n && !status; k++) {
-    double *whole = calloc((size_t)buffers[k].volume + 1, sizeof *whole);
-    status = adj_status_agree(adj_layer_comm(net), whole ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: out "
-                              "of memory"), ADJ_WAIT_YIELD);
-    if (!status) status = ck_gather_buffer(net, &buffers[k], whole);
-    if (!status && root) {
-      const char *name = ck_buffer_name(&buffers[k]);
-      ck_put_uint(w, strlen(name), 4);
-      ck_put(w, name, strlen(name));
-      ck_put_uint(w, (uint64_t)buffers[k].volume, 8);
-      for (int64_t e = 0; e < buffers[k].volume; e++) ck_put_f64(w, whole[e]);
-    }
+    double *whole = ck_agreed_calloc(net, (size_t)buffers[k].volume, sizeof *whole, &status);
+    if (!status) status = visit(ctx, net, &buffers[k], whole, root);
     free(whole);
   }
   free(buffers);
   return status;
+}
+
+/* Gathers one buffer onto rank 0, which appends its name, volume, values. */
+static int ck_write_buffer(void *ctx, adj_layer *net, const ck_buffer *b, double *whole, bool root) {
+  ck_writer *w = ctx;
+  ADJ_CALL(ck_gather_buffer(net, b, whole));
+  if (!root) return ADJ_SUCCESS;
+  const char *name = ck_buffer_name(b);
+  ck_put_uint(w, strlen(name), 4);
+  ck_put(w, name, strlen(name));
+  ck_put_uint(w, (uint64_t)b->volume, 8);
+  for (int64_t e = 0; e < b->volume; e++) ck_put_f64(w, whole[e]);
+  return ADJ_SUCCESS;
+}
+
+/* Version 3's state section: the count, then each buffer. */
+static int ck_write_buffers(ck_writer *w, adj_layer *net, bool root) {
+  int n = ck_buffers(net, NULL);
+  if (!n) return ADJ_SUCCESS;
+  if (root) ck_put_uint(w, (uint64_t)n, 4);
+  return ck_each_buffer(net, root, ck_write_buffer, w);
 }
 
 int adj_checkpoint_check_target(const char *path) {
@@ -649,30 +666,20 @@ static int ck_read_parameter(ck_reader *r, const ck_header *h, adj_layer *net, a
   return status;
 }
 
-/* Rank 0 decodes the verified state section and sends each buffer to the
- * workers holding it. */
-static int ck_read_buffers(ck_reader *r, adj_layer *net, bool root) {
-  int n = ck_buffers(net, NULL);
-  ck_buffer *buffers = calloc((size_t)n + 1, sizeof *buffers);
-  int status = adj_status_agree(adj_layer_comm(net), buffers ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: "
-                                "out of memory"), ADJ_WAIT_YIELD);
-  if (status) return free(buffers), status;
-  ck_buffers(net, buffers);
-  if (root && n) ck_get_uint(r, 4);
-  for (int k = 0; k < n && !status; k++) {
-    double *whole = calloc((size_t)buffers[k].volume + 1, sizeof *whole);
-    status = adj_status_agree(adj_layer_comm(net), whole ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: out "
-                              "of memory"), ADJ_WAIT_YIELD);
-    if (!status && root) {
-      size_t name_bytes = (size_t)ck_get_uint(r, 4);
-      r->pos += name_bytes + 8; /* name and volume, verified already */
-      for (int64_t e = 0; e < buffers[k].volume; e++) whole[e] = ck_get_f64(r);
-    }
-    if (!status) status = ck_scatter_buffer(net, &buffers[k], whole);
-    free(whole);
+/* Rank 0 decodes one verified buffer and sends it to the workers holding it. */
+static int ck_read_buffer(void *ctx, adj_layer *net, const ck_buffer *b, double *whole, bool root) {
+  ck_reader *r = ctx;
+  if (root) {
+    size_t name_bytes = (size_t)ck_get_uint(r, 4);
+    r->pos += name_bytes + 8; /* name and volume, verified already */
+    for (int64_t e = 0; e < b->volume; e++) whole[e] = ck_get_f64(r);
   }
-  free(buffers);
-  return status;
+  return ck_scatter_buffer(net, b, whole);
+}
+
+static int ck_read_buffers(ck_reader *r, adj_layer *net, bool root) {
+  if (root && ck_buffers(net, NULL)) ck_get_uint(r, 4); /* the count, verified already */
+  return ck_each_buffer(net, root, ck_read_buffer, r);
 }
 
 static int ck_restore(ck_reader *r, const ck_header *h, adj_layer *net, adj_optimizer *opt, adj_rng *rng,

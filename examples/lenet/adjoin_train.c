@@ -342,8 +342,8 @@ static void limit(adj_dataset *ds, int64_t n) {
 
 static int load_data(train_run *r) {
   const train_options *o = &r->options;
-  static const char hint[] = "hint: provision MNIST with `sh tools/provision-data.sh`, or pass --data DIR holding "
-                             "the four standard MNIST files";
+  static const char hint[] = "hint: provision MNIST and Fashion-MNIST with `sh tools/provision-data.sh`, or pass "
+                             "--data DIR holding the four standard IDX files";
   if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
   if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
   limit(r->train, o->train_limit);

@@ -6,7 +6,8 @@
  *    float64 and 1e-5 in float32 (batch statistics reduced over the grid);
  *  - 5 Adam steps in float64 through the trainer on the same shuffled
  *    batches, then an evaluation (running statistics): parameters and running
- *    statistics within 1e-12, the same training and test losses and counts. */
+ *    statistics within 1e-12, the same training and test losses and counts,
+ *    and the evaluation left the running statistics as they were. */
 #include <math.h>
 
 #include "net_check.h"
@@ -59,6 +60,18 @@ static void compare_gradients(adj_test *t, const char *layout, adj_dtype dtype) 
   adj_layer_destroy(&dist), adj_layer_destroy(&seq);
 }
 
+/* Sum of every running statistic this worker holds (0 where it holds none). */
+static double running_stats_sum(adj_layer *net) {
+  double sum = 0;
+  for (int i = 0; i < adj_network_depth(net); i++) {
+    adj_tensor mean, var;
+    if (!adj_layer_is_batchnorm(adj_network_layer(net, i))) continue;
+    adj_batchnorm_layer_running_stats(adj_network_layer(net, i), &mean, &var);
+    for (int64_t e = 0; e < adj_tensor_volume(&mean); e++) sum += adj_tensor_get(&mean, e) + adj_tensor_get(&var, e);
+  }
+  return sum;
+}
+
 static void compare_training(adj_test *t, const char *layout, const adj_dataset *data) {
   nc_run seq, dist;
   ADJ_TEST_OK(t, nc_run_create_model("encdec", "sequential", ADJ_FLOAT64, BATCH, data, 421, &seq));
@@ -67,8 +80,11 @@ static void compare_training(adj_test *t, const char *layout, const adj_dataset 
     adj_train_stats s = {0}, d = {0}, se = {0}, de = {0};
     ADJ_TEST_OK(t, adj_trainer_run(seq.trainer, STEPS, NULL, NULL, &s));
     ADJ_TEST_OK(t, adj_trainer_run(dist.trainer, STEPS, NULL, NULL, &d));
+    double before = running_stats_sum(dist.net);
     ADJ_TEST_OK(t, adj_trainer_evaluate(seq.trainer, data, &se));
     ADJ_TEST_OK(t, adj_trainer_evaluate(dist.trainer, data, &de));
+    /* Evaluation reads the running statistics and must not update them. */
+    ADJ_TEST_CHECK(t, running_stats_sum(dist.net) == before, "%s: evaluation changed the running statistics", layout);
     bool bitwise;
     double diff = nc_parameter_diff(dist.net, seq.net, &bitwise);
     double loss_diff = fabs(d.loss - s.loss) / fmax(1, fabs(s.loss));

@@ -50,9 +50,10 @@ typedef struct adj_encdec_config {
 } adj_encdec_config;
 
 /* Builds the network; input (B, 1, 28, 28) on rank 0, output the scalar loss
- * on rank 0.  Parameters start as adj_network_init_uniform leaves them only
- * after calling it.  Collective on config->comm; a bad layout, too few ranks
- * or a batch below 1 fail on every rank with a message naming the value. */
+ * on rank 0.  Convolution and affine parameters start at zero: call
+ * adj_network_init_uniform.  Collective on config->comm; a bad layout, too
+ * few ranks or a batch below 1 fail on every rank with a message naming the
+ * value. */
 int adj_encdec_create(const adj_encdec_config *config, adj_layer **network);
 
 /* Ranks a layout needs, or 0 for an unknown one. */

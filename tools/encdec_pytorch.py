@@ -14,9 +14,13 @@ mode (running statistics).
 
     /usr/bin/python3 tools/encdec_pytorch.py [--data data/fashion-mnist] [--epochs 2]
         [--batch 256] [--lr 0.001] [--seed 1] [--threads N]
-        [--train-limit N] [--test-limit N]
+        [--train-limit N] [--test-limit N] [--evaluate-checkpoint PATH]
 
-Prints one line per epoch, then `test_accuracy=0.XXXX`.  Needs Debian's
+Prints one line per epoch, then `test_accuracy=0.XXXX`.  With
+--evaluate-checkpoint it trains nothing: it loads the parameters and running
+statistics of an adjoin-train --model encdec checkpoint (docs/checkpoint.md,
+version 3) and prints the test accuracy of that network in PyTorch, to
+compare with what adjoin-train prints for the same checkpoint.  Needs Debian's
 python3-torch (PyTorch 1.13), run with Debian's /usr/bin/python3.
 """
 import argparse
@@ -43,6 +47,23 @@ def encdec():
         nn.Linear(784, 10))
 
 
+def load_checkpoint(model, path):
+    """adjoin's parameters (in order) and running statistics into `model`."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "net"))
+    from train_cli import read_checkpoint  # the reader the tests use
+    ck = read_checkpoint(path)
+    parameters = list(model.parameters())
+    assert len(parameters) == len(ck["parameters"]), "the checkpoint is not an encdec network's"
+    with torch.no_grad():
+        for mine, stored in zip(parameters, ck["parameters"]):
+            assert tuple(mine.shape) == tuple(stored["shape"]), f"{stored['name']} {stored['shape']}"
+            mine.copy_(torch.tensor(stored["values"][:stored["volume"]], dtype=mine.dtype).reshape(mine.shape))
+        norms = [m for m in model if isinstance(m, nn.BatchNorm2d)]
+        for k, norm in enumerate(norms):
+            norm.running_mean.copy_(torch.tensor(ck["state"][2 * k][1], dtype=norm.running_mean.dtype))
+            norm.running_var.copy_(torch.tensor(ck["state"][2 * k + 1][1], dtype=norm.running_var.dtype))
+
+
 def padded_step(model, optimizer, loss_fn, x, y, batch):
     """One Adam step on a batch padded with zero images to `batch` samples."""
     n = len(x)
@@ -66,16 +87,23 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--train-limit", type=int, default=0)
     p.add_argument("--test-limit", type=int, default=0)
+    p.add_argument("--evaluate-checkpoint", default=None)
     a = p.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
-    x_train, y_train = load(a.data, "train", torch.float32)
-    x_test, y_test = load(a.data, "test", torch.float32)
+    # A checkpoint is evaluated in float64, so no prediction turns on rounding.
+    dtype = torch.float64 if a.evaluate_checkpoint else torch.float32
+    x_train, y_train = load(a.data, "train", dtype)
+    x_test, y_test = load(a.data, "test", dtype)
     if a.train_limit:
         x_train, y_train = x_train[:a.train_limit], y_train[:a.train_limit]
     if a.test_limit:
         x_test, y_test = x_test[:a.test_limit], y_test[:a.test_limit]
-    model = encdec()
+    model = encdec().to(dtype)
+    if a.evaluate_checkpoint:
+        load_checkpoint(model, a.evaluate_checkpoint)
+        print(f"test_accuracy={evaluate(model, x_test, y_test, a.batch):.4f}")
+        return
     optimizer = torch.optim.Adam(model.parameters(), lr=a.lr)
     loss_fn = nn.CrossEntropyLoss()
     print(f"pytorch {torch.__version__}, {a.threads} threads, batch {a.batch}, "

@@ -334,6 +334,8 @@ int adj_batchnorm_layer_create(const adj_batchnorm_layer_config *c, adj_layer **
 
 /* ---- accessors -------------------------------------------------------------------------- */
 
+bool adj_layer_is_batchnorm(const adj_layer *l) { return l && l->methods.forward == adj_batchnorm_forward; }
+
 static int adj_batchnorm_of(adj_layer *l, adj_batchnorm **b) {
   ADJ_CHECK(l && l->methods.forward == adj_batchnorm_forward, ADJ_ERR_ARG, "batch norm: layer %s is not a batch norm",
             l ? l->name : "(null)");

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "adjoin/checkpoint.h"
+#include "adjoin/norm_layer.h"
 #include "error_impl.h"
 
 static const char ck_magic[8] = {'A', 'D', 'J', 'C', 'K', 'P', 'T', '\n'};
@@ -115,16 +116,97 @@ static int ck_parts(adj_layer *net, adj_optimizer *opt, int index, adj_tensor pa
   return 1 + n_state;
 }
 
+/* Memory every rank must agree on (one failing fails all). */
+static void *ck_agreed_calloc(adj_layer *net, size_t count, size_t size, int *status) {
+  void *p = calloc(count + 1, size);
+  *status = adj_status_agree(adj_layer_comm(net), p ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "checkpoint: out of "
+                             "memory"), ADJ_WAIT_YIELD);
+  if (*status) free(p), p = NULL;
+  return p;
+}
+
+/* ---- network state: batch norm running statistics ------------------------------------- */
+
+/* State buffer k of a network: running mean (k even) or variance (k odd) of
+ * its (k / 2)-th batch norm stage.  Not parameters (the optimizer never sees
+ * them), but a resumed run needs them and evaluation uses them. */
+typedef struct ck_buffer {
+  adj_layer *stage;
+  bool variance;
+  int64_t volume; /* the global channel count */
+} ck_buffer;
+
+static const char *ck_buffer_name(const ck_buffer *b) { return b->variance ? "running_var" : "running_mean"; }
+
+/* How many state buffers the network holds; fills out[0..n) when not NULL. */
+static int ck_buffers(adj_layer *net, ck_buffer *out) {
+  int n = 0;
+  for (int i = 0; adj_layer_is_network(net) && i < adj_network_depth(net); i++) {
+    adj_layer *stage = adj_network_layer(net, i);
+    if (!adj_layer_is_batchnorm(stage)) continue;
+    int64_t channels = adj_decomposition_global_shape(adj_layer_input_layout(stage))[1];
+    for (int k = 0; k < 2; k++, n++)
+      if (out) out[n] = (ck_buffer){stage, k == 1, channels};
+  }
+  return n;
+}
+
+/* This worker's block of a buffer (float64 view), its first channel, and
+ * whether it is the one worker of its channel group that speaks for it
+ * (batch and spatial coordinates 0; the group's members hold the same bits). */
+static bool ck_buffer_block(const ck_buffer *b, adj_tensor *block, int64_t *first) {
+  adj_tensor mean, var;
+  adj_batchnorm_layer_running_stats(b->stage, &mean, &var);
+  *block = b->variance ? var : mean;
+  const adj_decomposition *layout = adj_layer_input_layout(b->stage);
+  const adj_partition *p = adj_decomposition_partition(layout);
+  *first = adj_decomposition_local_block(layout).start[1];
+  if (!adj_partition_active(p)) return false;
+  for (int d = 0; d < adj_decomposition_rank(layout); d++)
+    if (d != 1 && adj_partition_coords(p)[d] != 0) return false;
+  return true;
+}
+
+/* The whole buffer summed onto rank 0 from the worker speaking for each
+ * channel block.  Collective. */
+static int ck_gather_buffer(adj_layer *net, const ck_buffer *b, double *whole) {
+  adj_tensor block;
+  int64_t first;
+  bool speaks = ck_buffer_block(b, &block, &first);
+  int status;
+  double *mine = ck_agreed_calloc(net, (size_t)b->volume, sizeof *mine, &status);
+  if (!status && speaks) memcpy(mine + first, block.data, (size_t)adj_tensor_volume(&block) * sizeof *mine);
+  if (!status && MPI_Reduce(mine, whole, (int)b->volume, MPI_DOUBLE, MPI_SUM, 0, adj_layer_comm(net)) != MPI_SUCCESS)
+    status = adj_error_set(ADJ_ERR_MPI, "checkpoint: gathering %s failed", ck_buffer_name(b));
+  free(mine);
+  return status;
+}
+
+/* Rank 0's whole buffer to every worker holding a block of it. */
+static int ck_scatter_buffer(adj_layer *net, const ck_buffer *b, double *whole) {
+  ADJ_CHECK(MPI_Bcast(whole, (int)b->volume, MPI_DOUBLE, 0, adj_layer_comm(net)) == MPI_SUCCESS, ADJ_ERR_MPI,
+            "checkpoint: sending %s failed", ck_buffer_name(b));
+  adj_tensor block;
+  int64_t first;
+  ck_buffer_block(b, &block, &first);
+  memcpy(block.data, whole + first, (size_t)adj_tensor_volume(&block) * sizeof *whole);
+  return ADJ_SUCCESS;
+}
+
 static uint32_t ck_optimizer_kind(const adj_optimizer *opt) {
   return opt ? (uint32_t)adj_optimizer_get_config(opt)->kind : CK_NO_OPTIMIZER;
 }
 
 /* ---- save -------------------------------------------------------------------------------- */
 
+/* Version 3 only where it is needed: a network without state buffers writes
+ * the version 2 file older builds read. */
+static uint32_t ck_write_version(adj_layer *net) { return ck_buffers(net, NULL) ? ADJ_CHECKPOINT_VERSION : 2; }
+
 static void ck_write_header(ck_writer *w, adj_layer *net, adj_optimizer *opt, const adj_rng *rng,
                             const adj_checkpoint_position *pos) {
   adj_tensor state[2];
-  uint32_t fields[6] = {ADJ_CHECKPOINT_VERSION, (uint32_t)adj_layer_dtype(net), ck_optimizer_kind(opt),
+  uint32_t fields[6] = {ck_write_version(net), (uint32_t)adj_layer_dtype(net), ck_optimizer_kind(opt),
                         opt ? (uint32_t)adj_optimizer_state_buffers(opt, state) : 0,
                         (uint32_t)adj_layer_parameter_count(net), rng ? (uint32_t)adj_rng_state_size(rng) : 0};
   ck_put(w, ck_magic, sizeof ck_magic);
@@ -180,6 +262,44 @@ static int ck_write_parameter(ck_writer *w, adj_layer *net, adj_optimizer *opt, 
   }
   adj_tensor_destroy(&whole);
   return status;
+}
+
+/* Calls visit for every state buffer of the network in order, with a
+ * float64 array of the buffer's whole length.  Collective. */
+typedef int ck_buffer_visit(void *ctx, adj_layer *net, const ck_buffer *b, double *whole, bool root);
+static int ck_each_buffer(adj_layer *net, bool root, ck_buffer_visit *visit, void *ctx) {
+  int n = ck_buffers(net, NULL), status;
+  ck_buffer *buffers = ck_agreed_calloc(net, (size_t)n, sizeof *buffers, &status);
+  if (status) return status;
+  ck_buffers(net, buffers);
+  for (int k = 0; k < n && !status; k++) {
+    double *whole = ck_agreed_calloc(net, (size_t)buffers[k].volume, sizeof *whole, &status);
+    if (!status) status = visit(ctx, net, &buffers[k], whole, root);
+    free(whole);
+  }
+  free(buffers);
+  return status;
+}
+
+/* Gathers one buffer onto rank 0, which appends its name, volume, values. */
+static int ck_write_buffer(void *ctx, adj_layer *net, const ck_buffer *b, double *whole, bool root) {
+  ck_writer *w = ctx;
+  ADJ_CALL(ck_gather_buffer(net, b, whole));
+  if (!root) return ADJ_SUCCESS;
+  const char *name = ck_buffer_name(b);
+  ck_put_uint(w, strlen(name), 4);
+  ck_put(w, name, strlen(name));
+  ck_put_uint(w, (uint64_t)b->volume, 8);
+  for (int64_t e = 0; e < b->volume; e++) ck_put_f64(w, whole[e]);
+  return ADJ_SUCCESS;
+}
+
+/* Version 3's state section: the count, then each buffer. */
+static int ck_write_buffers(ck_writer *w, adj_layer *net, bool root) {
+  int n = ck_buffers(net, NULL);
+  if (!n) return ADJ_SUCCESS;
+  if (root) ck_put_uint(w, (uint64_t)n, 4);
+  return ck_each_buffer(net, root, ck_write_buffer, w);
 }
 
 int adj_checkpoint_check_target(const char *path) {
@@ -251,6 +371,7 @@ int adj_checkpoint_save(const char *path, adj_layer *net, adj_optimizer *opt, co
   int status = ADJ_SUCCESS;
   for (int i = 0; i < adj_layer_parameter_count(net) && !status; i++)
     status = ck_write_parameter(&w, net, opt, i, rank == 0);
+  if (!status) status = ck_write_buffers(&w, net, rank == 0);
   if (rank == 0 && !status) status = ck_write_file(path, &w);
   free(w.data);
   return adj_status_agree(adj_layer_comm(net), status, ADJ_WAIT_YIELD);
@@ -268,6 +389,13 @@ static size_t ck_max_size(adj_layer *net) {
     for (int d = 0; d < adj_decomposition_rank(layout); d++) volume *= adj_decomposition_global_shape(layout)[d];
     size += 4 + CK_MAX_NAME + 4 + 8 * ADJ_MAX_RANK + (size_t)volume * 3 * 8;
   }
+  int n = ck_buffers(net, NULL);
+  ck_buffer *buffers = n ? calloc((size_t)n, sizeof *buffers) : NULL;
+  if (n && !buffers) return SIZE_MAX; /* the read then finds memory short itself */
+  if (buffers) ck_buffers(net, buffers);
+  size += 4;
+  for (int k = 0; k < n; k++) size += 4 + CK_MAX_NAME + 8 + (size_t)buffers[k].volume * 8;
+  free(buffers);
   return size;
 }
 
@@ -315,7 +443,7 @@ static int ck_check_envelope(const char *path, const uint8_t *data, size_t size)
             stored, computed);
   ck_reader r = {data, size, sizeof ck_magic, false};
   uint32_t version = (uint32_t)ck_get_uint(&r, 4);
-  ADJ_CHECK(version == 1 || version == ADJ_CHECKPOINT_VERSION, ADJ_ERR_IO,
+  ADJ_CHECK(version >= 1 && version <= ADJ_CHECKPOINT_VERSION, ADJ_ERR_IO,
             "checkpoint %s: format version %u, this build reads 1 to %d", path, version, ADJ_CHECKPOINT_VERSION);
   ADJ_CHECK(size >= ck_header_bytes(version) + 4, ADJ_ERR_IO, "checkpoint %s: truncated: %zu bytes, fewer than a "
             "header", path, size);
@@ -431,6 +559,49 @@ static int ck_check_descriptors(const char *path, ck_reader *r, adj_layer *net, 
   return ADJ_SUCCESS;
 }
 
+/* One stored state buffer against the network's: name, volume, values
+ * (finite, in range, a variance >= 0). */
+static int ck_check_buffer(const char *path, ck_reader *r, int k, const ck_buffer *b) {
+  uint32_t len = (uint32_t)ck_get_uint(r, 4);
+  char name[CK_MAX_NAME + 1] = "";
+  if (len <= CK_MAX_NAME && r->pos + len <= r->size) memcpy(name, r->data + r->pos, len), name[len] = '\0';
+  r->pos += len;
+  uint64_t volume = ck_get_uint(r, 8);
+  ADJ_CHECK(!r->short_read && !strcmp(name, ck_buffer_name(b)) && volume == (uint64_t)b->volume, ADJ_ERR_IO,
+            "checkpoint %s: state buffer %d is '%s' of %llu values, but the network's is '%s' of %lld (batch norm "
+            "stage %s)", path, k, name, (unsigned long long)volume, ck_buffer_name(b), (long long)b->volume,
+            adj_layer_name(b->stage));
+  for (int64_t e = 0; e < b->volume; e++) {
+    double v = ck_get_f64(r);
+    ADJ_CHECK(r->short_read || (isfinite(v) && fabs(v) <= ADJ_CHECKPOINT_MAX_MAGNITUDE && !(b->variance && v < 0)),
+              ADJ_ERR_IO, "checkpoint %s: state buffer %d ('%s') element %lld is %g (values must be finite, "
+              "|v| <= 1e30%s)", path, k, name, (long long)e, v, b->variance ? ", a variance >= 0" : "");
+  }
+  ADJ_CHECK(!r->short_read, ADJ_ERR_IO, "checkpoint %s: truncated in state buffer %d", path, k);
+  return ADJ_SUCCESS;
+}
+
+/* Version 3's state section, from r's position, against the network's state
+ * buffers; an older file must come from a network without any. */
+static int ck_check_buffers(const char *path, ck_reader *r, const ck_header *h, adj_layer *net) {
+  int n = ck_buffers(net, NULL);
+  if (h->version < 3) {
+    ADJ_CHECK(n == 0, ADJ_ERR_IO, "checkpoint %s: version %u holds no batch norm running statistics, but network %s "
+              "has %d state buffers", path, h->version, adj_layer_name(net), n);
+    return ADJ_SUCCESS;
+  }
+  uint32_t count = (uint32_t)ck_get_uint(r, 4);
+  ADJ_CHECK(!r->short_read && count == (uint32_t)n, ADJ_ERR_IO,
+            "checkpoint %s: holds %u state buffers but the network %s has %d", path, count, adj_layer_name(net), n);
+  ck_buffer *buffers = calloc((size_t)n + 1, sizeof *buffers);
+  ADJ_CHECK(buffers, ADJ_ERR_MEM, "checkpoint %s: out of memory", path);
+  ck_buffers(net, buffers);
+  int status = ADJ_SUCCESS;
+  for (int k = 0; k < n && !status; k++) status = ck_check_buffer(path, r, k, &buffers[k]);
+  free(buffers);
+  return status;
+}
+
 /* Reads and verifies the whole file; on success r is positioned at the
  * tensors and h holds the header. */
 static int ck_verify(const char *path, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
@@ -455,7 +626,12 @@ static int ck_verify(const char *path, adj_layer *net, adj_optimizer *opt, adj_r
   r->pos += h->rng_bytes;
   int64_t values;
   ADJ_CALL(ck_check_descriptors(path, r, net, &values));
-  size_t expected = r->pos + (size_t)values * (1 + h->n_state) * 8 + 4;
+  ck_reader state = *r;
+  state.pos += (size_t)values * (1 + h->n_state) * 8;
+  ADJ_CHECK(state.pos + 4 <= size, ADJ_ERR_IO, "checkpoint %s: %zu bytes, fewer than its header describes (%zu)", path,
+            size, state.pos + 4);
+  ADJ_CALL(ck_check_buffers(path, &state, h, net));
+  size_t expected = state.pos + 4;
   ADJ_CHECK(expected == size, ADJ_ERR_IO, "checkpoint %s: %zu bytes, but its header describes %zu", path, size,
             expected);
   return ck_check_values(path, r, h, net);
@@ -493,9 +669,26 @@ static int ck_read_parameter(ck_reader *r, const ck_header *h, adj_layer *net, a
   return status;
 }
 
+/* Rank 0 decodes one verified buffer and sends it to the workers holding it. */
+static int ck_read_buffer(void *ctx, adj_layer *net, const ck_buffer *b, double *whole, bool root) {
+  ck_reader *r = ctx;
+  if (root) {
+    size_t name_bytes = (size_t)ck_get_uint(r, 4);
+    r->pos += name_bytes + 8; /* name and volume, verified already */
+    for (int64_t e = 0; e < b->volume; e++) whole[e] = ck_get_f64(r);
+  }
+  return ck_scatter_buffer(net, b, whole);
+}
+
+static int ck_read_buffers(ck_reader *r, adj_layer *net, bool root) {
+  if (root && ck_buffers(net, NULL)) ck_get_uint(r, 4); /* the count, verified already */
+  return ck_each_buffer(net, root, ck_read_buffer, r);
+}
+
 static int ck_restore(ck_reader *r, const ck_header *h, adj_layer *net, adj_optimizer *opt, adj_rng *rng,
                       const uint8_t *rng_state, adj_checkpoint_position *pos, bool root) {
   for (int i = 0; i < adj_layer_parameter_count(net); i++) ADJ_CALL(ck_read_parameter(r, h, net, opt, i, root));
+  ADJ_CALL(ck_read_buffers(r, net, root));
   if (opt) adj_optimizer_set_steps(opt, h->steps);
   if (rng) ADJ_CALL(adj_rng_state_load(rng, rng_state, h->rng_bytes));
   if (pos)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "adjoin/net.h"
+#include "adjoin/norm_layer.h"
 #include "adjoin/rng.h"
 #include "layer_impl.h"
 
@@ -272,6 +273,17 @@ void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, 
   net->hook_ctx = ctx;
 }
 
+int adj_network_set_training(adj_layer *network, bool training) {
+  adj_network *net = adj_network_of(network, "adj_network_set_training");
+  if (!net) return ADJ_ERR_ARG;
+  for (int i = 0; i < net->n; i++) {
+    adj_layer *stage = net->layers[i];
+    if (adj_layer_is_batchnorm(stage)) ADJ_CALL(adj_batchnorm_layer_set_training(stage, training));
+    else if (adj_layer_is_network(stage)) ADJ_CALL(adj_network_set_training(stage, training));
+  }
+  return ADJ_SUCCESS;
+}
+
 /* ---- initialisation (PyTorch's default uniform) ---------------------------------------- */
 
 /* The uniform bound of parameter p: 1/sqrt(fan_in), where a weight's fan_in
@@ -285,16 +297,30 @@ static double uniform_bound(const adj_parameter *p, int64_t *fan_in) {
   return 1.0 / sqrt((double)(*fan_in > 0 ? *fan_in : 1));
 }
 
-/* Draws the whole parameter on rank 0 and scatters it. */
+/* Whether parameter `index` of a network belongs to a batch norm stage. */
+static bool in_batchnorm(adj_layer *network, int index) {
+  for (int i = 0; adj_layer_is_network(network) && i < adj_network_depth(network); i++) {
+    int first, count;
+    if (!adj_network_stage_parameters(network, i, &first, &count) && index >= first && index < first + count)
+      return adj_layer_is_batchnorm(adj_network_layer(network, i));
+  }
+  return false;
+}
+
+/* Draws the whole parameter on rank 0 and scatters it.  Batch norm's weight
+ * and bias take PyTorch's 1 and 0 and draw nothing, so a network without
+ * batch norm draws what it always did. */
 static int init_parameter_uniform(adj_layer *network, int index, adj_rng *rng, int64_t *fan_in) {
   adj_parameter *p = adj_layer_parameter(network, index);
-  double bound = uniform_bound(p, fan_in);
+  bool constant = in_batchnorm(network, index);
+  double bound = constant ? 0 : uniform_bound(p, fan_in), value = strcmp(p->name, "weight") ? 0 : 1;
   adj_tensor whole = {0};
   int status = ADJ_SUCCESS;
   if (rng) {
     status = adj_tensor_create(&whole, adj_layer_dtype(network), adj_decomposition_rank(p->layout),
                                adj_decomposition_global_shape(p->layout));
-    if (!status) adj_rng_fill_uniform(rng, &whole, -bound, bound);
+    for (int64_t e = 0; !status && constant && e < adj_tensor_volume(&whole); e++) adj_tensor_set(&whole, e, value);
+    if (!status && !constant) adj_rng_fill_uniform(rng, &whole, -bound, bound);
   }
   status = adj_status_agree(adj_layer_comm(network), status, ADJ_WAIT_YIELD);
   if (!status) status = adj_layer_set_parameter(network, index, 0, rng ? &whole : NULL);

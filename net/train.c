@@ -367,9 +367,7 @@ int adj_trainer_run(adj_trainer *t, int64_t max_batches, adj_train_progress *pro
   return ADJ_SUCCESS;
 }
 
-int adj_trainer_evaluate(adj_trainer *t, const adj_dataset *data, adj_train_stats *stats) {
-  *stats = (adj_train_stats){0};
-  double start = MPI_Wtime();
+static int trainer_evaluate_batches(adj_trainer *t, const adj_dataset *data, adj_train_stats *stats) {
   for (int64_t first = 0; first < data->count; first += t->batch_size) {
     int64_t count = data->count - first < t->batch_size ? data->count - first : t->batch_size;
     for (int64_t i = 0; i < count; i++) t->indices[i] = first + i;
@@ -377,6 +375,18 @@ int adj_trainer_evaluate(adj_trainer *t, const adj_dataset *data, adj_train_stat
     ADJ_CALL(adj_layer_forward(t->config.network, &t->x, &t->y));
     trainer_tally(t, count, stats);
   }
+  return ADJ_SUCCESS;
+}
+
+/* In evaluation mode: batch norm uses its running statistics and leaves them
+ * alone, so evaluating never changes what training continues from. */
+int adj_trainer_evaluate(adj_trainer *t, const adj_dataset *data, adj_train_stats *stats) {
+  *stats = (adj_train_stats){0};
+  double start = MPI_Wtime();
+  ADJ_CALL(adj_network_set_training(t->config.network, false));
+  int status = trainer_evaluate_batches(t, data, stats);
+  int restored = adj_network_set_training(t->config.network, true);
+  ADJ_CALL(status ? status : restored);
   trainer_finish_stats(stats, start);
   return ADJ_SUCCESS;
 }

@@ -1,11 +1,14 @@
 /* adjoin-train: trains LeNet-5, sequential or distributed, on IDX image data
  * (MNIST by default), as in section 5 of the DistDL paper; or ShallowSpeed's
- * MLP, sequential or with 1.5D layers on a P_r x P_c grid.
+ * MLP, sequential or with 1.5D layers on a P_r x P_c grid; or the batch-norm
+ * encoder-decoder classifier (encdec.h, Fashion-MNIST by default), sequential
+ * or on a spatial grid.
  *
  *   mpiexec.mpich -n 4 adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 --optimizer adam
  *   mpiexec.mpich -n 4 adjoin-train --layout dp              (4 sequential replicas)
  *   mpiexec.mpich -n 8 adjoin-train --layout dist4 --replicas 2
  *   mpiexec.mpich -n 6 adjoin-train --model mlp --layout 2x3
+ *   mpiexec.mpich -n 8 adjoin-train --model encdec --layout 2x2 --replicas 2
  *
  * Rank 0 prints a progress bar per epoch (plain lines when stdout is not a
  * terminal), a summary line per epoch, and as its last line the final test
@@ -26,13 +29,13 @@
 #include "report.h"
 
 typedef struct train_options {
-  const char *data;           /* directory of the four IDX files */
+  const char *data;           /* directory of the four IDX files; NULL: the model's default */
   int64_t epochs, batch;
   double lr, momentum, weight_decay;
   adj_optimizer_kind optimizer;
   uint64_t seed;
   adj_dtype dtype;
-  const char *model;          /* "lenet" or "mlp" */
+  const char *model;          /* "lenet", "mlp" or "encdec" */
   const char *layout;         /* NULL: chosen from the rank count */
   const char *checkpoint;     /* NULL: none */
   bool resume;
@@ -52,17 +55,21 @@ static const char usage[] =
     "usage: mpiexec.mpich -n RANKS adjoin-train [options]\n"
     "  --data DIR            directory with train-images-idx3-ubyte, train-labels-idx1-ubyte,\n"
     "                        t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (raw or .gz)\n"
-    "                        [data/mnist; provision it with: sh tools/provision-data.sh]\n"
+    "                        [data/mnist, encdec: data/fashion-mnist; provision them with:\n"
+    "                        sh tools/provision-data.sh]\n"
     "  --epochs N            [10]       --batch B        [256]\n"
     "  --lr RATE             [0.001]    --optimizer adam|sgd [adam]\n"
     "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
-    "  --model lenet|mlp     LeNet-5, or ShallowSpeed's MLP 784-128-127-126-125-124-123-10 [lenet]\n"
+    "  --model lenet|mlp|encdec  LeNet-5, ShallowSpeed's MLP 784-128-127-126-125-124-123-10, or\n"
+    "                        the batch-norm encoder-decoder classifier (encdec.h) [lenet]\n"
     "  --layout NAME         LeNet-5: sequential, dist2, dist4, dist8, hybrid4,\n"
     "                        hybrid4-batch, or a grid RxC (rows x batch in the convolutions,\n"
     "                        1.5D affine layers) [sequential on 1 rank, distN on N];\n"
     "                        MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN on N ranks];\n"
+    "                        encdec: sequential or a spatial grid P0xP1 (rows x columns,\n"
+    "                        1..7 each), e.g. 2x2 [Nx1 on N ranks];\n"
     "                        either: dp (a sequential replica per rank)\n"
     "  --deep-halos          LeNet-5: fuse conv1 .. the second ReLU into one deep halo layer\n"
     "                        (one halo exchange instead of four; docs/deep-halos.md)\n"
@@ -197,14 +204,15 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_TRACE: o->trace = arg; return 0;
   case OPT_DEEP_HALOS: o->deep_halos = true; return 0;
   case OPT_MODEL:
-    if (!strcmp(arg, "lenet") || !strcmp(arg, "mlp")) return o->model = arg, 0;
-    complain("--model is lenet or mlp, got '%s'\n", arg);
+    if (!strcmp(arg, "lenet") || !strcmp(arg, "mlp") || !strcmp(arg, "encdec")) return o->model = arg, 0;
+    complain("--model is lenet, mlp or encdec, got '%s'\n", arg);
     return -1;
   default: return -1; /* getopt has printed what was wrong */
   }
 }
 
 static bool is_mlp(const train_options *o) { return !strcmp(o->model, "mlp"); }
+static bool is_encdec(const train_options *o) { return !strcmp(o->model, "encdec"); }
 
 /* A grid layout "PrxPc"; false otherwise. */
 static bool grid_layout(const char *layout, int *rows, int *cols) {
@@ -225,7 +233,8 @@ static bool mlp_grid(const char *layout, int *rows, int *cols) {
 static void grid_as_replicas(train_options *o) {
   static char replica_layout[32];
   int rows, cols;
-  if (!grid_layout(o->layout, &rows, &cols) || cols == 1) return;
+  /* The encoder-decoder's grid is spatial: rows and columns of the image. */
+  if (is_encdec(o) || !grid_layout(o->layout, &rows, &cols) || cols == 1) return;
   snprintf(replica_layout, sizeof replica_layout, "%dx1", rows);
   o->layout = replica_layout;
   o->replicas = (o->replicas ? o->replicas : 1) * cols;
@@ -235,12 +244,16 @@ static void grid_as_replicas(train_options *o) {
 static int layout_ranks(const train_options *o) {
   int rows, cols, need = 0;
   if (is_mlp(o)) need = mlp_grid(o->layout, &rows, &cols) ? (rows ? rows * cols : 1) : 0;
+  else if (is_encdec(o)) need = adj_encdec_layout_ranks(o->layout);
   else need = adj_lenet_layout_ranks(o->layout);
   if (need && is_mlp(o) && rows > 10) {
     complain("MLP layout %s puts %d feature workers on the 10 classes (at most 10)\n", o->layout, rows);
     return 0;
   }
   if (!need && is_mlp(o)) complain("no MLP layout '%s' (sequential, a grid PrxPc such as 2x3, or dp)\n", o->layout);
+  else if (!need && is_encdec(o))
+    complain("no encdec layout '%s' (sequential, a spatial grid P0xP1 with P0, P1 in 1..7 such as 2x2, or dp)\n",
+             o->layout);
   else if (!need) complain("no layout '%s' (layouts: %s, dp)\n", o->layout, adj_lenet_layout_names());
   return need;
 }
@@ -249,9 +262,11 @@ static int layout_ranks(const train_options *o) {
 static int check_options(train_options *o, int ranks) {
   static char default_layout[16];
   if (!o->layout) {
-    snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : is_mlp(o) ? "1x%d" : "dist%d", ranks);
+    const char *grid = is_mlp(o) ? "1x%d" : is_encdec(o) ? "%dx1" : "dist%d";
+    snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : grid, ranks);
     o->layout = default_layout;
   }
+  if (!o->data) o->data = is_encdec(o) ? "data/fashion-mnist" : "data/mnist";
   if (strcmp(o->layout, "dp") == 0) {
     if (o->replicas && o->replicas != ranks) {
       complain("--layout dp makes one replica per rank (%d), not --replicas %lld\n", ranks, (long long)o->replicas);
@@ -287,7 +302,7 @@ static int check_options(train_options *o, int ranks) {
 /* Parses argv identically on every rank, so every rank agrees on the
  * outcome; only rank 0 speaks.  Returns 0, 1 for --help, -1 on a bad flag. */
 static int parse_options(int argc, char **argv, int rank, int ranks, train_options *o) {
-  *o = (train_options){.data = "data/mnist", .model = "lenet", .epochs = 10, .batch = 256, .lr = 1e-3,
+  *o = (train_options){.model = "lenet", .epochs = 10, .batch = 256, .lr = 1e-3,
                        .optimizer = ADJ_OPTIMIZER_ADAM, .seed = 1, .dtype = ADJ_FLOAT32, .stop_after = -1,
                        .micro_batches = 1,
                        .caps = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES}};
@@ -333,8 +348,8 @@ static void limit(adj_dataset *ds, int64_t n) {
 
 static int load_data(train_run *r) {
   const train_options *o = &r->options;
-  static const char hint[] = "hint: provision MNIST with `sh tools/provision-data.sh`, or pass --data DIR holding "
-                             "the four standard MNIST files";
+  static const char hint[] = "hint: provision MNIST and Fashion-MNIST with `sh tools/provision-data.sh`, or pass "
+                             "--data DIR holding the four standard IDX files";
   if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
   if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
   limit(r->train, o->train_limit);
@@ -366,11 +381,17 @@ static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u;
 /* ShallowSpeed's reference MLP (paper 004). */
 static const int64_t mlp_sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
 
-static const char *model_name(const train_options *o) { return is_mlp(o) ? "MLP" : "LeNet-5"; }
+static const char *model_name(const train_options *o) {
+  return is_mlp(o) ? "MLP" : is_encdec(o) ? "encoder-decoder" : "LeNet-5";
+}
 
 static int build_network(train_run *r, int64_t batch) {
   const train_options *o = &r->options;
   MPI_Comm comm = adj_replicas_model_comm(r->replicas);
+  if (is_encdec(o)) {
+    adj_encdec_config ec = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch};
+    return adj_encdec_create(&ec, &r->net) ? fail(r, "building the encoder-decoder", NULL) : 0;
+  }
   if (!is_mlp(o)) {
     adj_lenet_config lc = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch,
                            .deep_halos = o->deep_halos};

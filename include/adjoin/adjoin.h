@@ -39,6 +39,7 @@
 #include "adjoin/net.h"
 #include "adjoin/loss_layer.h"
 #include "adjoin/lenet.h"
+#include "adjoin/encdec.h"
 #include "adjoin/checkpoint.h"
 #include "adjoin/train.h"
 #include "adjoin/data_parallel.h"

@@ -8,7 +8,9 @@
  * float64 runs exchange checkpoints too (float32 -> float64 -> float32 is
  * exact).  Besides the tensors the file holds what makes a resumed run equal
  * to an uninterrupted one: the optimizer's step count, the shuffling
- * generator's state and the position (epoch, batch) in the run.
+ * generator's state, the position (epoch, batch) in the run and the
+ * network's state buffers (batch norm running mean and variance; they are
+ * not parameters), stored whole like the parameters.
  *
  * Saving writes a fresh temporary file beside PATH on rank 0 (created
  * exclusively, never through a planted symlink), flushes it to disk and
@@ -34,8 +36,11 @@
 
 ADJ_BEGIN_DECLS
 
-/* Version 2 adds the batch size to version 1's header; both are read. */
-enum { ADJ_CHECKPOINT_VERSION = 2 };
+/* Version 2 adds the batch size to version 1's header; version 3 adds a
+ * section of network state (batch norm running statistics), written only
+ * for networks that hold some (others still write version 2).  All three are
+ * read. */
+enum { ADJ_CHECKPOINT_VERSION = 3 };
 /* Largest |value| a checkpoint may hold for a parameter or optimizer state. */
 #define ADJ_CHECKPOINT_MAX_MAGNITUDE 1e30
 

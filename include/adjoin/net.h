@@ -44,6 +44,13 @@ int adj_network_depth(const adj_layer *network);
  * outside 0 .. depth - 1 (adj_last_error() says which). */
 adj_layer *adj_network_layer(adj_layer *network, int index);
 
+/* Training (true) or evaluation mode for every mode-dependent stage of the
+ * network, nested networks included: batch norm layers (norm_layer.h) then
+ * normalise with batch or running statistics.  A network starts in training
+ * mode.  Not collective, but every rank must choose the same mode.
+ * ADJ_ERR_ARG if `network` is not a network. */
+int adj_network_set_training(adj_layer *network, bool training);
+
 /* Parameters of stage `index`: their positions first..first+count-1 in the
  * network's parameter list. */
 int adj_network_stage_parameters(const adj_layer *network, int index, int *first, int *count);
@@ -98,7 +105,8 @@ int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
 
 /* Initialises every parameter like PyTorch's default: uniform on
  * (-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the weight's input volume (C_in k k
- * or F_in; a bias uses its weight's).  The global values are drawn on rank 0
+ * or F_in; a bias uses its weight's); batch norm weights 1 and biases 0
+ * (PyTorch's), drawing nothing.  The global values are drawn on rank 0
  * from `seed` in parameter order (float64, then rounded to the dtype) and
  * scattered onto each parameter's layout, so every layout starts from the same
  * global parameters.  Works for any network; collective. */

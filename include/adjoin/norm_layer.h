@@ -80,6 +80,10 @@ int adj_batchnorm_layer_set_training(adj_layer *layer, bool training);
  * checkpoint; write the same values on every member of a group. */
 int adj_batchnorm_layer_running_stats(adj_layer *layer, adj_tensor *mean, adj_tensor *var);
 
+/* Whether `layer` is a batch norm layer made by adj_batchnorm_layer_create
+ * (false for NULL). */
+bool adj_layer_is_batchnorm(const adj_layer *layer);
+
 /* Training forwards since creation (PyTorch's num_batches_tracked). */
 int64_t adj_batchnorm_layer_batches_tracked(const adj_layer *layer);
 

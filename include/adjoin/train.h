@@ -109,7 +109,9 @@ int64_t adj_trainer_epoch(const adj_trainer *trainer);
 int64_t adj_trainer_batch(const adj_trainer *trainer);
 
 /* Loss and accuracy of the network on a data set, in fixed-size batches (the
- * last one padded), without changing parameters or the shuffle.  Collective. */
+ * last one padded), without changing parameters or the shuffle.  Runs in
+ * evaluation mode (adj_network_set_training: batch norm uses and keeps its
+ * running statistics) and returns the network to training mode.  Collective. */
 int adj_trainer_evaluate(adj_trainer *trainer, const adj_dataset *data, adj_train_stats *stats);
 
 /* Checkpoint of parameters, optimizer state, shuffle state and position

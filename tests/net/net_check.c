@@ -14,9 +14,22 @@ adj_dataset *nc_synthetic(int64_t count, uint64_t seed) {
 
 int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, uint64_t seed,
                   nc_run *run) {
-  *run = (nc_run){0};
+  return nc_run_create_model("lenet", layout, dtype, batch, data, seed, run);
+}
+
+static int nc_build(const char *model, const char *layout, adj_dtype dtype, int64_t batch, adj_layer **net) {
+  if (!strcmp(model, "encdec")) {
+    adj_encdec_config ec = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
+    return adj_encdec_create(&ec, net);
+  }
   adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
-  int status = adj_lenet_create(&lc, &run->net);
+  return adj_lenet_create(&lc, net);
+}
+
+int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, int64_t batch,
+                        const adj_dataset *data, uint64_t seed, nc_run *run) {
+  *run = (nc_run){0};
+  int status = nc_build(model, layout, dtype, batch, &run->net);
   if (!status) status = adj_network_init_uniform(run->net, seed);
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
   if (!status) status = adj_optimizer_create(run->net, &oc, &run->opt);
@@ -31,23 +44,47 @@ void nc_run_destroy(nc_run *run) {
   adj_layer_destroy(&run->net);
 }
 
-/* Gathers parameter i of net whole onto rank 0 (a zero-volume tensor elsewhere). */
-static int nc_gather(adj_layer *net, int i, adj_tensor *whole) {
+/* Gathers parameter i of net (or its gradient) whole onto rank 0 (a
+ * zero-volume tensor elsewhere). */
+static int nc_gather(adj_layer *net, int i, bool gradient, adj_tensor *whole) {
   const adj_parameter *p = adj_layer_parameter(net, i);
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int64_t zeros[ADJ_MAX_RANK] = {0};
   const int64_t *shape = rank == 0 ? adj_decomposition_global_shape(p->layout) : zeros;
   int status = adj_tensor_create(whole, adj_layer_dtype(net), adj_decomposition_rank(p->layout), shape);
-  return status ? status : adj_layer_get_parameter(net, i, 0, whole);
+  if (status) return status;
+  return gradient ? adj_layer_get_gradient(net, i, 0, whole) : adj_layer_get_parameter(net, i, 0, whole);
 }
 
-double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
+/* The running statistics of a's and b's batch norm stages, block by block
+ * on every worker; the worst difference and bitwise equality over all. */
+static double nc_running_stats_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
+  double worst = 0;
+  int same = 1;
+  for (int i = 0; i < adj_network_depth(a) && i < adj_network_depth(b); i++) {
+    adj_layer *sa = adj_network_layer(a, i), *sb = adj_network_layer(b, i);
+    if (!adj_layer_is_batchnorm(sa) || !adj_layer_is_batchnorm(sb)) continue;
+    adj_tensor ma, va, mb, vb;
+    adj_batchnorm_layer_running_stats(sa, &ma, &va);
+    adj_batchnorm_layer_running_stats(sb, &mb, &vb);
+    if (adj_tensor_volume(&ma) != adj_tensor_volume(&mb)) continue; /* different blocks: nothing to compare */
+    worst = fmax(worst, fmax(adj_test_max_rel_diff(&ma, &mb), adj_test_max_rel_diff(&va, &vb)));
+    same = same && !memcmp(ma.data, mb.data, adj_tensor_bytes(&ma)) && !memcmp(va.data, vb.data, adj_tensor_bytes(&va));
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  *bitwise = same;
+  return worst;
+}
+
+/* The worst gathered difference of parameters or gradients (rank 0). */
+static double nc_gathered_diff(adj_layer *a, adj_layer *b, bool gradient, bool *bitwise) {
   double worst = 0;
   *bitwise = true;
   for (int i = 0; i < adj_layer_parameter_count(a); i++) {
     adj_tensor ta = {0}, tb = {0};
-    if (nc_gather(a, i, &ta) || nc_gather(b, i, &tb)) worst = INFINITY, *bitwise = false;
+    if (nc_gather(a, i, gradient, &ta) || nc_gather(b, i, gradient, &tb)) worst = INFINITY, *bitwise = false;
     else {
       worst = fmax(worst, adj_test_max_rel_diff(&ta, &tb));
       *bitwise = *bitwise && !memcmp(ta.data, tb.data, adj_tensor_bytes(&ta));
@@ -55,6 +92,19 @@ double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
     adj_tensor_destroy(&ta), adj_tensor_destroy(&tb);
   }
   return worst;
+}
+
+double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise) {
+  bool same_stats, same_parameters;
+  double stats = nc_running_stats_diff(a, b, &same_stats);
+  double parameters = nc_gathered_diff(a, b, false, &same_parameters);
+  *bitwise = same_stats && same_parameters;
+  return fmax(stats, parameters);
+}
+
+double nc_gradient_diff(adj_layer *a, adj_layer *b) {
+  bool bitwise;
+  return nc_gathered_diff(a, b, true, &bitwise);
 }
 
 int nc_layouts_fitting(int size, const char **layouts) {

@@ -12,7 +12,9 @@
 adj_dataset *nc_synthetic(int64_t count, uint64_t seed);
 
 /* LeNet-5 (with loss) in `layout`, initialised from `seed`, with Adam
- * (learning rate 1e-3) and a trainer shuffling with `seed` over `data`. */
+ * (learning rate 1e-3) and a trainer shuffling with `seed` over `data`.
+ * nc_run_create_model does the same for `model` "lenet" or "encdec"
+ * (encdec.h). */
 typedef struct nc_run {
   adj_layer *net;
   adj_optimizer *opt;
@@ -20,13 +22,20 @@ typedef struct nc_run {
 } nc_run;
 int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, uint64_t seed,
                   nc_run *run);
+int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, int64_t batch,
+                        const adj_dataset *data, uint64_t seed, nc_run *run);
 void nc_run_destroy(nc_run *run);
 
 /* Largest relative difference (adj_test_max_rel_diff) over every gathered
  * global parameter of a and b, on rank 0; *bitwise tells whether every
  * element is identical.  Other ranks compare empty tensors: 0 and true.  The
- * networks must list the same parameters. */
+ * networks must list the same parameters.  Batch norm running statistics
+ * count too: each worker compares its blocks where both networks give it
+ * blocks of one size (rank 0 holds every channel in the layouts here), and
+ * every rank gets the worst over all workers. */
 double nc_parameter_diff(adj_layer *a, adj_layer *b, bool *bitwise);
+/* The same over the gathered parameter gradients (rank 0; 0 elsewhere). */
+double nc_gradient_diff(adj_layer *a, adj_layer *b);
 
 /* A whole file read into memory (NULL if it cannot be read; *size its
  * length), and written back.  Not collective: the tests call them on rank 0. */

@@ -5,13 +5,20 @@
  *    epoch 2, ends with parameters bit-identical to an uninterrupted run;
  *  - so does a run resumed from a checkpoint taken in the middle of epoch 3;
  *  - two runs with the same seed, layout and dtype are bit-identical, and a
- *    run with another seed is not. */
+ *    run with another seed is not.
+ * With the argument "encdec" the same checks run on the batch norm
+ * encoder-decoder (encdec.h; registered as t520-encdec-resume) in layout 2x2
+ * (sequential below 4 ranks), and "bit-identical" covers the running
+ * statistics too (nc_parameter_diff). */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "net_check.h"
 
 enum { BATCH = 8, SAMPLES = 45, EPOCHS = 4, SEED = 503 };
+
+static const char *model = "lenet"; /* or "encdec", from the command line */
 
 static void run_epochs(adj_test *t, nc_run *r, int64_t until, const char *checkpoint) {
   adj_train_stats stats;
@@ -26,7 +33,7 @@ static void run_epochs(adj_test *t, nc_run *r, int64_t until, const char *checkp
 static void crash_in_epoch_3(adj_test *t, const char *layout, const adj_dataset *data, const char *path,
                              int64_t batches, bool save_mid) {
   nc_run r;
-  ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED, &r));
+  ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED, &r));
   run_epochs(t, &r, 2, path);
   adj_train_stats stats;
   if (r.trainer) ADJ_TEST_OK(t, adj_trainer_run(r.trainer, batches, NULL, NULL, &stats));
@@ -38,7 +45,7 @@ static void crash_in_epoch_3(adj_test *t, const char *layout, const adj_dataset 
 static void resume_and_compare(adj_test *t, const char *label, const char *layout, const adj_dataset *data,
                                const char *path, adj_layer *reference) {
   nc_run r;
-  ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED + 1000, &r));
+  ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED + 1000, &r));
   if (r.trainer) ADJ_TEST_OK(t, adj_trainer_load(r.trainer, path));
   int64_t epoch = r.trainer ? adj_trainer_epoch(r.trainer) : -1, batch = r.trainer ? adj_trainer_batch(r.trainer) : -1;
   run_epochs(t, &r, EPOCHS, NULL);
@@ -53,8 +60,8 @@ static void resume_and_compare(adj_test *t, const char *label, const char *layou
 
 static void reproducibility(adj_test *t, const char *layout, const adj_dataset *data, adj_layer *reference) {
   nc_run again, other;
-  ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED, &again));
-  ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED + 1, &other));
+  ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED, &again));
+  ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED + 1, &other));
   run_epochs(t, &again, EPOCHS, NULL);
   run_epochs(t, &other, EPOCHS, NULL);
   bool same = false, same_other = true;
@@ -71,15 +78,17 @@ static void reproducibility(adj_test *t, const char *layout, const adj_dataset *
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t503-resume");
+  if (argc > 1 && !strcmp(argv[argc - 1], "encdec")) model = "encdec";
+  adj_test_begin(&t, &argc, &argv, strcmp(model, "encdec") ? "t503-resume" : "t520-encdec-resume");
   char path[64];
   snprintf(path, sizeof path, "/tmp/adjoin-t503-%d.ckpt", t.rank == 0 ? (int)getpid() : 0);
   MPI_Bcast(path, sizeof path, MPI_CHAR, 0, t.comm);
   adj_dataset *data = nc_synthetic(SAMPLES, SEED);
   const char *layouts[NC_MAX_LAYOUTS];
   const char *layout = layouts[nc_layouts_fitting(t.size, layouts) - 1];
+  if (!strcmp(model, "encdec")) layout = t.size >= 4 ? "2x2" : "sequential";
   nc_run reference;
-  ADJ_TEST_OK(&t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED, &reference));
+  ADJ_TEST_OK(&t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED, &reference));
   run_epochs(&t, &reference, EPOCHS, NULL);
   if (reference.net) {
     crash_in_epoch_3(&t, layout, data, path, 3, false);

@@ -1,6 +1,7 @@
-"""Helpers of the tests that drive adjoin-train end to end (t510, t511): a
-run under mpiexec, a checkpoint read back (docs/checkpoint.md, version 2), and
-an error count that becomes the exit code; the arguments every script takes."""
+"""Helpers of the tests that drive adjoin-train end to end (t510, t511, t522):
+a run under mpiexec, a checkpoint read back (docs/checkpoint.md, versions 2
+and 3), and an error count that becomes the exit code; the arguments every
+script takes."""
 import os
 import struct
 import subprocess
@@ -8,12 +9,14 @@ import sys
 import zlib
 
 
-def arguments(name):
+def arguments(name, data_set="mnist"):
     """(mpiexec, program, data directory) from argv; exits 77 (skipped) when
-    the data directory holds no provisioned MNIST."""
+    the data directory holds no provisioned DATA_SET (raw or gzipped)."""
     mpiexec, program, data = sys.argv[1:4]
-    if not os.access(f"{data}/train-images-idx3-ubyte", os.R_OK):
-        print(f"{name}: skipped: no MNIST under {data}: provision it with `sh tools/provision-data.sh mnist`")
+    images = f"{data}/train-images-idx3-ubyte"
+    if not (os.access(images, os.R_OK) or os.access(images + ".gz", os.R_OK)):
+        print(f"{name}: skipped: no {data_set} under {data}: provision it with "
+              f"`sh tools/provision-data.sh {data_set}`")
         sys.exit(77)
     return mpiexec, program, data
 
@@ -43,18 +46,19 @@ def run(mpiexec, ranks, args, timeout=600):
 
 def read_checkpoint(path):
     """The checkpoint at PATH as a dict: header fields, the generator state
-    (bytes), and per parameter its name, global shape, and values followed by
-    the optimizer's state buffers (one flat tuple of floats)."""
+    (bytes), per parameter its name, global shape, and values followed by
+    the optimizer's state buffers (one flat tuple of floats), and (version 3)
+    the network's state buffers as (name, values) pairs."""
     with open(path, "rb") as f:
         data = f.read()
     assert data[:8] == b"ADJCKPT\n", f"{path}: not a checkpoint"
     assert zlib.crc32(data[:-4]) == struct.unpack("<I", data[-4:])[0], f"{path}: CRC32 mismatch"
     version, dtype, kind, k, count, rng_bytes = struct.unpack_from("<6I", data, 8)
-    assert version == 2, f"{path}: version {version}, expected 2"
+    assert version in (2, 3), f"{path}: version {version}, expected 2 or 3"
     steps, epoch, batch, seed, batch_size = struct.unpack_from("<5Q", data, 32)
     pos = 72 + rng_bytes
     ck = {"dtype": dtype, "optimizer": kind, "steps": steps, "epoch": epoch, "batch": batch, "seed": seed,
-          "batch_size": batch_size, "rng": data[72:pos], "parameters": []}
+          "batch_size": batch_size, "rng": data[72:pos], "parameters": [], "state": [], "version": version}
     for _ in range(count):
         (length,) = struct.unpack_from("<I", data, pos)
         name = data[pos + 4:pos + 4 + length].decode()
@@ -70,13 +74,27 @@ def read_checkpoint(path):
         p["volume"] = n
         p["values"] = struct.unpack_from(f"<{n * (1 + k)}d", data, pos)
         pos += 8 * n * (1 + k)
+    if version == 3:
+        (buffers,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        for _ in range(buffers):
+            (length,) = struct.unpack_from("<I", data, pos)
+            name = data[pos + 4:pos + 4 + length].decode()
+            (n,) = struct.unpack_from("<Q", data, pos + 4 + length)
+            pos += 12 + length
+            ck["state"].append((name, struct.unpack_from(f"<{n}d", data, pos)))
+            pos += 8 * n
+    assert pos == len(data) - 4, f"{path}: {len(data) - 4 - pos} bytes left over"
     return ck
 
 
 def relative_difference(a, b):
-    """||a - b|| / ||b|| over every parameter and optimizer state value."""
+    """||a - b|| / ||b|| over every parameter, optimizer state and network
+    state value."""
     num = den = 0.0
-    for p, q in zip(a["parameters"], b["parameters"]):
-        num += sum((x - y) ** 2 for x, y in zip(p["values"], q["values"]))
-        den += sum(y * y for y in q["values"])
+    pairs = [(p["values"], q["values"]) for p, q in zip(a["parameters"], b["parameters"])]
+    pairs += [(p[1], q[1]) for p, q in zip(a["state"], b["state"])]
+    for values, reference in pairs:
+        num += sum((x - y) ** 2 for x, y in zip(values, reference))
+        den += sum(y * y for y in reference)
     return (num / den) ** 0.5 if den else num ** 0.5

@@ -1,0 +1,62 @@
+/* Stage-by-stage network building (see net_builder.h). */
+#include "net_builder.h"
+
+#include "adjoin/layers.h"
+#include "adjoin/net.h"
+#include "error_impl.h"
+
+int adj_builder_push(adj_builder *b, int status, adj_layer **stage) {
+  if (status) return status;
+  adj_layer *layer = *stage;
+  if (b->n == ADJ_BUILDER_MAX_STAGES) {
+    adj_layer_destroy(stage);
+    return adj_error_set(ADJ_ERR_ARG, "network builder: more than %d stages", ADJ_BUILDER_MAX_STAGES);
+  }
+  b->stages[b->n++] = layer;
+  adj_decomposition_destroy(&b->current);
+  b->current = adj_decomposition_reference((adj_decomposition *)adj_layer_output_layout(layer));
+  return ADJ_SUCCESS;
+}
+
+int adj_builder_start(adj_builder *b, int ndim, const int *parts, const int64_t *shape) {
+  adj_decomposition_destroy(&b->current);
+  return adj_decomposition_create_on_first_ranks(b->comm, ndim, parts, shape, &b->current);
+}
+
+/* True when both layouts hold the whole tensor on the same single worker, so
+ * moving between them would be a copy to itself. */
+static bool adj_builder_same_worker(const adj_decomposition *a, const adj_decomposition *b) {
+  const adj_partition *pa = adj_decomposition_partition(a), *pb = adj_decomposition_partition(b);
+  return adj_partition_size(pa) == 1 && adj_partition_size(pb) == 1 &&
+         adj_partition_rank_of_index(pa, 0) == adj_partition_rank_of_index(pb, 0);
+}
+
+int adj_builder_glue(adj_builder *b, int ndim, const int *parts, const int64_t *shape) {
+  adj_decomposition *target;
+  ADJ_CALL(adj_decomposition_create_on_first_ranks(b->comm, ndim, parts, shape, &target));
+  int status = ADJ_SUCCESS;
+  if (adj_builder_same_worker(b->current, target)) {
+    adj_decomposition_destroy(&b->current);
+    b->current = adj_decomposition_reference(target);
+  } else {
+    adj_layer *layer = NULL;
+    adj_repartition_layer_config rc = {.dtype = b->dtype, .input = b->current, .output = target};
+    status = adj_builder_push(b, adj_repartition_layer_create(&rc, &layer), &layer);
+  }
+  adj_decomposition_destroy(&target);
+  return status;
+}
+
+int adj_builder_relu(adj_builder *b) {
+  adj_layer *layer = NULL;
+  adj_activation_layer_config ac = {.dtype = b->dtype, .input = b->current, .activation = {ADJ_RELU, 0}};
+  return adj_builder_push(b, adj_activation_layer_create(&ac, &layer), &layer);
+}
+
+int adj_builder_finish(adj_builder *b, int status, const char *name, adj_layer **network) {
+  if (!status) status = adj_network_create(name, b->n, b->stages, network);
+  for (int i = 0; i < b->n; i++) adj_layer_destroy(&b->stages[i]);
+  b->n = 0;
+  adj_decomposition_destroy(&b->current);
+  return status;
+}

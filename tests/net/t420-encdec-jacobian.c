@@ -1,0 +1,64 @@
+/* The Jacobian of the batch norm encoder-decoder + softmax cross-entropy
+ * (encdec.h; the loss with respect to the input and every parameter at once)
+ * passes the dot-product test, jvp against backward, in training mode (batch
+ * statistics: the projection of batch norm is inside the test) and in
+ * evaluation mode (running statistics), in every layout that fits the ranks:
+ * below 1e-12 in float64 and 1e-5 in float32.  The batch is padded (its last
+ * sample does not count).  Unknown layouts and too few ranks fail on every
+ * rank with a message naming the value. */
+#include <string.h>
+
+#include "net_check.h"
+
+enum { BATCH = 3 };
+
+static void check_layout(adj_test *t, const char *layout, adj_dtype dtype, bool training) {
+  adj_layer *net = NULL;
+  adj_encdec_config ec = {.comm = t->comm, .dtype = dtype, .layout = layout, .batch = BATCH};
+  ADJ_TEST_OK(t, adj_encdec_create(&ec, &net));
+  if (!net) return;
+  ADJ_TEST_OK(t, adj_network_init_uniform(net, 420));
+  const int64_t labels[BATCH] = {7, 2, 9};
+  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH - 1));
+  ADJ_TEST_OK(t, adj_network_set_training(net, training));
+  adj_dottest_result r = {0};
+  ADJ_TEST_OK(t, adj_dottest_layer(net, 420, &r));
+  double tolerance = adj_dottest_tolerance(dtype, 1);
+  adj_test_report(t, "encdec %-10s %s %s ranks %d batch %d: <J v, u> = %.17g, <v, J^T u> = %.17g, relative error %.3e",
+                  layout, training ? "train" : "eval ", adj_dtype_name(dtype), t->size, BATCH, r.range_inner,
+                  r.domain_inner, r.relative_error);
+  ADJ_TEST_CHECK(t, r.relative_error < tolerance && r.norm_Fx > 0 && r.norm_Fty > 0,
+                 "%s %s: relative error %.3e (tolerance %.0e), |Jv| %.3e, |J^T u| %.3e", layout, adj_dtype_name(dtype),
+                 r.relative_error, tolerance, r.norm_Fx, r.norm_Fty);
+  adj_layer_destroy(&net);
+}
+
+static void expect_failure(adj_test *t, const char *layout, int64_t batch, const char *phrase) {
+  adj_layer *net = NULL;
+  adj_encdec_config ec = {.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout, .batch = batch};
+  char label[200];
+  snprintf(label, sizeof label, "layout %s batch %lld", layout, (long long)batch);
+  adj_test_expect_error(t, label, adj_encdec_create(&ec, &net), ADJ_TEST_ANY_ERROR, phrase);
+  ADJ_TEST_CHECK(t, !net, "%s: a failed create left a network behind", label);
+  adj_layer_destroy(&net);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t420-encdec-jacobian");
+  static const char *const layouts[] = {"sequential", "2x1", "1x2", "3x1", "2x2", "3x2", "7x1"};
+  const char *widest = "sequential";
+  for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+    if (adj_encdec_layout_ranks(layouts[i]) > t.size) continue;
+    check_layout(&t, layouts[i], ADJ_FLOAT64, true);
+    check_layout(&t, layouts[i], ADJ_FLOAT32, true);
+    widest = layouts[i];
+  }
+  check_layout(&t, widest, ADJ_FLOAT64, false);
+  check_layout(&t, widest, ADJ_FLOAT32, false);
+  expect_failure(&t, "8x1", 4, "unknown layout '8x1'");
+  expect_failure(&t, "dist4", 4, "unknown layout 'dist4'");
+  expect_failure(&t, "sequential", 0, "batch 0 must be at least 1");
+  if (t.size < 49) expect_failure(&t, "7x7", 4, "needs 49 ranks");
+  return adj_test_finish(&t);
+}

@@ -17,11 +17,6 @@
 
 enum { ADJ_DEEP_CASE_STAGES = 6 };
 
-typedef struct adj_deep_case_stage {
-  char kind; /* 'c' conv, 'm' max pool, 'a' average pool, 'r' ReLU, 't' tanh */
-  int64_t channels, k, s, d, pad;
-} adj_deep_case_stage;
-
 typedef struct adj_deep_case_run {
   const char *name;
   int64_t channels, height, width;
@@ -52,8 +47,8 @@ static const adj_deep_grid adj_deep_grids[] = {
     {{1, 1, 7, 1}, "6543210", true},   {{2, 1, 2, 2}, "01234567", false}, {{1, 1, 2, 3}, "513024", false},
 };
 
-static int adj_deep_case_stage_create(const adj_deep_case_stage *s, adj_dtype dtype, const adj_decomposition *in,
-                                      adj_layer **layer) {
+int adj_deep_case_stage_create(const adj_deep_case_stage *s, adj_dtype dtype, const adj_decomposition *in,
+                               adj_layer **layer) {
   adj_window_geometry w = {.spatial_dims = 2, .kernel = {s->k, s->k}, .stride = {s->s, s->s},
                            .dilation = {s->d, s->d}, .padding_left = {s->pad, s->pad},
                            .padding_right = {s->pad, s->pad}};

@@ -42,4 +42,16 @@ int adj_affine_case_create(const adj_affine_case *c, adj_dtype dtype, const adj_
 int adj_case_layout(MPI_Comm comm, int ndim, const int64_t *shape, const int *parts, const char *ranks, bool uneven,
                     adj_decomposition **d);
 
+/* One stage of a deep halo run (the battery's cases_deep_halo.c and t350): 'c'
+ * a convolution working on its input's workers with its output there too
+ * (P_co = 1: the run's one spatial partition), 'm' / 'a' max / average
+ * pooling, 'r' ReLU, 't' tanh; a square window k, stride s, dilation d and
+ * padding pad (0 stride or dilation: 1).  Created on `in`. */
+typedef struct adj_deep_case_stage {
+  char kind;
+  int64_t channels, k, s, d, pad;
+} adj_deep_case_stage;
+int adj_deep_case_stage_create(const adj_deep_case_stage *s, adj_dtype dtype, const adj_decomposition *in,
+                               adj_layer **layer);
+
 #endif

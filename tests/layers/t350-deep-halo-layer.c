@@ -30,19 +30,15 @@
 #include <string.h>
 
 #include "dist_check.h"
+#include "layer_cases.h"
 
 enum { MAX_STAGES = 8 };
-
-typedef struct run_stage {
-  char kind; /* 'c' conv, 'm' max pool, 'a' average pool, 'r' ReLU, 't' tanh */
-  int64_t channels, k, s, d, pad;
-} run_stage;
 
 typedef struct run_spec {
   const char *name;
   int64_t shape[4];
   int count;
-  run_stage stages[MAX_STAGES];
+  adj_deep_case_stage stages[MAX_STAGES];
   int exchanging;      /* layers that exchange a halo with the same neighbours on balanced layouts (0: not so) */
   bool taylor;         /* smooth enough for dist_check's Taylor test at second order */
 } run_spec;
@@ -67,46 +63,12 @@ enum { N_RUNS = sizeof runs / sizeof runs[0] };
 static const int grids[9][5] = {{0}, {1, 1, 1, 1, 1}, {1, 1, 2, 1, 1}, {1, 1, 3, 1, 1}, {1, 1, 2, 2, 1},
                                 {1, 1, 5, 1, 1}, {1, 1, 3, 2, 1}, {1, 1, 7, 1, 1}, {2, 1, 2, 2, 1}};
 
-static adj_window_geometry window_of(const run_stage *s) {
-  return (adj_window_geometry){.spatial_dims = 2, .kernel = {s->k, s->k}, .stride = {s->s, s->s},
-                               .dilation = {s->d, s->d}, .padding_left = {s->pad, s->pad},
-                               .padding_right = {s->pad, s->pad}};
-}
-
-/* A convolution works and puts its output on its input's workers (P_co = 1):
- * the run's one spatial partition. */
-static int create_conv(const run_stage *s, adj_dtype dtype, const adj_decomposition *in, adj_layer **layer) {
-  const adj_partition *p = adj_decomposition_partition(in);
-  int ranks[8];
-  for (int i = 0; i < adj_partition_size(p); i++) ranks[i] = adj_partition_rank_of_index(p, i);
-  adj_conv_layer_config c = {.comm = adj_partition_base_comm(p), .dtype = dtype, .window = window_of(s),
-                             .out_channels = s->channels, .input = in, .work_ranks = ranks, .output_ranks = ranks};
-  return adj_conv_layer_create(&c, layer);
-}
-
-static int create_stage(const run_stage *s, adj_dtype dtype, const adj_decomposition *in, adj_layer **layer) {
-  switch (s->kind) {
-    case 'c':
-      return create_conv(s, dtype, in, layer);
-    case 'm':
-    case 'a':
-      return adj_pool_layer_create(&(adj_pool_layer_config){.dtype = dtype, .input = in, .window = window_of(s),
-                                                            .kind = s->kind == 'm' ? ADJ_POOL_MAX : ADJ_POOL_AVG},
-                                   layer);
-    default:
-      return adj_activation_layer_create(
-          &(adj_activation_layer_config){.dtype = dtype, .input = in,
-                                         .activation = {s->kind == 'r' ? ADJ_RELU : ADJ_TANH, 0}},
-          layer);
-  }
-}
-
 /* The run's layers, each on the previous one's output layout. */
 static int create_layers(const run_spec *r, adj_dtype dtype, const adj_decomposition *input, adj_layer **layers) {
   const adj_decomposition *in = input;
   int status = ADJ_SUCCESS;
   for (int j = 0; j < r->count && !status; j++) {
-    status = create_stage(&r->stages[j], dtype, in, &layers[j]);
+    status = adj_deep_case_stage_create(&r->stages[j], dtype, in, &layers[j]);
     if (!status) in = adj_layer_output_layout(layers[j]);
   }
   return status;

@@ -149,3 +149,14 @@ void nc_remove_dir(adj_test *t, const char *dir) {
   snprintf(command, sizeof command, "rm -rf '%s'", dir);
   ADJ_TEST_CHECK(t, system(command) == 0, "cannot remove %s", dir);
 }
+
+void nc_check_jacobian(adj_test *t, adj_layer *net, uint64_t seed, adj_dtype dtype, const char *label) {
+  adj_dottest_result r = {0};
+  ADJ_TEST_OK(t, adj_dottest_layer(net, seed, &r));
+  double tolerance = adj_dottest_tolerance(dtype, 1);
+  adj_test_report(t, "%s %s ranks %d: <J v, u> = %.17g, <v, J^T u> = %.17g, relative error %.3e", label,
+                  adj_dtype_name(dtype), t->size, r.range_inner, r.domain_inner, r.relative_error);
+  ADJ_TEST_CHECK(t, r.relative_error < tolerance && r.norm_Fx > 0 && r.norm_Fty > 0,
+                 "%s %s: relative error %.3e (tolerance %.0e), |Jv| %.3e, |J^T u| %.3e", label, adj_dtype_name(dtype),
+                 r.relative_error, tolerance, r.norm_Fx, r.norm_Fty);
+}

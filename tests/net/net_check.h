@@ -26,6 +26,11 @@ int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, 
                         const adj_dataset *data, uint64_t seed, nc_run *run);
 void nc_run_destroy(nc_run *run);
 
+/* The Jacobian dot-product test of a network (adj_dottest_layer with `seed`):
+ * reports both inner products and the relative error after `label`, and
+ * checks the error against the dtype's tolerance and that neither side is 0. */
+void nc_check_jacobian(adj_test *t, adj_layer *net, uint64_t seed, adj_dtype dtype, const char *label);
+
 /* Largest relative difference (adj_test_max_rel_diff) over every gathered
  * global parameter of a and b, on rank 0; *bitwise tells whether every
  * element is identical.  Other ranks compare empty tensors: 0 and true.  The

@@ -21,15 +21,9 @@ static void check_layout(adj_test *t, const char *layout, adj_dtype dtype, bool 
   const int64_t labels[BATCH] = {7, 2, 9};
   ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH - 1));
   ADJ_TEST_OK(t, adj_network_set_training(net, training));
-  adj_dottest_result r = {0};
-  ADJ_TEST_OK(t, adj_dottest_layer(net, 420, &r));
-  double tolerance = adj_dottest_tolerance(dtype, 1);
-  adj_test_report(t, "encdec %-10s %s %s ranks %d batch %d: <J v, u> = %.17g, <v, J^T u> = %.17g, relative error %.3e",
-                  layout, training ? "train" : "eval ", adj_dtype_name(dtype), t->size, BATCH, r.range_inner,
-                  r.domain_inner, r.relative_error);
-  ADJ_TEST_CHECK(t, r.relative_error < tolerance && r.norm_Fx > 0 && r.norm_Fty > 0,
-                 "%s %s: relative error %.3e (tolerance %.0e), |Jv| %.3e, |J^T u| %.3e", layout, adj_dtype_name(dtype),
-                 r.relative_error, tolerance, r.norm_Fx, r.norm_Fty);
+  char label[96];
+  snprintf(label, sizeof label, "encdec %-10s %s batch %d", layout, training ? "train" : "eval ", BATCH);
+  nc_check_jacobian(t, net, 420, dtype, label);
   adj_layer_destroy(&net);
 }
 

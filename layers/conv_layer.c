@@ -418,7 +418,8 @@ static int adj_conv_make_buffers(adj_layer *l) {
   if (!c->computes) return ADJ_SUCCESS;
   adj_tensor x_template = {.dtype = t, .rank = c->rank};
   memcpy(x_template.shape, c->w_local.kernel_input.extent, sizeof x_template.shape);
-  ADJ_CALL(adj_conv_plan_create(&(adj_conv_plan_config){.geometry = c->local}, &x_template, &c->w_hat, &c->plan));
+  adj_conv_plan_config pc = {.geometry = c->local, .algorithm = c->algorithm};
+  ADJ_CALL(adj_conv_plan_create(&pc, &x_template, &c->w_hat, &c->plan));
   return adj_workspace_reserve(&c->ws, adj_conv_plan_workspace_size(c->plan));
 }
 
@@ -482,7 +483,7 @@ bool adj_conv_layer_describe(const adj_layer *layer, adj_stage_description *d) {
   if (!c) return false;
   *d = (adj_stage_description){.kind = ADJ_STAGE_CONV, .window = c->local, .bias = c->bias,
                                .out_channels = adj_decomposition_global_shape(c->y)[1], .weight = c->w,
-                               .bias_layout = c->b};
+                               .bias_layout = c->b, .algorithm = adj_conv_plan_algorithm(c->plan)};
   const adj_halo_kernel *k = adj_halo_geometry_kernel(c->geometry);
   for (int i = 0; i < c->local.spatial_dims; i++) {
     d->window.padding_left[i] = k->padding[2 + i][0];
@@ -536,7 +537,7 @@ int adj_conv_layer_create(const adj_conv_layer_config *cfg, adj_layer **layer) {
   int status = c ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", s.name);
   status = adj_status_agree(l->comm, status, l->wait);
   if (!status) {
-    *c = (adj_conv_layer){.rank = s.rank, .bias = !cfg->no_bias};
+    *c = (adj_conv_layer){.rank = s.rank, .bias = !cfg->no_bias, .algorithm = cfg->algorithm};
     l->impl = c;
     status = adj_conv_build(l, cfg, &s);
   } else {

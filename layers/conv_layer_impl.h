@@ -10,6 +10,7 @@
 typedef struct adj_conv_layer {
   int rank;                        /* R = 2 + spatial dims */
   bool bias;
+  adj_conv_algorithm algorithm;    /* asked for at creation (AUTO: the plan decides) */
   adj_window_geometry local;       /* the kernel with this P_w worker's local padding */
 
   /* Partitions (the paper's P_x, P_w, P_y, P_r and the bias column P_b).

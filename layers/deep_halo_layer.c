@@ -315,7 +315,8 @@ static int adj_deep_local_layer(adj_layer *l, adj_deep_stage *s, int j, const in
   switch (s->d.kind) {
     case ADJ_STAGE_CONV: {
       adj_conv_layer_config cc = {.comm = MPI_COMM_SELF, .dtype = l->dtype, .name = "deep halo stage", .window = w,
-                                  .out_channels = s->d.out_channels, .no_bias = !s->d.bias, .input = input};
+                                  .out_channels = s->d.out_channels, .no_bias = !s->d.bias, .input = input,
+                                  .algorithm = s->d.algorithm};
       return adj_conv_layer_create(&cc, &s->local);
     }
     case ADJ_STAGE_POOL: {

@@ -19,6 +19,7 @@ typedef struct adj_stage_description {
   adj_window_geometry window; /* conv, pool: the global window (global padding) */
   int64_t out_channels;       /* conv */
   bool bias;                  /* conv */
+  adj_conv_algorithm algorithm; /* conv: what its plan runs, so a rebuilt stage sums alike */
   bool feature_split;         /* conv: channels split, or work or output off the input's workers */
   adj_decomposition *weight;  /* conv: the parameters' layouts (borrowed) */
   adj_decomposition *bias_layout;

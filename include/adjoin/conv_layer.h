@@ -64,6 +64,9 @@ typedef struct adj_conv_layer_config {
   int64_t out_channels;              /* C_out */
   int64_t in_channels;               /* C_in of the weights; 0 means "the input's" */
   bool no_bias;                      /* default: with bias */
+  /* The local convolution's algorithm; AUTO (0): the plan's rule or the
+   * environment's ADJ_CONV_ALGORITHM (adjoin/kernels.h). */
+  adj_conv_algorithm algorithm;
 
   /* The input, one of two ways:
    *  - input: an existing layout, e.g. the previous layer's output

@@ -21,10 +21,10 @@ ADJ_BEGIN_DECLS
 
 /* Agrees on a status across comm: if any rank passes a nonzero status, every rank
  * returns nonzero and the message of the lowest failing rank (prefixed with
- * "rank R: ") becomes every rank's adj_last_error().  The failing rank keeps its
- * own code; the others return ADJ_ERR_REMOTE unless the failing code is one of
- * the argument errors, which is then returned everywhere.  Collective on comm;
- * uses nonblocking collectives completed with policy. */
+ * "rank R: ") becomes every rank's adj_last_error(), and its code every rank's
+ * return value (a rank that failed too returns the lowest failing rank's code,
+ * so all return alike).  Collective on comm; uses nonblocking collectives
+ * completed with policy. */
 int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy);
 
 /* adj_status_agree that also checks, in the same reduction, that `choice` is

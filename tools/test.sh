@@ -9,8 +9,15 @@ set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
 sh tools/build.sh
-# The real-data test (t501) reads the provisioned MNIST digits.
-sh tools/provision-data.sh mnist
+# The real-data tests read the provisioned data: t501 both sets, the
+# encoder-decoder's end-to-end tests (t522, t523) Fashion-MNIST; t523 also
+# runs the PyTorch twin under Debian's python3-torch.
+sh tools/provision-data.sh mnist fashion-mnist
+if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
+fi
 meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
 
 # The kernels at the x86-64-v3 level (AVX2 + FMA, 16 registers), which an

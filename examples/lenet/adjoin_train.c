@@ -263,7 +263,8 @@ static int check_options(train_options *o, int ranks) {
   static char default_layout[16];
   if (!o->layout) {
     const char *grid = is_mlp(o) ? "1x%d" : is_encdec(o) ? "%dx1" : "dist%d";
-    snprintf(default_layout, sizeof default_layout, ranks == 1 ? "sequential" : grid, ranks);
+    if (ranks == 1) snprintf(default_layout, sizeof default_layout, "sequential");
+    else snprintf(default_layout, sizeof default_layout, grid, ranks);
     o->layout = default_layout;
   }
   if (!o->data) o->data = is_encdec(o) ? "data/fashion-mnist" : "data/mnist";

@@ -23,11 +23,10 @@
 enum { ADJ_DEEP_MAX_PARAMETERS = 2 };
 
 /* One parameter of a convolution stage: its broadcast from the owner onto the
- * run's workers, the sum of the gradients before it is accumulated, and where
- * a worker without a local layer receives the broadcasts. */
+ * run's workers (whose adjoint adds the local gradients into the owner's), and
+ * where a worker without a local layer receives the broadcasts. */
 typedef struct adj_deep_parameter {
   adj_op *bcast;
-  adj_tensor sum;
   adj_parameter spare;
 } adj_deep_parameter;
 
@@ -57,13 +56,6 @@ typedef struct adj_deep_halo {
 
 /* ---- application ------------------------------------------------------------------------ */
 
-/* A local layer's own method, without the public call's checks and agreement
- * on MPI_COMM_SELF: the shapes match by construction. */
-static int adj_deep_local_forward(adj_layer *local, const adj_tensor *x, adj_tensor *y) {
-  local->input = x;
-  return local->methods.forward(local, x, y);
-}
-
 /* The parameter of stage s a worker's kernel reads: its local layer's, or the spare. */
 static adj_parameter *adj_deep_local_parameter(adj_deep_stage *s, int q) {
   return s->local ? adj_layer_parameter(s->local, q) : &s->parameters[q].spare;
@@ -83,16 +75,15 @@ static int adj_deep_parameters_forward(adj_layer *l, bool tangent) {
   return ADJ_SUCCESS;
 }
 
-/* grad += the sum over workers of the local gradients. */
+/* grad += the sum over workers of the local gradients (the broadcasts'
+ * adjoints accumulate). */
 static int adj_deep_parameters_adjoint(adj_layer *l) {
   adj_deep_halo *h = l->impl;
   for (int j = 0; j < h->count; j++) {
     adj_deep_stage *s = &h->stages[j];
-    for (int q = 0; q < s->n_parameters; q++) {
-      adj_deep_parameter *p = &s->parameters[q];
-      ADJ_CALL(adj_op_adjoint(p->bcast, &adj_deep_local_parameter(s, q)->grad, &p->sum));
-      ADJ_CALL(adj_tensor_add(&l->parameters[s->first + q]->grad, &p->sum));
-    }
+    for (int q = 0; q < s->n_parameters; q++)
+      ADJ_CALL(adj_op_adjoint(s->parameters[q].bcast, &adj_deep_local_parameter(s, q)->grad,
+                              &l->parameters[s->first + q]->grad));
   }
   return ADJ_SUCCESS;
 }
@@ -123,9 +114,11 @@ static int adj_deep_halo_forward(adj_layer *l, const adj_tensor *x, adj_tensor *
   adj_deep_halo *h = l->impl;
   ADJ_CALL(adj_deep_parameters_forward(l, false));
   ADJ_CALL(adj_deep_exchange(h, x, &h->in));
+  /* The local layers' methods without their public calls' checks and
+   * agreement on MPI_COMM_SELF: the shapes match by construction. */
   for (int j = 0; h->computes && j < h->count; j++)
-    ADJ_CALL(adj_deep_local_forward(h->stages[j].local, adj_deep_stage_in(h, j, false),
-                                    adj_deep_stage_out(h, j, false, y)));
+    ADJ_CALL(adj_layer_forward_stage(ADJ_SUCCESS, h->stages[j].local, adj_deep_stage_in(h, j, false),
+                                     adj_deep_stage_out(h, j, false, y)));
   return ADJ_SUCCESS;
 }
 
@@ -134,9 +127,8 @@ static int adj_deep_halo_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy)
   ADJ_CALL(adj_deep_parameters_forward(l, true));
   if (dx) ADJ_CALL(adj_deep_exchange(h, dx, &h->din));
   for (int j = 0; h->computes && j < h->count; j++) {
-    adj_layer *local = h->stages[j].local;
     const adj_tensor *in = j == 0 && !dx ? NULL : adj_deep_stage_in(h, j, true);
-    ADJ_CALL(local->methods.jvp(local, in, adj_deep_stage_out(h, j, true, dy)));
+    ADJ_CALL(adj_layer_jvp_stage(ADJ_SUCCESS, h->stages[j].local, in, adj_deep_stage_out(h, j, true, dy)));
   }
   return ADJ_SUCCESS;
 }
@@ -147,9 +139,9 @@ static int adj_deep_local_backward(adj_deep_halo *h, const adj_tensor *dy, bool 
   for (int j = 0; j < h->count; j++)
     if (h->stages[j].local) adj_layer_zero_grad(h->stages[j].local);
   for (int j = h->count - 1; h->computes && j >= 0; j--) {
-    adj_layer *local = h->stages[j].local;
     adj_tensor *in = j == 0 && !want_dx ? NULL : (adj_tensor *)adj_deep_stage_in(h, j, true);
-    ADJ_CALL(local->methods.backward(local, j == h->count - 1 ? dy : &h->stages[j].dy, in));
+    ADJ_CALL(adj_layer_backward_stage(ADJ_SUCCESS, h->stages[j].local, j == h->count - 1 ? dy : &h->stages[j].dy,
+                                      in));
   }
   return ADJ_SUCCESS;
 }
@@ -186,7 +178,6 @@ static void adj_deep_halo_free(adj_deep_halo *h) {
     adj_tensor_destroy(&s->dy);
     for (int q = 0; q < ADJ_DEEP_MAX_PARAMETERS; q++) {
       adj_op_destroy(&s->parameters[q].bcast);
-      adj_tensor_destroy(&s->parameters[q].sum);
       adj_deep_spare_free(&s->parameters[q].spare);
     }
   }
@@ -425,12 +416,12 @@ static int adj_deep_parameters(adj_layer *l, const adj_deep_halo_config *c, cons
       adj_decomposition *layout;
       status = adj_deep_clone_layout(l, given[q], &layout);
       if (!status) status = adj_broadcast_create(l->dtype, layout, run, &p->bcast);
+      if (!status) status = adj_op_set_accumulate(p->bcast, ADJ_ADJOINT, true);
       if (status) break;
       adj_op_set_checks(p->bcast, false);
       int local = adj_layer_add_parameter(l, adj_layer_parameter(c->layers[j], q)->name, layout);
       if (!local) local = adj_tensor_copy(&l->parameters[l->n_parameters - 1]->value,
                                           &adj_layer_parameter(c->layers[j], q)->value);
-      if (!local) local = adj_op_create_domain_tensor(p->bcast, &p->sum);
       if (!local && !s->local) local = adj_deep_spare(&p->spare, l->dtype, p->bcast);
       status = adj_status_agree(l->comm, local, l->wait);
     }

@@ -175,17 +175,22 @@ static int ck_gather_buffer(adj_layer *net, const ck_buffer *b, double *whole) {
   bool speaks = ck_buffer_block(b, &block, &first);
   int status;
   double *mine = ck_agreed_calloc(net, (size_t)b->volume, sizeof *mine, &status);
-  if (!status && speaks) memcpy(mine + first, block.data, (size_t)adj_tensor_volume(&block) * sizeof *mine);
-  if (!status && MPI_Reduce(mine, whole, (int)b->volume, MPI_DOUBLE, MPI_SUM, 0, adj_layer_comm(net)) != MPI_SUCCESS)
+  if (status) return status;
+  if (speaks) memcpy(mine + first, block.data, (size_t)adj_tensor_volume(&block) * sizeof *mine);
+  MPI_Request request;
+  if (MPI_Ireduce(mine, whole, (int)b->volume, MPI_DOUBLE, MPI_SUM, 0, adj_layer_comm(net), &request) != MPI_SUCCESS)
     status = adj_error_set(ADJ_ERR_MPI, "checkpoint: gathering %s failed", ck_buffer_name(b));
+  else
+    status = adj_wait_all(1, &request, ADJ_WAIT_YIELD);
   free(mine);
   return status;
 }
 
 /* Rank 0's whole buffer to every worker holding a block of it. */
 static int ck_scatter_buffer(adj_layer *net, const ck_buffer *b, double *whole) {
-  ADJ_CHECK(MPI_Bcast(whole, (int)b->volume, MPI_DOUBLE, 0, adj_layer_comm(net)) == MPI_SUCCESS, ADJ_ERR_MPI,
-            "checkpoint: sending %s failed", ck_buffer_name(b));
+  MPI_Request request;
+  ADJ_CALL_MPI(MPI_Ibcast(whole, (int)b->volume, MPI_DOUBLE, 0, adj_layer_comm(net), &request));
+  ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
   adj_tensor block;
   int64_t first;
   ck_buffer_block(b, &block, &first);

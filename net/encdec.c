@@ -16,11 +16,8 @@ enum { ENCDEC_MAX_PARTS = 7, ENCDEC_SIDE = 28, ENCDEC_CLASSES = 10 };
 
 /* The spatial grid of a layout; false for an unknown one. */
 static bool encdec_grid(const char *layout, int parts[2]) {
-  char tail;
-  if (!layout) return false;
-  if (!strcmp(layout, "sequential")) return parts[0] = parts[1] = 1, true;
-  return sscanf(layout, "%dx%d%c", &parts[0], &parts[1], &tail) == 2 && parts[0] >= 1 && parts[1] >= 1 &&
-         parts[0] <= ENCDEC_MAX_PARTS && parts[1] <= ENCDEC_MAX_PARTS;
+  if (layout && !strcmp(layout, "sequential")) return parts[0] = parts[1] = 1, true;
+  return adj_builder_parse_grid(layout, ENCDEC_MAX_PARTS, ENCDEC_MAX_PARTS, parts);
 }
 
 int adj_encdec_layout_ranks(const char *layout) {

@@ -41,11 +41,9 @@ enum { LENET_N_LAYOUTS = sizeof lenet_layouts / sizeof lenet_layouts[0] };
 static bool lenet_find(const char *name, lenet_layout *out) {
   for (int i = 0; name && i < LENET_N_LAYOUTS; i++)
     if (!strcmp(name, lenet_layouts[i].name)) return *out = lenet_layouts[i], true;
-  int rows, cols;
-  char tail;
-  if (!name || sscanf(name, "%dx%d%c", &rows, &cols, &tail) != 2 || rows < 1 || cols < 1 || rows > 10 ||
-      cols > 4096)
-    return false;
+  int grid[2];
+  if (!adj_builder_parse_grid(name, 10, 4096, grid)) return false;
+  int rows = grid[0], cols = grid[1];
   *out = (lenet_layout){name, rows * cols, {rows, 1}, 1, 1, {1, 1, 1}, {rows, cols}, cols};
   return true;
 }

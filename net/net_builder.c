@@ -1,6 +1,8 @@
 /* Stage-by-stage network building (see net_builder.h). */
 #include "net_builder.h"
 
+#include <stdio.h>
+
 #include "adjoin/layers.h"
 #include "adjoin/net.h"
 #include "error_impl.h"
@@ -59,4 +61,10 @@ int adj_builder_finish(adj_builder *b, int status, const char *name, adj_layer *
   b->n = 0;
   adj_decomposition_destroy(&b->current);
   return status;
+}
+
+bool adj_builder_parse_grid(const char *name, int max_rows, int max_cols, int parts[2]) {
+  char tail;
+  return name && sscanf(name, "%dx%d%c", &parts[0], &parts[1], &tail) == 2 && parts[0] >= 1 && parts[1] >= 1 &&
+         parts[0] <= max_rows && parts[1] <= max_cols;
 }

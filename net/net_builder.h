@@ -8,6 +8,7 @@
 #define ADJOIN_NET_BUILDER_H
 
 #include <mpi.h>
+#include <stdbool.h>
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
@@ -34,6 +35,10 @@ int adj_builder_start(adj_builder *b, int ndim, const int *parts, const int64_t 
 /* Moves the current tensor onto the layout (ndim, parts, shape), through a
  * repartition layer unless it is already there. */
 int adj_builder_glue(adj_builder *b, int ndim, const int *parts, const int64_t *shape);
+
+/* A grid layout name "RxC" (no trailing text), 1 <= R <= max_rows and
+ * 1 <= C <= max_cols, into parts[0] = R, parts[1] = C; false otherwise. */
+bool adj_builder_parse_grid(const char *name, int max_rows, int max_cols, int parts[2]);
 
 /* A ReLU on the current layout. */
 int adj_builder_relu(adj_builder *b);

@@ -146,14 +146,15 @@ int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   return adj_conv_first_error(status, adj_conv_output_forward(c, y_hat, y));
 }
 
+/* A NULL dx (jvp, backward) is the same on every rank, held to at the public
+ * call, so skipping its movement leaves the collectives matched. */
 int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_conv_layer *c = l->impl;
-  bool any_dx = dx != NULL; /* the same on every rank: checked at the public call */
   ADJ_CALL(adj_conv_parameters_begin(l, true));
   const adj_tensor *dx_kernel = NULL;
   int status = ADJ_SUCCESS;
   if (c->direct) dx_kernel = dx;
-  else if (any_dx) status = adj_conv_input_forward(c, dx, &c->dx_pad, &c->dx_hat, &c->dx_k, &dx_kernel);
+  else if (dx) status = adj_conv_input_forward(c, dx, &c->dx_pad, &c->dx_hat, &c->dx_k, &dx_kernel);
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
   adj_tensor *dy_hat = c->y_reduce ? &c->dy_hat : dy;
   if (!status && c->computes)
@@ -164,17 +165,16 @@ int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
 
 int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_conv_layer *c = l->impl;
-  bool any_dx = dx != NULL; /* the same on every rank: checked at the public call */
   const adj_tensor *dy_hat;
   int status = adj_conv_output_adjoint(c, dy, &dy_hat);
   adj_tensor_zero(&c->dw_hat);
   if (c->b_bcast) adj_tensor_zero(&c->db_hat);
-  adj_tensor *kernel_dx = c->direct ? dx : any_dx ? adj_conv_kernel_dx(c) : NULL;
+  adj_tensor *kernel_dx = c->direct ? dx : dx ? adj_conv_kernel_dx(c) : NULL;
   if (!status && c->computes)
     status = adj_conv_plan_backward(c->plan, c->x_kernel, &c->w_hat, dy_hat, kernel_dx, &c->dw_hat,
                                adj_conv_local_bias(c, &c->db_hat), &c->ws);
   int posted = adj_conv_gradients_begin(l);
-  status = adj_conv_first_error(status, any_dx && !c->direct ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);
+  status = adj_conv_first_error(status, dx && !c->direct ? adj_conv_input_adjoint(c, dx) : ADJ_SUCCESS);
   status = adj_conv_first_error(status, posted);
   return adj_conv_first_error(status, posted ? posted : adj_conv_parameters_end(c));
 }

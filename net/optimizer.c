@@ -27,6 +27,10 @@ static int adj_optimizer_check(const adj_optimizer_config *c) {
             "optimizer: weight decay %g must be finite and not negative", c->weight_decay);
   ADJ_CHECK(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1, ADJ_ERR_ARG,
             "optimizer: Adam betas (%g, %g) must lie in [0, 1)", c->beta1, c->beta2);
+  ADJ_CHECK(c->lr_schedule == ADJ_LR_CONSTANT || c->lr_schedule == ADJ_LR_COSINE, ADJ_ERR_ARG,
+            "optimizer: unknown learning-rate schedule %d", (int)c->lr_schedule);
+  ADJ_CHECK(c->lr_schedule != ADJ_LR_COSINE || c->lr_total_steps >= 1, ADJ_ERR_ARG,
+            "optimizer: a cosine schedule over %lld steps (need 1 or more)", (long long)c->lr_total_steps);
   return ADJ_SUCCESS;
 }
 
@@ -79,9 +83,9 @@ void adj_optimizer_destroy(adj_optimizer **optimizer) {
  * parameter, which would keep the loops scalar) and net/ builds without
  * math errno (net/meson.build), so sqrt and the divisions vectorize. */
 #define ADJ_OPTIMIZER_LOOPS(T)                                                                      \
-  static void adj_sgd_##T(const adj_optimizer_config *c, int64_t n, T *restrict w, const T *restrict g, \
-                          T *restrict v) {                                                         \
-    const double lr = c->learning_rate, decay = c->weight_decay, momentum = c->momentum;           \
+  static void adj_sgd_##T(const adj_optimizer_config *c, double lr, int64_t n, T *restrict w,       \
+                          const T *restrict g, T *restrict v) {                                    \
+    const double decay = c->weight_decay, momentum = c->momentum;                                  \
     if (v)                                                                                         \
       for (int64_t i = 0; i < n; i++) {                                                            \
         double vi = momentum * (double)v[i] + ((double)g[i] + decay * (double)w[i]);               \
@@ -91,9 +95,9 @@ void adj_optimizer_destroy(adj_optimizer **optimizer) {
     else                                                                                           \
       for (int64_t i = 0; i < n; i++) w[i] = (T)((double)w[i] - lr * ((double)g[i] + decay * (double)w[i])); \
   }                                                                                                \
-  static void adj_adam_##T(const adj_optimizer_config *c, int64_t step, int64_t n, T *restrict w,  \
-                           const T *restrict g, T *restrict m, T *restrict v) {                    \
-    const double b1 = c->beta1, b2 = c->beta2, lr = c->learning_rate, decay = c->weight_decay;     \
+  static void adj_adam_##T(const adj_optimizer_config *c, double lr, int64_t step, int64_t n,      \
+                           T *restrict w, const T *restrict g, T *restrict m, T *restrict v) {     \
+    const double b1 = c->beta1, b2 = c->beta2, decay = c->weight_decay;                            \
     const double eps = c->epsilon;                                                                 \
     const double correction1 = 1 - pow(b1, (double)step), correction2 = 1 - pow(b2, (double)step); \
     for (int64_t i = 0; i < n; i++) {                                                              \
@@ -108,19 +112,26 @@ void adj_optimizer_destroy(adj_optimizer **optimizer) {
 ADJ_OPTIMIZER_LOOPS(float)
 ADJ_OPTIMIZER_LOOPS(double)
 
-/* Elements [first, first + n) of the update. */
-static void adj_optimizer_update(const adj_optimizer *o, int64_t first, int64_t n) {
+double adj_optimizer_learning_rate(const adj_optimizer *o) {
+  const adj_optimizer_config *c = &o->config;
+  if (c->lr_schedule == ADJ_LR_CONSTANT) return c->learning_rate;
+  double k = (double)(o->steps < c->lr_total_steps ? o->steps : c->lr_total_steps);
+  return c->learning_rate * 0.5 * (1 + cos(acos(-1.0) * k / (double)c->lr_total_steps));
+}
+
+/* Elements [first, first + n) of the update at learning rate lr. */
+static void adj_optimizer_update(const adj_optimizer *o, double lr, int64_t first, int64_t n) {
   bool f32 = o->values.dtype == ADJ_FLOAT32;
   size_t es = adj_dtype_size(o->values.dtype), at = (size_t)first * es;
   char *w = (char *)o->values.data + at, *g = (char *)o->grads.data + at;
   char *s0 = o->n_state > 0 ? (char *)o->state[0].data + at : NULL;
   char *s1 = o->n_state > 1 ? (char *)o->state[1].data + at : NULL;
   if (o->config.kind == ADJ_OPTIMIZER_SGD) {
-    if (f32) adj_sgd_float(&o->config, n, (float *)w, (float *)g, (float *)s0);
-    else adj_sgd_double(&o->config, n, (double *)w, (double *)g, (double *)s0);
+    if (f32) adj_sgd_float(&o->config, lr, n, (float *)w, (float *)g, (float *)s0);
+    else adj_sgd_double(&o->config, lr, n, (double *)w, (double *)g, (double *)s0);
   } else {
-    if (f32) adj_adam_float(&o->config, o->steps, n, (float *)w, (float *)g, (float *)s0, (float *)s1);
-    else adj_adam_double(&o->config, o->steps, n, (double *)w, (double *)g, (double *)s0, (double *)s1);
+    if (f32) adj_adam_float(&o->config, lr, o->steps, n, (float *)w, (float *)g, (float *)s0, (float *)s1);
+    else adj_adam_double(&o->config, lr, o->steps, n, (double *)w, (double *)g, (double *)s0, (double *)s1);
   }
 }
 
@@ -129,13 +140,14 @@ static void adj_optimizer_update(const adj_optimizer *o, int64_t first, int64_t 
  * roots make even LeNet-5's 61,706 parameters worth two threads. */
 int adj_optimizer_step(adj_optimizer *o) {
   int64_t n = adj_tensor_volume(&o->values);
+  double lr = adj_optimizer_learning_rate(o);
   o->steps++;
   int team = adj_team_size(n, 16 * n);
 #pragma omp parallel for num_threads(team) schedule(static, 1)
   for (int member = 0; member < team; member++) {
     int64_t first, count;
     adj_team_range(n, team, member, &first, &count);
-    adj_optimizer_update(o, first, count);
+    adj_optimizer_update(o, lr, first, count);
   }
   return ADJ_SUCCESS;
 }

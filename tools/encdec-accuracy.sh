@@ -9,7 +9,8 @@
 # points of sequential.  Logs go to results/ (git-ignored).
 #
 #   sh tools/encdec-accuracy.sh [SEEDS]        default "1 2 3"
-#   environment: EPOCHS [2], BATCH [256], TRAIN_LIMIT [0 = all 60000],
+#   environment: EPOCHS [2], BATCH [256], LR_SCHEDULE [constant; or cosine],
+#                TRAIN_LIMIT [0 = all 60000],
 #                TEST_LIMIT [0 = all 10000], DATA [data/fashion-mnist]
 #
 # Build first (sh tools/build.sh) and provision the data
@@ -17,16 +18,16 @@
 set -eu
 cd "$(dirname "$0")/.."
 seeds=${1:-1 2 3}
-epochs=${EPOCHS:-2} batch=${BATCH:-256} train_limit=${TRAIN_LIMIT:-0} test_limit=${TEST_LIMIT:-0}
+epochs=${EPOCHS:-2} batch=${BATCH:-256} schedule=${LR_SCHEDULE:-constant} train_limit=${TRAIN_LIMIT:-0} test_limit=${TEST_LIMIT:-0}
 data=${DATA:-data/fashion-mnist}
 train=${ADJOIN_TRAIN:-build/examples/adjoin-train}
 limits=""
 [ "$train_limit" -gt 0 ] && limits="$limits --train-limit $train_limit"
 [ "$test_limit" -gt 0 ] && limits="$limits --test-limit $test_limit"
-common="--data $data --epochs $epochs --batch $batch --lr 0.001$limits"
+common="--data $data --epochs $epochs --batch $batch --lr 0.001 --lr-schedule $schedule$limits"
 mkdir -p results
 out=results/encdec-accuracy.txt
-echo "encdec on $data: $epochs epochs, batch $batch, Adam lr 0.001, train limit $train_limit, test limit $test_limit"
+echo "encdec on $data: $epochs epochs, batch $batch, Adam lr 0.001 ($schedule), train limit $train_limit, test limit $test_limit"
 for seed in $seeds; do
   log=results/encdec-sequential-seed$seed.log
   # shellcheck disable=SC2086

@@ -24,6 +24,7 @@ compare with what adjoin-train prints for the same checkpoint.  Needs Debian's
 python3-torch (PyTorch 1.13), run with Debian's /usr/bin/python3.
 """
 import argparse
+import math
 import os
 import sys
 import time
@@ -83,6 +84,7 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--train-limit", type=int, default=0)
@@ -105,6 +107,11 @@ def main():
         print(f"test_accuracy={evaluate(model, x_test, y_test, a.batch):.4f}")
         return
     optimizer = torch.optim.Adam(model.parameters(), lr=a.lr)
+    # adjoin's ADJ_LR_COSINE: step k (0-based) at lr (1 + cos(pi k / T)) / 2, 0 past T.
+    steps = (len(x_train) + a.batch - 1) // a.batch * a.epochs
+    scale = (lambda k: 0.5 * (1 + math.cos(math.pi * min(k, steps) / steps))) if a.lr_schedule == "cosine" \
+        else (lambda k: 1.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, scale)
     loss_fn = nn.CrossEntropyLoss()
     print(f"pytorch {torch.__version__}, {a.threads} threads, batch {a.batch}, "
           f"{len(x_train)} training / {len(x_test)} test images")
@@ -116,6 +123,7 @@ def main():
         for first in range(0, len(x_train), a.batch):
             index = order[first:first + a.batch]
             loss, right = padded_step(model, optimizer, loss_fn, x_train[index], y_train[index], a.batch)
+            schedule.step()
             total += loss
             correct += right
         seconds = time.perf_counter() - start

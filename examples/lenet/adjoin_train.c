@@ -33,6 +33,7 @@ typedef struct train_options {
   int64_t epochs, batch;
   double lr, momentum, weight_decay;
   adj_optimizer_kind optimizer;
+  adj_lr_schedule lr_schedule;
   uint64_t seed;
   adj_dtype dtype;
   const char *model;          /* "lenet", "mlp" or "encdec" */
@@ -59,6 +60,8 @@ static const char usage[] =
     "                        sh tools/provision-data.sh]\n"
     "  --epochs N            [10]       --batch B        [256]\n"
     "  --lr RATE             [0.001]    --optimizer adam|sgd [adam]\n"
+    "  --lr-schedule constant|cosine  cosine: the rate falls to 0 over the run's steps\n"
+    "                        (PyTorch's CosineAnnealingLR stepped per batch) [constant]\n"
     "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
@@ -127,6 +130,16 @@ static int parse_real(const char *flag, const char *text, double *out) {
   return 0;
 }
 
+static int parse_lr_schedule(const char *text, adj_lr_schedule *schedule) {
+  if (!strcmp(text, "constant")) *schedule = ADJ_LR_CONSTANT;
+  else if (!strcmp(text, "cosine")) *schedule = ADJ_LR_COSINE;
+  else {
+    complain("--lr-schedule is constant or cosine, got '%s'\n", text);
+    return -1;
+  }
+  return 0;
+}
+
 static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
   if (!strcmp(text, "adam")) *kind = ADJ_OPTIMIZER_ADAM;
   else if (!strcmp(text, "sgd")) *kind = ADJ_OPTIMIZER_SGD;
@@ -139,7 +152,7 @@ static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
 
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
-  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL, OPT_DEEP_HALOS
+  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE
 };
 
 static const struct option long_options[] = {
@@ -162,6 +175,7 @@ static const struct option long_options[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
     {"model", required_argument, NULL, OPT_MODEL},
     {"deep-halos", no_argument, NULL, OPT_DEEP_HALOS},
+    {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
 
 /* A bucket cap; -1 (and the parser's message) on a bad one. */
@@ -203,6 +217,7 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
   case OPT_TRACE: o->trace = arg; return 0;
   case OPT_DEEP_HALOS: o->deep_halos = true; return 0;
+  case OPT_LR_SCHEDULE: return parse_lr_schedule(arg, &o->lr_schedule);
   case OPT_MODEL:
     if (!strcmp(arg, "lenet") || !strcmp(arg, "mlp") || !strcmp(arg, "encdec")) return o->model = arg, 0;
     complain("--model is lenet, mlp or encdec, got '%s'\n", arg);
@@ -410,8 +425,11 @@ static int build(train_run *r) {
   int64_t passes = o->replicas * o->micro_batches, local = (o->batch + passes - 1) / passes;
   if (build_network(r, local)) return 1;
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
+  /* The trainer's steps: one per global batch (adj_trainer_batches_per_epoch). */
+  int64_t steps = (r->train->count + o->batch - 1) / o->batch * o->epochs;
   adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
-                             .weight_decay = o->weight_decay};
+                             .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
+                             .lr_total_steps = steps};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
   int open_failed = r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w"));
   MPI_Bcast(&open_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -451,10 +469,10 @@ static int resume(train_run *r) {
 static void print_header(const train_run *r) {
   const train_options *o = &r->options;
   if (r->rank != 0) return;
-  printf("adjoin-train: %s, layout %s on %d rank%s, %s, %s lr %g, batch %lld, %lld epochs, seed %llu\n",
+  printf("adjoin-train: %s, layout %s on %d rank%s, %s, %s lr %g%s, batch %lld, %lld epochs, seed %llu\n",
          model_name(o), o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
-         o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, (long long)o->batch, (long long)o->epochs,
-         (unsigned long long)o->seed);
+         o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, o->lr_schedule == ADJ_LR_COSINE ? " (cosine)" : "",
+         (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
   printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
          (long long)r->test->count);
   if (o->replicas > 1 || o->micro_batches > 1) {

@@ -86,6 +86,7 @@ static int adj_conv_shape_make(const char *who, const adj_window_geometry *g, co
   ADJ_CALL(adj_check_blas_dim(who, "C_out", cp->c_out));
   ADJ_CALL(adj_check_blas_dim(who, "batch * output volume", p->batch * p->out_volume));
   cp->line_bytes = (cp->rows + cp->c_out) * p->out[2] * (int64_t)adj_dtype_size(cp->dtype);
+  cp->pad_bytes = (cp->rows + cp->c_out) * ADJ_CONV_GEMM_COLUMNS * (int64_t)adj_dtype_size(cp->dtype);
   ADJ_CHECK(requested >= ADJ_CONV_ALGORITHM_AUTO && requested <= ADJ_CONV_ALGORITHM_MEASURE, ADJ_ERR_ARG,
             "%s: algorithm %d is not an adj_conv_algorithm", who, (int)requested);
   if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_from_env(who, &requested));
@@ -130,7 +131,7 @@ static size_t adj_conv_member_bytes(const adj_conv_shape *cp, int64_t images) {
   share.win.batch = images;
   int64_t tile_images, lines;
   adj_conv_tiling(&share, SIZE_MAX, &tile_images, &lines);
-  size_t bytes = (size_t)(tile_images * lines * cp->line_bytes);
+  size_t bytes = (size_t)(tile_images * lines * cp->line_bytes + cp->pad_bytes);
   adj_shift_plan s;
   if (cp->algorithm == ADJ_CONV_ALGORITHM_SHIFTED && adj_shift_plan_make(&share, true, &s) &&
       (size_t)s.bytes > bytes)

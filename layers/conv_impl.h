@@ -22,12 +22,19 @@ typedef struct adj_conv_shape {
   int64_t rows;       /* C_in * kernel_volume: the GEMM inner dimension */
   int64_t lines;      /* output lines per image: out[0] * out[1], each out[2] long */
   int64_t line_bytes; /* workspace one output line needs: its columns and its output */
+  int64_t pad_bytes;  /* workspace a tile's last GEMM call may pad: ADJ_CONV_GEMM_COLUMNS positions' worth */
   int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
   adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL */
   bool measure;                 /* MEASURE was asked for: a plan times the candidates */
 } adj_conv_shape;
 
 /* ---- im2col + GEMM (conv_im2col.c) -------------------------------------------------- */
+
+/* Output positions per forward GEMM call: a tile's last call is padded to it
+ * (conv_im2col.c says why).  A multiple of every OpenBLAS kernel's register
+ * block along the positions, and wide enough that the call overhead is small
+ * against even a 6 x 25 weight matrix's work. */
+enum { ADJ_CONV_GEMM_COLUMNS = 256 };
 
 /* One output term: conv(x; w) contributes when both are given (the jvp's dx or dw may be NULL). */
 typedef struct adj_conv_term {

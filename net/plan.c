@@ -538,8 +538,12 @@ static int adj_plan_pingpong(MPI_Comm comm, int rank, adj_wait_policy policy, ch
   return ADJ_SUCCESS;
 }
 
-/* Least-squares line t = c0 + c1 m through the sweep's sizes 8 << i. */
-static void adj_plan_fit_line(const double *t, double *c0, double *c1) {
+/* Least-squares line t = c0 + c1 m through the sweep's sizes 8 << i, over
+ * the times' lower envelope from the right: a message cannot be faster than a
+ * smaller one, so a time above a larger message's is noise (a rank
+ * descheduled on a loaded host), and keeping it could tilt the line down. */
+static void adj_plan_fit_line(double *t, double *c0, double *c1) {
+  for (int i = ADJ_PLAN_SIZES - 2; i >= 0; i--) t[i] = fmin(t[i], t[i + 1]);
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = ADJ_PLAN_SIZES;
   for (int i = 0; i < ADJ_PLAN_SIZES; i++) {
     double m = (double)(8 << i);

@@ -17,6 +17,7 @@
  *     reduced losses (losses.h)   forward, jvp (backward reduces dy first)
  *     phantom                     forward, backward (while the gather runs)
  *     tensor-parallel             backward (before the all-reduce)
+ *     softmax cross-entropy       backward (on the root, before the scatter)
  *   "optimizer create"                   adj_optimizer_create's allocations
  * tests/net/t409 and t414 arm each of them (tests/net/fault_check.c). */
 #ifndef ADJOIN_CORE_FAULT_IMPL_H

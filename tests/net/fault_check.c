@@ -85,6 +85,7 @@ int fc_local_sites(const char *name, const char **kinds) {
       {"upsample", false, {"backward local"}},
       {"deep halo", false, {"backward local"}},
       {"_loss", false, {"forward local", "jvp local"}}, /* losses.h, reduced */
+      {"softmax_xent", false, {"backward local"}},
       {"phantom[", true, {"forward local", "backward local"}},
       {"tp[", true, {"backward local"}},
   };

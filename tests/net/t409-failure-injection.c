@@ -1,12 +1,12 @@
-/* Collective safety: a failure injected on one rank (internal/fault_impl.h: as an
- * allocation failing there) in the forward, jvp and backward of every stage
- * of LeNet-5 + loss (convolution, pooling, activations, flatten, repartition,
- * affine, softmax cross-entropy), and at the local step of the layers with a
- * collective after it (affine forward and backward, pool backward), ends in
- * the same ADJ_ERR_MEM and message on every rank, never a hang (the test's
- * timeout), and the network runs cleanly afterwards.  Each site fails once on
- * rank 0 and once on the last rank (fault_check.h); t414 does the same for
- * the newer layers. */
+/* Collective safety: a failure injected on one rank (internal/fault_impl.h: as
+ * an allocation failing there) in the forward, jvp and backward of every
+ * stage of LeNet-5 + loss (convolution, pooling, activations, flatten,
+ * repartition, affine, softmax cross-entropy), and at the local step of the
+ * layers with a collective after it (affine forward and backward, pool and
+ * softmax cross-entropy backward), ends in the same ADJ_ERR_MEM and message
+ * on every rank, never a hang (the test's timeout), and the network runs
+ * cleanly afterwards.  Each site fails once on rank 0 and once on the last
+ * rank (fault_check.h); t414 does the same for the newer layers. */
 #include "fault_check.h"
 #include "fault_impl.h"
 #include "net_check.h"

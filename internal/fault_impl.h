@@ -5,9 +5,21 @@
  * allocation, a kernel's check), with ADJ_ERR_MEM and a message naming the
  * site.  The test then checks that every rank returns the same error instead
  * of some waiting in a collective.  Unarmed, a site costs one load and
- * branch.  Sites: "<layer name> forward|jvp|backward" after a layer's method
- * (layers/layer.c), "<layer name> forward|backward local" at the local step of
- * layers with a collective after it (affine, pool). */
+ * branch.  Sites:
+ *   "<layer name> forward|jvp|backward"  after any layer's method (layers/layer.c)
+ *   "<layer name> <call> local"          at the local step of a layer that a
+ *                                        collective follows in that call:
+ *     affine, affine15            forward, backward
+ *     pool, upsample, deep halo   backward (the forwards' local steps come
+ *                                 after their exchanges)
+ *     batch norm                  forward, jvp, backward (before the
+ *                                 statistics / sums reduction)
+ *     reduced losses (losses.h)   forward, jvp (backward reduces dy first)
+ *     phantom                     forward, backward (while the gather runs)
+ *     tensor-parallel             backward (before the all-reduce)
+ *     softmax cross-entropy       backward (on the root, before the scatter)
+ *   "optimizer create"                   adj_optimizer_create's allocations
+ * tests/net/t409 and t414 arm each of them (tests/net/fault_check.c). */
 #ifndef ADJOIN_CORE_FAULT_IMPL_H
 #define ADJOIN_CORE_FAULT_IMPL_H
 

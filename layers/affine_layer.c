@@ -56,7 +56,9 @@ static adj_parameter *adj_affine_bias(adj_layer *l) {
 static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
-  if (a->direct) return adj_affine_forward(x, &l->parameters[0]->value, b ? &b->value : NULL, y);
+  if (a->direct)
+    return adj_fault_at(l->name, "forward local",
+                        adj_affine_forward(x, &l->parameters[0]->value, b ? &b->value : NULL, y));
   adj_tensor xv, bv, yv;
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
@@ -97,7 +99,9 @@ static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *
 static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_affine_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_affine_bias(l);
-  if (a->direct) return adj_affine_backward(l->input, &w->value, dy, dx, &w->grad, b ? &b->grad : NULL);
+  if (a->direct)
+    return adj_fault_at(l->name, "backward local",
+                        adj_affine_backward(l->input, &w->value, dy, dx, &w->grad, b ? &b->grad : NULL));
   adj_tensor dyv, dxv;
   ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv));
   ADJ_CALL(adj_op_adjoint(a->reduce_y, &dyv, &a->dy_hat));

@@ -16,6 +16,8 @@
 #include "adjoin/all_sum_reduce.h"
 #include "adjoin/norm_layer.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
+#include "op_after_impl.h"
 
 #define ADJ_TYPED_FILE "batchnorm_typed.inc"
 #include "instantiate.h"
@@ -42,6 +44,19 @@ enum { ADJ_BN_MEAN = 0, ADJ_BN_INV, ADJ_BN_SCALE, ADJ_BN_GAMMA, ADJ_BN_BETA, ADJ
 static double *adj_bn_work(adj_batchnorm *b, int which) { return b->work + (int64_t)which * b->c; }
 
 static bool adj_bn_uses_batch_stats(const adj_batchnorm *b) { return b->training || !b->track; }
+
+/* The call's one reduction of `buffer` after this worker's local step, whose
+ * status *local carries the failure-injection site `site` (fault_impl.h).
+ * Every rank makes the reduction even when the local step failed on some, so
+ * none is left waiting in it; the failure stays in *local for the caller to
+ * return after its arithmetic (the same on every rank, so the running
+ * statistics stay alike) and for the layer's agreement to spread.  Returns
+ * the reduction's own failure. */
+static int adj_bn_reduce(adj_layer *l, adj_op *op, adj_tensor *buffer, const char *site, int *local) {
+  *local = adj_fault_at(l->name, site, *local);
+  int status = adj_op_apply_after(*local, op, ADJ_FORWARD, buffer, buffer);
+  return status == *local ? ADJ_SUCCESS : status;
+}
 
 /* ---- application ------------------------------------------------------------------------ */
 
@@ -75,8 +90,9 @@ static void adj_bn_combine_slots(const adj_batchnorm *b, const double *slots, in
 }
 
 /* Batch statistics (or running ones), gamma and beta of the block's channels
- * into the work arrays; updates the running statistics in training. */
-static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x) {
+ * into the work arrays; updates the running statistics in training.  *local:
+ * this worker's failure (see adj_bn_reduce). */
+static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x, int *local) {
   double *slots = b->stats.data, *tail = slots + (int64_t)3 * b->groups * b->c;
   adj_tensor_zero(&b->stats);
   bool batch = adj_bn_uses_batch_stats(b);
@@ -88,7 +104,7 @@ static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x
   }
   adj_bn_put_parameter(l, b, 0, false, tail);
   adj_bn_put_parameter(l, b, 1, false, tail + b->c);
-  ADJ_CALL(adj_op_forward(b->stats_op, &b->stats, &b->stats));
+  ADJ_CALL(adj_bn_reduce(l, b->stats_op, &b->stats, "forward local", local));
   double *mean = adj_bn_work(b, ADJ_BN_MEAN), *inv = adj_bn_work(b, ADJ_BN_INV);
   double *gamma = adj_bn_work(b, ADJ_BN_GAMMA), *beta = adj_bn_work(b, ADJ_BN_BETA);
   double *rm = b->running_mean.data, *rv = b->running_var.data, m = (double)b->count;
@@ -118,7 +134,8 @@ static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x
 
 static int adj_batchnorm_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_batchnorm *b = l->impl;
-  ADJ_CALL(adj_bn_statistics(l, b, x));
+  int local = ADJ_SUCCESS;
+  ADJ_CALL(adj_bn_statistics(l, b, x, &local));
   const double *mean = adj_bn_work(b, ADJ_BN_MEAN), *inv = adj_bn_work(b, ADJ_BN_INV);
   const double *gamma = adj_bn_work(b, ADJ_BN_GAMMA), *beta = adj_bn_work(b, ADJ_BN_BETA);
   if (l->dtype == ADJ_FLOAT32) {
@@ -128,7 +145,7 @@ static int adj_batchnorm_forward(adj_layer *l, const adj_tensor *x, adj_tensor *
     bn_normalize_f64(x->data, b->n, b->c, b->s, mean, inv, b->xhat.data);
     bn_combine_f64(NULL, b->xhat.data, b->n, b->c, b->s, NULL, NULL, NULL, gamma, beta, y->data);
   }
-  return ADJ_SUCCESS;
+  return local;
 }
 
 /* Per channel: a = mean(v), bb = mean(v xhat) over the whole tensor, from the
@@ -155,14 +172,15 @@ static int adj_batchnorm_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy)
   adj_bn_local_sums(l, b, dx, sums);
   adj_bn_put_parameter(l, b, 0, true, sums + 2 * b->c);
   adj_bn_put_parameter(l, b, 1, true, sums + 3 * b->c);
-  ADJ_CALL(adj_op_forward(b->sums_op, &b->sums, &b->sums));
+  int local = ADJ_SUCCESS;
+  ADJ_CALL(adj_bn_reduce(l, b->sums_op, &b->sums, "jvp local", &local));
   adj_bn_means(b, sums);
   const double *scale = adj_bn_work(b, ADJ_BN_SCALE), *a = adj_bn_work(b, ADJ_BN_A), *bb = adj_bn_work(b, ADJ_BN_B);
   const double *dg = b->affine ? sums + 2 * b->c : NULL, *db = b->affine ? sums + 3 * b->c : NULL;
   const void *v = dx ? dx->data : NULL;
   if (l->dtype == ADJ_FLOAT32) bn_combine_f32(v, b->xhat.data, b->n, b->c, b->s, scale, a, bb, dg, db, dy->data);
   else bn_combine_f64(v, b->xhat.data, b->n, b->c, b->s, scale, a, bb, dg, db, dy->data);
-  return ADJ_SUCCESS;
+  return local;
 }
 
 static int adj_batchnorm_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
@@ -170,7 +188,8 @@ static int adj_batchnorm_backward(adj_layer *l, const adj_tensor *dy, adj_tensor
   double *sums = b->sums.data;
   adj_tensor_zero(&b->sums);
   adj_bn_local_sums(l, b, dy, sums);
-  ADJ_CALL(adj_op_forward(b->sums_op, &b->sums, &b->sums));
+  int local = ADJ_SUCCESS;
+  ADJ_CALL(adj_bn_reduce(l, b->sums_op, &b->sums, "backward local", &local));
   if (b->affine && b->owner) {
     adj_tensor *gg = &l->parameters[0]->grad, *gb = &l->parameters[1]->grad;
     for (int64_t j = 0; j < b->c; j++) {
@@ -178,12 +197,12 @@ static int adj_batchnorm_backward(adj_layer *l, const adj_tensor *dy, adj_tensor
       adj_tensor_set(gb, j, adj_tensor_get(gb, j) + sums[j]);
     }
   }
-  if (!dx) return ADJ_SUCCESS;
+  if (!dx) return local;
   adj_bn_means(b, sums);
   const double *scale = adj_bn_work(b, ADJ_BN_SCALE), *a = adj_bn_work(b, ADJ_BN_A), *bb = adj_bn_work(b, ADJ_BN_B);
   if (l->dtype == ADJ_FLOAT32) bn_combine_f32(dy->data, b->xhat.data, b->n, b->c, b->s, scale, a, bb, NULL, NULL, dx->data);
   else bn_combine_f64(dy->data, b->xhat.data, b->n, b->c, b->s, scale, a, bb, NULL, NULL, dx->data);
-  return ADJ_SUCCESS;
+  return local;
 }
 
 static void adj_batchnorm_free(adj_batchnorm *b) {

@@ -18,6 +18,7 @@
 #include "adjoin/deep_halo_layer.h"
 #include "adjoin/halo.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
 #include "stage_impl.h"
 
 enum { ADJ_DEEP_MAX_PARAMETERS = 2 };
@@ -150,7 +151,7 @@ static int adj_deep_halo_backward(adj_layer *l, const adj_tensor *dy, adj_tensor
   adj_deep_halo *h = l->impl;
   /* A local failure does not skip the collectives after it: every rank
    * reaches the same operators, and the dispatcher agrees on the status. */
-  int status = adj_deep_local_backward(h, dy, dx != NULL);
+  int status = adj_fault_at(l->name, "backward local", adj_deep_local_backward(h, dy, dx != NULL));
   ADJ_CALL(adj_deep_parameters_adjoint(l));
   if (!dx) return status;
   adj_tensor_zero(&h->padded);

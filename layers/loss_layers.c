@@ -13,6 +13,8 @@
 #include "adjoin/all_sum_reduce.h"
 #include "adjoin/losses.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
+#include "op_after_impl.h"
 
 typedef struct adj_loss_point {
   adj_loss_kind kind;
@@ -70,9 +72,14 @@ typedef struct adj_loss_layer {
   double value;           /* the global loss of the last forward */
 } adj_loss_layer;
 
-static double adj_loss_reduce(adj_loss_layer *s, double local, int *status) {
+/* The sum over every rank of `local`, this rank's part from a local step
+ * whose failure-injection site is `site` (fault_impl.h; NULL: none).  Every
+ * rank makes the reduction even when that step failed on some, so none is
+ * left waiting in it; *status is the failure, for the layer's agreement. */
+static double adj_loss_reduce(const adj_layer *l, adj_loss_layer *s, double local, const char *site, int *status) {
   *(double *)s->partial.data = local;
-  *status = adj_op_forward(s->reduce, &s->partial, &s->partial);
+  int prior = site ? adj_fault_at(l->name, site, ADJ_SUCCESS) : ADJ_SUCCESS;
+  *status = adj_op_apply_after(prior, s->reduce, ADJ_FORWARD, &s->partial, &s->partial);
   return *(double *)s->partial.data;
 }
 
@@ -150,7 +157,7 @@ static int adj_loss_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
     return ADJ_SUCCESS;
   }
   int status;
-  s->value = s->scale * adj_loss_reduce(s, adj_loss_local_values(l, s, x, NULL), &status);
+  s->value = s->scale * adj_loss_reduce(l, s, adj_loss_local_values(l, s, x, NULL), "forward local", &status);
   if (adj_tensor_volume(y)) adj_tensor_set(y, 0, s->value);
   return status;
 }
@@ -166,7 +173,7 @@ static int adj_loss_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   }
   double local = !dx ? 0 : nll ? -adj_nll_pick(s, dx, NULL) : adj_loss_local_slopes(l, s, dx, 1, NULL);
   int status;
-  double total = s->scale * adj_loss_reduce(s, local, &status);
+  double total = s->scale * adj_loss_reduce(l, s, local, "jvp local", &status);
   if (adj_tensor_volume(dy)) adj_tensor_set(dy, 0, total);
   return status;
 }
@@ -182,7 +189,8 @@ static int adj_loss_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx)
   /* NULL dx is a collective choice, so every rank skips the reduction alike. */
   if (!dx) return ADJ_SUCCESS;
   int status;
-  double w = adj_loss_reduce(s, adj_tensor_volume(dy) ? adj_tensor_get(dy, 0) : 0, &status);
+  /* dy from the root first: the local step comes after the reduction. */
+  double w = adj_loss_reduce(l, s, adj_tensor_volume(dy) ? adj_tensor_get(dy, 0) : 0, NULL, &status);
   if (nll) adj_nll_spread(s, NULL, s->scale * w, dx);
   else adj_loss_local_slopes(l, s, NULL, s->scale * w, dx);
   return status;

@@ -30,6 +30,7 @@
 #include "adjoin/phantom.h"
 #include "broadcast_impl.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
 #include "kernels_impl.h"
 
 typedef struct adj_phantom_layer {
@@ -155,6 +156,8 @@ static int adj_phantom_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y)
     status = adj_phantom_matrix(&l->parameters[0]->value, a->n_out, a->n_in, &lv);
     if (!status) status = adj_affine_forward(x, &lv, b ? &b->value : NULL, y);
   }
+  /* A local failure while the gather is in flight still completes it. */
+  status = adj_fault_at(l->name, "forward local", status);
   int ended = adj_phantom_end(a, a->gather);
   ADJ_CALL(status ? status : ended);
   if (a->active) adj_phantom_decompress(a, l->dtype, &a->G, &d->value, y);
@@ -198,6 +201,7 @@ static int adj_phantom_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *
     if (!status) status = adj_affine_backward(x, &lv, dy, dx, &glv, b ? &b->grad : NULL);
     if (!status) adj_phantom_decompressor_grad(a, l->dtype, dy, &a->G, &d->grad);
   }
+  status = adj_fault_at(l->name, "backward local", status);
   int ended = adj_phantom_end(a, a->gather);
   ADJ_CALL(status ? status : ended);
   if (!a->active) return ADJ_SUCCESS;
@@ -241,11 +245,16 @@ static int adj_tp_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
 static int adj_tp_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_phantom_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_phantom_bias(l);
+  int status = ADJ_SUCCESS;
   if (a->active)
-    ADJ_CALL(adj_affine_backward(&a->copy, &w->value, dy, dx ? &a->dcopy : NULL, &w->grad, b ? &b->grad : NULL));
-  if (!dx) return ADJ_SUCCESS;
+    status = adj_affine_backward(&a->copy, &w->value, dy, dx ? &a->dcopy : NULL, &w->grad, b ? &b->grad : NULL);
+  /* A local failure does not skip the collectives after it (no rank is left
+   * waiting in them); the layer's agreement spreads it. */
+  status = adj_fault_at(l->name, "backward local", status);
+  if (!dx) return status;
   ADJ_CALL(adj_phantom_apply(a, a->broadcast, ADJ_ADJOINT, &a->dcopy, a->root ? &a->sum : &a->none));
-  return adj_phantom_apply(a, a->gather, ADJ_ADJOINT, &a->sum, dx);
+  ADJ_CALL(adj_phantom_apply(a, a->gather, ADJ_ADJOINT, &a->sum, dx));
+  return status;
 }
 
 static void adj_phantom_free(adj_phantom_layer *a) {

@@ -65,7 +65,8 @@ static int adj_pool_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy
 static int adj_pool_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_pool_layer *p = l->impl;
   if (!dx) return ADJ_SUCCESS;
-  if (p->direct) return adj_pool_backward(p->kind, &p->window, l->input, dy, dx);
+  if (p->direct)
+    return adj_fault_at(l->name, "backward local", adj_pool_backward(p->kind, &p->window, l->input, dy, dx));
   /* A local failure here reaches every rank at the halo adjoint's check. */
   int status = ADJ_SUCCESS;
   if (p->computes) status = adj_pool_backward(p->kind, &p->window, &p->point, dy, &p->tangent);

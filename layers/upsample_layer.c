@@ -10,6 +10,8 @@
 #include "adjoin/halo.h"
 #include "adjoin/upsample_layer.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
+#include "op_after_impl.h"
 
 /* This worker's interpolation: per spatial dimension (padded to 3) the input
  * and output extents, taps, and per local output its tap indices (local to the
@@ -98,9 +100,12 @@ static int adj_upsample_backward(adj_layer *l, const adj_tensor *dy, adj_tensor 
   if (adj_tensor_volume(dy) && l->dtype == ADJ_FLOAT32) interp_adjoint_f32(&u->tables, u->planes, dy->data, u->box.data);
   else if (adj_tensor_volume(dy)) interp_adjoint_f64(&u->tables, u->planes, dy->data, u->box.data);
   else adj_tensor_zero(&u->box);
+  /* A local failure here reaches every rank at the halo adjoint, which every
+   * rank makes (the forward's only local step before its exchange is a copy). */
+  int status = adj_fault_at(l->name, "backward local", ADJ_SUCCESS);
   adj_tensor_zero(&u->padded);
   adj_tensor_unpack(&u->padded, &u->local.kernel_input, u->box.data, ADJ_UNPACK_COPY);
-  ADJ_CALL(adj_op_adjoint(u->halo, &u->padded, &u->padded));
+  ADJ_CALL(adj_op_apply_after(status, u->halo, ADJ_ADJOINT, &u->padded, &u->padded));
   adj_box whole = adj_box_whole(dx->rank, dx->shape);
   adj_tensor_copy_box(dx, &whole, &u->padded, &u->local.bulk, ADJ_UNPACK_COPY);
   return ADJ_SUCCESS;

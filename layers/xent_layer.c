@@ -6,6 +6,7 @@
 #include "adjoin/loss_layer.h"
 #include "adjoin/repartition.h"
 #include "dist_layer_impl.h"
+#include "fault_impl.h"
 
 typedef struct adj_xent_layer {
   adj_op *gather;          /* logits layout -> (N, C) whole on the root */
@@ -70,6 +71,7 @@ static int adj_xent_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tenso
     status = adj_softmax_xent_backward(&rows, x->labels, ADJ_REDUCE_MEAN, adj_tensor_get(dy, 0), &drows);
   }
   /* The scatter back runs after a local failure too, so no rank waits for it. */
+  status = adj_fault_at(l->name, "backward local", status);
   int moved = adj_op_adjoint(x->gather, &x->dz, din);
   return status ? status : moved;
 }

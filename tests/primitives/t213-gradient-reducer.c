@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 #include "op_check.h"
 
 enum { NT = 5, MAX_EVENTS = 64 };

@@ -7,7 +7,7 @@
  * drawn to fit the run's ranks (uneven blocks, empty blocks, inactive ranks,
  * scattered rank lists) and, for one problem, an input with explicit uneven
  * cuts in its spatial dimensions.  Outputs, jvps, input gradients and
- * parameter gradients must agree block by block within 1e-12 (float64).
+ * parameter gradients must agree block by block within dl_tolerance (float64).
  *
  * Also: parameter gradients accumulate over two backward calls, an input
  * gradient requested on some ranks only is still right, and a layer created on
@@ -91,7 +91,17 @@ static void check_accumulation(adj_test *t, const char *label, adj_layer *layer)
     worst = fmax(worst, max_abs_diff(&adj_layer_parameter(layer, i)->grad, &g1[i], 2.0));
     adj_tensor_destroy(&g1[i]);
   }
-  ADJ_TEST_CHECK(t, worst < 1e-13, "%s: accumulated gradients or repeated dx off by %.3e", label, worst);
+  /* The second call may add its terms into the first's sums rather than add
+   * two finished sums: a reordering of the weight gradient's sum over every
+   * output position of every sample. */
+  const adj_decomposition *out = adj_layer_output_layout(layer);
+  const int64_t *shape = adj_decomposition_global_shape(out);
+  double positions = 1;
+  for (int d = 0; d < adj_decomposition_rank(out); d++) positions *= d == 1 ? 1 : (double)shape[d];
+  double tolerance = adj_test_sum_tolerance(ADJ_FLOAT64, positions);
+  adj_test_report(t, "  %-52s two backward calls: 2 g and dx off by %.1e", label, worst);
+  ADJ_TEST_CHECK(t, worst < tolerance, "%s: accumulated gradients or repeated dx off by %.3e (tolerance %.1e)", label,
+                 worst, tolerance);
   adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dx1), adj_tensor_destroy(&dx2);
   adj_rng_destroy(&rng);
 }

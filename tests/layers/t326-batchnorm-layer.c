@@ -91,12 +91,12 @@ static void bn_naive(const adj_tensor *x, const adj_tensor *gamma, const adj_ten
 
 static double bn_rel(double a, double b) { return fabs(a - b) / fmax(1, fabs(b)); }
 
-/* Batch statistics and their gradients sum the `count` entries of a channel.
- * Computed another way (PyTorch), inputs offset by `offset` from an O(1)
- * spread also lose their own rounding, eps times the offset, which
- * normalisation scales up by offset / spread. */
+/* Batch statistics and their gradients sum the `count` entries of a channel
+ * (data drawn at random, or as good as).  Computed another way (PyTorch),
+ * inputs offset by `offset` from an O(1) spread also lose their own rounding,
+ * eps times the offset, which normalisation scales up by offset / spread. */
 static double bn_tolerance(adj_dtype dtype, int64_t count, double offset) {
-  return adj_test_sum_tolerance(dtype, (double)count) + adj_test_sum_tolerance(dtype, 1) * fabs(offset);
+  return adj_test_random_sum_tolerance(dtype, (double)count) + adj_test_sum_tolerance(dtype, 1) * fabs(offset);
 }
 
 /* The sequential layer (on every rank, MPI_COMM_SELF) against bn_naive on

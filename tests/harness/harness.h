@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "adjoin/adjoin.h"
+#include "tolerance.h" /* every test compares within these */
 
 typedef struct adj_test {
   const char *name;

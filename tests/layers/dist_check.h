@@ -36,7 +36,7 @@ adj_decomposition *dl_size_layout(adj_test *t, dl_layout_kind kind, int rank, co
 adj_decomposition *dl_self_layout(adj_test *t, int rank, const int64_t *shape);
 
 /* The Jacobian dot-product test (input and parameters at once) against the
- * layer tolerance of DESIGN.md (1e-12 in float64), figure printed. */
+ * layer tolerance of DESIGN.md (adj_dottest_tolerance), figure printed. */
 void dl_dottest(adj_test *t, const char *label, adj_layer *layer);
 
 /* How the Taylor remainder of a layer must behave as h halves. */
@@ -48,11 +48,18 @@ typedef enum dl_taylor_kind {
 } dl_taylor_kind;
 void dl_taylor(adj_test *t, const char *label, adj_layer *layer, dl_taylor_kind kind);
 
+/* The tolerance of distributed against sequential, relative to the largest
+ * global entry: both twins sum the same terms, and differ in that the
+ * distributed layer adds up its P workers' partial sums (P the larger of its
+ * input and output partitions), so a P-term reduction:
+ * adj_test_sum_tolerance(dtype, P). */
+double dl_tolerance(const adj_layer *dist);
+
 /* Distributed equals sequential: the same global input, parameters, parameter
  * tangents, input tangent and output gradient (random from `seed`) go into the
  * distributed layer and its sequential twin `seq` (built on a dl_self_layout);
  * outputs, jvps, input gradients and parameter gradients must agree within
- * 1e-12 relative to the largest global entry (float64). */
+ * dl_tolerance(dist). */
 void dl_compare(adj_test *t, const char *label, adj_layer *dist, adj_layer *seq, uint64_t seed);
 /* The same with another tolerance (float32 layers, or layers whose reductions
  * sum in a different order than the sequential twin's). */
@@ -65,7 +72,7 @@ typedef int (*dl_create_fn)(const void *spec, adj_dtype dtype, const adj_decompo
  * `table` (dl_size_layout): the layer and its sequential twin, in float64 and,
  * on the uneven cuts, float32: the dot-product test, the Taylor test of
  * `taylor` (every rank active, float64) and distributed against sequential
- * (1e-12, float32 1e-6), labelled `what`, the dtype, grid and layout. */
+ * (dl_compare), labelled `what`, the dtype, grid and layout. */
 void dl_check_layouts(adj_test *t, const char *what, int rank, const int64_t *shape, const int (*table)[5],
                       dl_create_fn create, const void *spec, dl_taylor_kind taylor, uint64_t seed);
 /* Global data of a layer test, drawn identically on every rank from a seed
@@ -128,10 +135,11 @@ typedef struct dl_torch_table {
   int count;
   const void *(*case_at)(int index, int *rank, const int64_t **shape, char *what);
   dl_create_fn create;
-  double tolerance[2]; /* float32, float64 */
+  double reduction_length; /* the longest sum an output or gradient entry of a case makes */
 } dl_torch_table;
 /* Every case of the file at path, in both dtypes, as a one-worker layer on a
- * dl_self_layout against PyTorch's numbers (dl_check_reference); reports the
+ * dl_self_layout against PyTorch's numbers (dl_check_reference, within
+ * adj_test_random_sum_tolerance of the table's reduction length); reports the
  * largest errors and checks the file held every case of the table. */
 void dl_check_torch(adj_test *t, const char *path, const dl_torch_table *table);
 

@@ -10,7 +10,11 @@
 /* Both dtypes, in the order the tests loop over them. */
 extern const adj_dtype layer_dtypes[2];
 
-/* Tolerance of a kernel against its float64 naive reference. */
+/* The longest sum the kernel tests make: a weight gradient over a batch of 9
+ * samples' 30 x 30 outputs (t300) is 8100 terms. */
+enum { LAYER_LONGEST_REDUCTION = 10000 };
+/* Tolerance of a kernel against its float64 naive reference, relative to the
+ * largest entry: adj_test_random_sum_tolerance of LAYER_LONGEST_REDUCTION. */
 double layer_reference_tolerance(adj_dtype dtype);
 
 /* A new tensor with entries uniform on [-1, 1). */
@@ -51,6 +55,7 @@ typedef struct layer_taylor {
   int (*jvp)(void *ctx, adj_tensor *dy);             /* dy = J(p) v */
   void *ctx;
   bool piecewise_linear;
+  int64_t reduction_length; /* piecewise linear: terms an output sums (0: pointwise) */
 } layer_taylor;
 void layer_taylor_check(adj_test *t, const char *label, const layer_taylor *p);
 

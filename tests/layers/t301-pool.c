@@ -156,7 +156,7 @@ static void run_case(adj_test *t, const pool_case *c, adj_dtype dtype, adj_rng *
     /* Max pooling is piecewise linear and average pooling linear: away from
      * ties the jvp must reproduce the step exactly. */
     layer_taylor taylor = {.rank = rank, .shape = ys, .eval = pool_eval_cb, .jvp = pool_taylor_jvp_cb, .ctx = &p,
-                           .piecewise_linear = true};
+                           .piecewise_linear = true, .reduction_length = layer_volume(c->g.spatial_dims, c->g.kernel)};
     layer_taylor_check(t, c->name, &taylor);
   }
   adj_tensor_destroy(&p.x);

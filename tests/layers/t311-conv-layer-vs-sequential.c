@@ -7,7 +7,7 @@
  * drawn to fit the run's ranks (uneven blocks, empty blocks, inactive ranks,
  * scattered rank lists) and, for one problem, an input with explicit uneven
  * cuts in its spatial dimensions.  Outputs, jvps, input gradients and
- * parameter gradients must agree block by block within 1e-12 (float64).
+ * parameter gradients must agree block by block within dl_tolerance (float64).
  *
  * Also: parameter gradients accumulate over two backward calls, an input
  * gradient requested on some ranks only is still right, and a layer created on
@@ -51,11 +51,14 @@ static adj_layer *create_twin(adj_test *t, const adj_conv_case *c) {
 
 /* ---- gradient accumulation and a per-rank NULL dx ---------------------------------------- */
 
-static double max_abs_diff(const adj_tensor *a, const adj_tensor *b, double scale_b) {
-  double d = 0;
-  for (int64_t i = 0; i < adj_tensor_volume(a); i++)
+/* Largest |a_i - scale_b b_i| relative to max(1, max |scale_b b_i|). */
+static double max_rel_diff(const adj_tensor *a, const adj_tensor *b, double scale_b) {
+  double d = 0, largest = 1;
+  for (int64_t i = 0; i < adj_tensor_volume(a); i++) {
     d = fmax(d, fabs(adj_tensor_get(a, i) - scale_b * adj_tensor_get(b, i)));
-  return d;
+    largest = fmax(largest, fabs(scale_b * adj_tensor_get(b, i)));
+  }
+  return d / largest;
 }
 
 /* Two backward calls without zeroing add up (grad = 2 g on every owner) and
@@ -86,12 +89,23 @@ static void check_accumulation(adj_test *t, const char *label, adj_layer *layer)
                    "%s: dx left out on odd ranks only gave %s: %s", label, adj_status_name(status), adj_last_error());
   }
   ADJ_TEST_OK(t, adj_layer_backward(layer, &y, &dx2));
-  double worst = max_abs_diff(&dx2, &dx1, 1.0);
+  double worst = max_rel_diff(&dx2, &dx1, 1.0);
   for (int i = 0; i < np; i++) {
-    worst = fmax(worst, max_abs_diff(&adj_layer_parameter(layer, i)->grad, &g1[i], 2.0));
+    worst = fmax(worst, max_rel_diff(&adj_layer_parameter(layer, i)->grad, &g1[i], 2.0));
     adj_tensor_destroy(&g1[i]);
   }
-  ADJ_TEST_CHECK(t, worst < 1e-13, "%s: accumulated gradients or repeated dx off by %.3e", label, worst);
+  /* The second call may add its terms into the first's sums rather than add
+   * two finished sums: a reordering of the weight gradient's sum over every
+   * output position of every sample, of random data. */
+  const adj_decomposition *out = adj_layer_output_layout(layer);
+  const int64_t *shape = adj_decomposition_global_shape(out);
+  double positions = 1;
+  for (int d = 0; d < adj_decomposition_rank(out); d++) positions *= d == 1 ? 1 : (double)shape[d];
+  double tolerance = adj_test_random_sum_tolerance(ADJ_FLOAT64, positions);
+  adj_test_report(t, "  %-52s two backward calls: 2 g and dx off by %.1e (tolerance %.1e)", label, worst,
+                  tolerance);
+  ADJ_TEST_CHECK(t, worst < tolerance, "%s: accumulated gradients or repeated dx off by %.3e (tolerance %.1e)", label,
+                 worst, tolerance);
   adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dx1), adj_tensor_destroy(&dx2);
   adj_rng_destroy(&rng);
 }

@@ -2,7 +2,7 @@
  * ReLU between, on P_r x P_c grids from 1 x 1 to 6 x 1 (1x6, 2x3, 3x2, 6x1 at
  * 6 ranks): Jacobian dot-product test (input, weights and biases at once) and
  * distributed against sequential (outputs, jvps, input and parameter
- * gradients, float64 within 1e-12) where the sequential twin is the plain
+ * gradients, float64 within dl_tolerance) where the sequential twin is the plain
  * affine layer on one worker.  Extents are odd (7 samples, 11 -> 13 -> 9 -> 7
  * features) so blocks are unequal, and one variant cuts the batch
  * quadratically so some workers hold no sample.  Up to 3 ranks every grid

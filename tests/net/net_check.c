@@ -150,6 +150,8 @@ void nc_remove_dir(adj_test *t, const char *dir) {
   ADJ_TEST_CHECK(t, system(command) == 0, "cannot remove %s", dir);
 }
 
+double nc_reduction_length(int64_t batch) { return 28.0 * 28.0 * (double)batch; }
+
 void nc_check_jacobian(adj_test *t, adj_layer *net, uint64_t seed, adj_dtype dtype, const char *label) {
   adj_dottest_result r = {0};
   ADJ_TEST_OK(t, adj_dottest_layer(net, seed, &r));

@@ -26,6 +26,11 @@ int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, 
                         const adj_dataset *data, uint64_t seed, nc_run *run);
 void nc_run_destroy(nc_run *run);
 
+/* The longest sum LeNet-5 and the encoder-decoder make on a batch: the first
+ * convolution's weight gradient, over the 28 x 28 output positions of every
+ * sample.  Two layouts of a network sum it in other orders. */
+double nc_reduction_length(int64_t batch);
+
 /* The Jacobian dot-product test of a network (adj_dottest_layer with `seed`):
  * reports both inner products and the relative error after `label`, and
  * checks the error against the dtype's tolerance and that neither side is 0. */

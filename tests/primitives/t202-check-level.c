@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 #include "op_check.h"
 
 enum { N = 6 };

@@ -4,7 +4,7 @@
  * reported on every rank without a hang. */
 #include <string.h>
 
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 
 /* [1] on rank 0 -> [size] on every rank, a 7-element float64 vector. */
 typedef struct root_broadcast {
@@ -43,7 +43,7 @@ static void check_counters(adj_test *t) {
   adj_op_counters k;
   adj_op_get_counters(r.op, &k);
   bool root = t->rank == 0, others = t->size > 1, chain = !strncmp(adj_op_algorithm(r.op), "chain,", 6);
-  uint64_t segments = chain ? (uint64_t)bcast_chain_segments(7, 8) : 1;
+  uint64_t segments = chain ? (uint64_t)chain_segments(7, 8) : 1;
   uint64_t sent = (root || chain) && t->rank < t->size - 1 && others ? segments : 0, received = !root ? segments : 0;
   uint64_t bytes_sent = sent ? 56 : 0, bytes_received = received ? 56 : 0;
   ADJ_TEST_CHECK(t, k.forward_applications == 1 && k.messages_sent == sent && k.bytes_sent == bytes_sent &&

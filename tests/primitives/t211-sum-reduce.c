@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 #include "op_check.h"
 
 /* The compatibility rule is the broadcast's, from P_y to P_x; the message says
@@ -63,8 +63,8 @@ static void check_bad_segment(adj_test *t, const adj_partition *all, const adj_d
  * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants).  A
  * bad value is refused at creation on every rank. */
 static void check_counters(adj_test *t) {
-  bcast_world_sum w;
-  bcast_world_sum_create(t, 10, &w);
+  sum_to_root w;
+  sum_to_root_create(t, 10, &w);
   adj_partition *all = w.all;
   adj_decomposition *y = w.y;
   adj_op *op = w.op;
@@ -85,7 +85,7 @@ static void check_counters(adj_test *t) {
     /* the group is the source alone: a local copy */
   } else if (strstr(chosen, "chain")) {
     /* summed from the last rank towards rank 0, one message per segment */
-    uint64_t segments = (uint64_t)bcast_chain_segments(10, 8);
+    uint64_t segments = (uint64_t)chain_segments(10, 8);
     if (t->rank < t->size - 1) received = block, mreceived = segments;
     if (!root_rank) sent = block, msent = segments;
   } else if (strstr(chosen, "reduce-scatter")) {
@@ -122,7 +122,7 @@ static void check_counters(adj_test *t) {
   if (forced) setenv("ADJ_SUM_REDUCE_ALGORITHM", saved, 1);
   else unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
   check_bad_segment(t, all, y);
-  bcast_world_sum_destroy(&w);
+  sum_to_root_destroy(&w);
 }
 
 /* Accumulate mode (adj_op_set_accumulate): the sum onto rank 0 adds into what
@@ -131,8 +131,8 @@ static void check_counters(adj_test *t) {
  * direction refuses the mode on every rank alike. */
 static void check_accumulate(adj_test *t) {
   enum { COUNT = 20000 }; /* several chain segments at the default 64 KB */
-  bcast_world_sum w;
-  bcast_world_sum_create(t, COUNT, &w);
+  sum_to_root w;
+  sum_to_root_create(t, COUNT, &w);
   adj_tensor in, out;
   adj_op_create_domain_tensor(w.op, &in);
   adj_op_create_range_tensor(w.op, &out);
@@ -157,7 +157,7 @@ static void check_accumulate(adj_test *t) {
   ADJ_TEST_CHECK(t, status == ADJ_ERR_ARG && strstr(adj_last_error(), "cannot accumulate"),
                  "the copying direction accepted accumulate mode: %s", adj_last_error());
   adj_tensor_destroy(&in), adj_tensor_destroy(&out);
-  bcast_world_sum_destroy(&w);
+  sum_to_root_destroy(&w);
 }
 
 int main(int argc, char **argv) {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 #include "op_check.h"
 
 typedef struct asr_config {

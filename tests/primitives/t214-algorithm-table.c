@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "algorithm_table_impl.h"
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 #include "error_impl.h"
 #include "harness.h"
 
@@ -59,11 +59,11 @@ static void check_round_trip(adj_test *t) {
 /* A sum-reduce of 10 float64 over the world onto rank 0: its algorithm, and
  * the sum of ones (the world size) checked on the root. */
 static void sum_reduce_algorithm(adj_test *t, char *algorithm, size_t size) {
-  bcast_world_sum w;
-  bcast_world_sum_create(t, 10, &w);
+  sum_to_root w;
+  sum_to_root_create(t, 10, &w);
   adj_op *op = w.op;
   if (!op) {
-    bcast_world_sum_destroy(&w);
+    sum_to_root_destroy(&w);
     return;
   }
   snprintf(algorithm, size, "%s", adj_op_algorithm(op));
@@ -76,7 +76,7 @@ static void sum_reduce_algorithm(adj_test *t, char *algorithm, size_t size) {
     ADJ_TEST_CHECK(t, ((double *)out.data)[9] == t->size, "sum by '%s': %g, expected %d", algorithm,
                    ((double *)out.data)[9], t->size);
   adj_tensor_destroy(&in), adj_tensor_destroy(&out);
-  bcast_world_sum_destroy(&w);
+  sum_to_root_destroy(&w);
 }
 
 /* Rank 0's table says chain for this world size; every other rank points at a

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "broadcast_cases.h"
 #include "op_check.h"
 
 /* ---- configurations ----------------------------------------------------------------- */
@@ -240,21 +240,21 @@ void bcast_check_table(adj_test *t, bool sum_reduce) {
   }
 }
 
-void bcast_world_sum_create(adj_test *t, int64_t count, bcast_world_sum *w) {
-  *w = (bcast_world_sum){0};
+void sum_to_root_create(adj_test *t, int64_t count, sum_to_root *w) {
+  *w = (sum_to_root){0};
   ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){t->size}, t->size, NULL, &w->all));
   ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &w->root));
   ADJ_TEST_OK(t, adj_decomposition_create(w->root, 1, &count, &w->y));
   ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, w->all, w->y, &w->op));
 }
 
-void bcast_world_sum_destroy(bcast_world_sum *w) {
+void sum_to_root_destroy(sum_to_root *w) {
   adj_op_destroy(&w->op);
   adj_decomposition_destroy(&w->y);
   adj_partition_destroy(&w->root), adj_partition_destroy(&w->all);
 }
 
-int bcast_chain_segments(int64_t elements, size_t element_size) {
+int chain_segments(int64_t elements, size_t element_size) {
   const char *env = getenv("ADJ_CHAIN_SEGMENT_BYTES");
   int64_t bytes = env && *env ? atoll(env) : 65536;
   int64_t segment = bytes >= (int64_t)element_size ? bytes / (int64_t)element_size : 1;

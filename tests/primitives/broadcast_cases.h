@@ -1,10 +1,13 @@
-/* Shared by the broadcast (t210), sum-reduce (t211) and all-sum-reduce (t212)
+/* The broadcast cases shared by the broadcast (t210), sum-reduce (t211),
+ * all-sum-reduce (t212), gradient-reducer (t213) and algorithm-table (t214)
  * tests: a table of broadcast configurations (source and destination
  * partitions, rank lists, global shape, cuts) sized to the world, their
  * sequential references, and the table run every broadcast-family operator
- * gets (the generic operator checks are in op_check.h). */
-#ifndef ADJOIN_TESTS_BCAST_COMMON_H
-#define ADJOIN_TESTS_BCAST_COMMON_H
+ * gets; besides, a sum-reduce of the whole world onto rank 0 (sum_to_root)
+ * and the chain algorithm's segment count (the generic operator checks are in
+ * op_check.h). */
+#ifndef ADJOIN_TESTS_BROADCAST_CASES_H
+#define ADJOIN_TESTS_BROADCAST_CASES_H
 
 #include <stdbool.h>
 
@@ -53,18 +56,18 @@ void bcast_check_reference(adj_test *t, const bcast_config *c, const bcast_setup
 
 /* A sum-reduce of `count` float64 over every rank of t's communicator onto
  * rank 0, with the partitions and layout it is made of. */
-typedef struct bcast_world_sum {
+typedef struct sum_to_root {
   adj_partition *all, *root;
   adj_decomposition *y;
   adj_op *op;
-} bcast_world_sum;
+} sum_to_root;
 
-void bcast_world_sum_create(adj_test *t, int64_t count, bcast_world_sum *w);
-void bcast_world_sum_destroy(bcast_world_sum *w);
+void sum_to_root_create(adj_test *t, int64_t count, sum_to_root *w);
+void sum_to_root_destroy(sum_to_root *w);
 
 /* Segments a chain (ADJ_SUM_REDUCE_ALGORITHM=chain) cuts a block of
  * `elements` into, from ADJ_CHAIN_SEGMENT_BYTES or the library's 64 KB. */
-int bcast_chain_segments(int64_t elements, size_t element_size);
+int chain_segments(int64_t elements, size_t element_size);
 
 /* Every configuration of the world's size in every dtype (integers too): the copy and sum
  * references, the dot-product test and split phase of the summing direction,

@@ -130,24 +130,13 @@ static int parse_real(const char *flag, const char *text, double *out) {
   return 0;
 }
 
-static int parse_lr_schedule(const char *text, adj_lr_schedule *schedule) {
-  if (!strcmp(text, "constant")) *schedule = ADJ_LR_CONSTANT;
-  else if (!strcmp(text, "cosine")) *schedule = ADJ_LR_COSINE;
-  else {
-    complain("--lr-schedule is constant or cosine, got '%s'\n", text);
-    return -1;
-  }
-  return 0;
-}
-
-static int parse_optimizer(const char *text, adj_optimizer_kind *kind) {
-  if (!strcmp(text, "adam")) *kind = ADJ_OPTIMIZER_ADAM;
-  else if (!strcmp(text, "sgd")) *kind = ADJ_OPTIMIZER_SGD;
-  else {
-    complain("--optimizer is adam or sgd, got '%s'\n", text);
-    return -1;
-  }
-  return 0;
+/* A flag naming one of two choices (e.g. "adam" or "sgd"): *choice is its
+ * index; -1 with a message on anything else. */
+static int parse_choice(const char *flag, const char *text, const char *const names[2], int *choice) {
+  for (int i = 0; i < 2; i++)
+    if (!strcmp(text, names[i])) return *choice = i, 0;
+  complain("%s is %s or %s, got '%s'\n", flag, names[0], names[1], text);
+  return -1;
 }
 
 enum {
@@ -188,12 +177,16 @@ static int parse_cap(const char *flag, const char *text, int64_t *out) {
 /* One flag; -1 on a bad value. */
 static int apply_option(train_options *o, int c, const char *arg) {
   int64_t v = 0;
+  int choice = 0;
   switch (c) {
   case 'd': o->data = arg; return 0;
   case 'e': return parse_int("--epochs", arg, 1, &o->epochs);
   case 'b': return parse_int("--batch", arg, 1, &o->batch);
   case 'l': return parse_real("--lr", arg, &o->lr);
-  case 'o': return parse_optimizer(arg, &o->optimizer);
+  case 'o':
+    /* The index is the adj_optimizer_kind. */
+    return parse_choice("--optimizer", arg, (const char *const[2]){"sgd", "adam"}, &choice) ? -1
+                                                                                       : (o->optimizer = choice, 0);
   case 's': return parse_int("--seed", arg, 0, &v) ? -1 : (o->seed = (uint64_t)v, 0);
   case 't':
     /* Integer dtypes parse but cannot train: the network computes in floats. */
@@ -217,7 +210,10 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
   case OPT_TRACE: o->trace = arg; return 0;
   case OPT_DEEP_HALOS: o->deep_halos = true; return 0;
-  case OPT_LR_SCHEDULE: return parse_lr_schedule(arg, &o->lr_schedule);
+  case OPT_LR_SCHEDULE: /* the index is the adj_lr_schedule */
+    return parse_choice("--lr-schedule", arg, (const char *const[2]){"constant", "cosine"}, &choice)
+               ? -1
+               : (o->lr_schedule = choice, 0);
   case OPT_MODEL:
     if (!strcmp(arg, "lenet") || !strcmp(arg, "mlp") || !strcmp(arg, "encdec")) return o->model = arg, 0;
     complain("--model is lenet, mlp or encdec, got '%s'\n", arg);

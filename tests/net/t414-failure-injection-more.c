@@ -98,12 +98,26 @@ static void lone_case(adj_test *t, adj_layer *layer, const char *how) {
   fc_run_end(&r);
 }
 
+/* The input decomposition of a layer tested alone: shape over workers
+ * (every rank).  *p holds its partition until lone_input_destroy. */
+static adj_decomposition *lone_input(adj_test *t, int rank, const int *workers, const int64_t *shape,
+                                     adj_partition **p) {
+  adj_decomposition *input = NULL;
+  *p = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, rank, workers, t->size, NULL, p));
+  if (*p) ADJ_TEST_OK(t, adj_decomposition_create(*p, rank, shape, &input));
+  return input;
+}
+
+static void lone_input_destroy(adj_partition **p, adj_decomposition **input) {
+  adj_decomposition_destroy(input);
+  adj_partition_destroy(p);
+}
+
 /* x (ROWS, 11) with the features over a 1 x size partition. */
 static void phantom_cases(adj_test *t) {
-  adj_partition *p = NULL;
-  adj_decomposition *input = NULL;
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[2]){1, t->size}, t->size, NULL, &p));
-  ADJ_TEST_OK(t, adj_decomposition_create(p, 2, (const int64_t[2]){ROWS, 11}, &input));
+  adj_partition *p;
+  adj_decomposition *input = lone_input(t, 2, (const int[2]){1, t->size}, (const int64_t[2]){ROWS, 11}, &p);
   adj_phantom_layer_config c = {.dtype = ADJ_FLOAT64, .input = input, .in_features = 11, .out_features = 13,
                                 .ghosts = 1, .allow_large_k = true};
   for (int tp = 0; tp < 2 && input; tp++) {
@@ -111,17 +125,15 @@ static void phantom_cases(adj_test *t) {
     ADJ_TEST_OK(t, tp ? adj_tp_layer_create(&c, &layer) : adj_phantom_layer_create(&c, &layer));
     lone_case(t, layer, "");
   }
-  adj_decomposition_destroy(&input);
-  adj_partition_destroy(&p);
+  lone_input_destroy(&p, &input);
 }
 
 /* Padding (1, 2, 6, 5) by (1, 2) rows and (2, 1) columns, the rows over
  * every rank: the boundary rows move between workers. */
 static void pad_cases(adj_test *t) {
-  adj_partition *p = NULL;
-  adj_decomposition *input = NULL;
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 4, (const int[4]){1, 1, t->size, 1}, t->size, NULL, &p));
-  ADJ_TEST_OK(t, adj_decomposition_create(p, 4, (const int64_t[4]){1, 2, 6, 5}, &input));
+  adj_partition *p;
+  adj_decomposition *input =
+      lone_input(t, 4, (const int[4]){1, 1, t->size, 1}, (const int64_t[4]){1, 2, 6, 5}, &p);
   const adj_padding_mode modes[2] = {ADJ_PAD_REFLECT, ADJ_PAD_CIRCULAR};
   for (int m = 0; m < 2 && input; m++) {
     adj_layer *layer = NULL;
@@ -131,16 +143,13 @@ static void pad_cases(adj_test *t) {
                                         &layer));
     lone_case(t, layer, "");
   }
-  adj_decomposition_destroy(&input);
-  adj_partition_destroy(&p);
+  lone_input_destroy(&p, &input);
 }
 
 /* Each loss alone on (ROWS, COLS) with the batch over every rank. */
 static void loss_cases(adj_test *t) {
-  adj_partition *p = NULL;
-  adj_decomposition *input = NULL;
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[2]){t->size, 1}, t->size, NULL, &p));
-  ADJ_TEST_OK(t, adj_decomposition_create(p, 2, (const int64_t[2]){ROWS, COLS}, &input));
+  adj_partition *p;
+  adj_decomposition *input = lone_input(t, 2, (const int[2]){t->size, 1}, (const int64_t[2]){ROWS, COLS}, &p);
   for (int kind = ADJ_LOSS_L1; kind <= ADJ_LOSS_NLL && input; kind++) {
     adj_layer *layer = NULL;
     ADJ_TEST_OK(t, adj_loss_layer_create(&(adj_loss_config){.dtype = ADJ_FLOAT64, .kind = (adj_loss_kind)kind,
@@ -158,8 +167,7 @@ static void loss_cases(adj_test *t) {
     adj_tensor_destroy(&target);
     lone_case(t, layer, " (mean)");
   }
-  adj_decomposition_destroy(&input);
-  adj_partition_destroy(&p);
+  lone_input_destroy(&p, &input);
 }
 
 int main(int argc, char **argv) {

@@ -72,6 +72,12 @@ for flag, value in (("--weight-decay", "inf"), ("--lr", "nan"), ("--momentum", "
     code, out = run([*small, flag, value])
     expect(f"{flag} {value}", code, out, 2, "finite")
 
+# Choices outside their lists name the flag, the choices and the value.
+for flag, value, phrase in (("--optimizer", "adamw", "--optimizer is sgd or adam, got 'adamw'"),
+                            ("--lr-schedule", "linear", "--lr-schedule is constant or cosine, got 'linear'")):
+    code, out = run([*small, flag, value])
+    expect(f"{flag} {value}", code, out, 2, phrase)
+
 # Integer dtypes move data but cannot train: refused as a bad flag.
 for value in ("i32", "uint8"):
     code, out = run([*small, "--dtype", value])

@@ -377,19 +377,6 @@ static int adj_conv_check_local(const adj_conv_layer *c) {
   return ADJ_SUCCESS;
 }
 
-/* A single worker whose halo-extended block is its x block, read whole by a
- * kernel with its own zero padding: the halo exchange and the broadcast are
- * identities and copying x into x_pad (and dx back out) only moves memory,
- * which in LeNet-5 cost as much as a quarter of conv2's forward. */
-static bool adj_conv_is_direct(const adj_conv_layer *c) {
-  const adj_partition *px = adj_decomposition_partition(c->x);
-  bool direct = c->computes && !c->trims && !c->x_bcast && adj_partition_size(px) == 1 &&
-                adj_partition_size(c->pw) == 1;
-  for (int i = 0; i < c->rank && direct; i++)
-    direct = c->x_local.bulk.start[i] == 0 && c->x_local.bulk.extent[i] == c->x_pad.shape[i];
-  return direct;
-}
-
 static int adj_conv_make_buffers(adj_layer *l) {
   adj_conv_layer *c = l->impl;
   adj_dtype t = l->dtype;
@@ -414,7 +401,6 @@ static int adj_conv_make_buffers(adj_layer *l) {
     ADJ_CALL(adj_conv_pair(&c->y_hat, &c->dy_hat, t, c->rank, shape));
   }
   ADJ_CALL(adj_conv_check_local(c));
-  c->direct = adj_conv_is_direct(c);
   if (!c->computes) return ADJ_SUCCESS;
   adj_tensor x_template = {.dtype = t, .rank = c->rank};
   memcpy(x_template.shape, c->w_local.kernel_input.extent, sizeof x_template.shape);

@@ -2,8 +2,9 @@
  * identities (op.h) and cost nothing when aliased, while staying correct when
  * applied to separate storage:
  *   - a halo exchange partitioned along the batch only (no neighbour, no halo),
- *     a broadcast and a sum-reduce between one partition and itself, and a
- *     repartition to the same layout are identities on every rank; their
+ *     a broadcast and a sum-reduce between one partition and itself, a
+ *     repartition to the same layout and an all-sum-reduce over a dimension
+ *     of one worker are identities on every rank; their
  *     partitioned-across-workers counterparts are not (on more than one rank);
  *   - applied to separate tensors, an identity copies exactly (forward and
  *     adjoint) and passes the dot-product test (figure printed);
@@ -121,12 +122,8 @@ static void check_halo(adj_test *t, const int *parts, bool identity) {
   ADJ_TEST_OK(t, adj_decomposition_create(p, 4, (const int64_t[]){2 * t->size, 3, 6, 5}, &x));
   ADJ_TEST_OK(t, adj_halo_geometry_create_for(x, &kernel, &g));
   ADJ_TEST_OK(t, adj_halo_create(ADJ_FLOAT64, p, g, &op));
-  if (op && identity) {
-    check_identity(t, label, op);
-  } else if (op) {
-    check_flag(t, label, op, false);
-    op_check_dottest(t, label, op);
-  }
+  if (op && identity) check_identity(t, label, op);
+  else if (op) check_not_identity(t, label, op);
   adj_op_destroy(&op);
   adj_halo_geometry_destroy(&g);
   adj_decomposition_destroy(&x);
@@ -193,6 +190,21 @@ static void check_repartitions(adj_test *t) {
   adj_partition_destroy(&cols);
 }
 
+/* All-sum-reduce of (3, 2) blocks on P = (size x 1) over dimension 1 (groups
+ * of one worker) and, on more than one rank, over dimension 0. */
+static void check_all_sum_reduces(adj_test *t) {
+  adj_partition *p = NULL;
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){t->size, 1}, t->size, NULL, &p));
+  for (int dim = 1; dim >= (t->size > 1 ? 0 : 1); dim--) {
+    adj_op *op = NULL;
+    ADJ_TEST_OK(t, adj_all_sum_reduce_create(ADJ_FLOAT64, p, 2, (const int64_t[]){3, 2}, 1, &dim, &op));
+    if (op && dim == 1) check_identity(t, "all-sum-reduce [P,1] over dimension 1", op);
+    else if (op) check_not_identity(t, "all-sum-reduce [P,1] over dimension 0", op);
+    adj_op_destroy(&op);
+  }
+  adj_partition_destroy(&p);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t215-identity-ops");
@@ -200,5 +212,6 @@ int main(int argc, char **argv) {
   if (t.size > 1) check_halo(&t, (const int[]){1, 1, t.size, 1}, false);
   check_broadcasts(&t);
   check_repartitions(&t);
+  check_all_sum_reduces(&t);
   return adj_test_finish(&t);
 }

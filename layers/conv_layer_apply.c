@@ -80,7 +80,8 @@ static int adj_conv_gradients_begin(adj_layer *l) {
 /* pad <- x (zeros when x is NULL) on its bulk, then H, then B_{Px->Pw}; the
  * kernel input is the broadcast block or, when the local outputs read less
  * than it holds, a trimmed copy.  Where H is the identity (no halo, no
- * neighbour) the padded block is x itself, so with no broadcast or trim the
+ * neighbour) the padded block is x itself, and where B is (P_co = 1 on P_x's
+ * workers) the broadcast block is the padded one, so without a trim the
  * kernel reads x where it lies. */
 static int adj_conv_input_forward(adj_conv_layer *c, const adj_tensor *x, adj_tensor *pad_buffer, adj_tensor *hat,
                                   adj_tensor *trimmed, adj_tensor *kernel_input) {
@@ -94,13 +95,11 @@ static int adj_conv_input_forward(adj_conv_layer *c, const adj_tensor *x, adj_te
     adj_tensor_zero(&pad);
   }
   ADJ_CALL(adj_op_forward(c->halo, &pad, &pad));
-  *kernel_input = pad;
-  if (c->x_bcast) {
-    adj_tensor from = adj_conv_reshape(&pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
-    adj_tensor to = adj_conv_reshape(hat, c->rank + 1, adj_op_range_shape(c->x_bcast));
-    ADJ_CALL(adj_op_forward(c->x_bcast, &from, &to));
-    *kernel_input = adj_conv_reshape(hat, hat->rank, hat->shape);
-  }
+  adj_tensor from = adj_conv_reshape(&pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
+  adj_tensor wide = adj_conv_reshape(hat, c->rank + 1, adj_op_range_shape(c->x_bcast)), to;
+  ADJ_CALL(adj_op_alias_output(c->x_bcast, ADJ_FORWARD, &from, &wide, &to));
+  ADJ_CALL(adj_op_forward(c->x_bcast, &from, &to));
+  *kernel_input = adj_conv_reshape(&to, hat->rank, hat->shape);
   if (c->trims) {
     adj_box whole = adj_box_whole(trimmed->rank, trimmed->shape);
     adj_tensor_copy_box(trimmed, &whole, kernel_input, &c->w_local.kernel_input, ADJ_UNPACK_COPY);
@@ -118,7 +117,10 @@ typedef struct adj_conv_dx_chain {
 
 static int adj_conv_dx_chain_make(adj_conv_layer *c, adj_tensor *dx, adj_conv_dx_chain *chain) {
   ADJ_CALL(adj_op_alias_input(c->halo, ADJ_ADJOINT, dx, &c->dx_pad, &chain->pad));
-  chain->full = c->x_bcast ? adj_conv_reshape(&c->dx_hat, c->rank, c->dx_hat.shape) : chain->pad;
+  adj_tensor to = adj_conv_reshape(&chain->pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
+  adj_tensor wide = adj_conv_reshape(&c->dx_hat, c->rank + 1, adj_op_range_shape(c->x_bcast)), from;
+  ADJ_CALL(adj_op_alias_input(c->x_bcast, ADJ_ADJOINT, &to, &wide, &from));
+  chain->full = adj_conv_reshape(&from, c->rank, c->dx_hat.shape);
   chain->kernel = c->trims ? adj_conv_reshape(&c->dx_k, c->rank, c->dx_k.shape) : chain->full;
   return ADJ_SUCCESS;
 }
@@ -132,11 +134,9 @@ static int adj_conv_input_adjoint(adj_conv_layer *c, adj_conv_dx_chain *chain, a
     adj_box whole = adj_box_whole(c->dx_k.rank, c->dx_k.shape);
     adj_tensor_copy_box(&chain->full, &c->w_local.kernel_input, &c->dx_k, &whole, ADJ_UNPACK_COPY);
   }
-  if (c->x_bcast) {
-    adj_tensor from = adj_conv_reshape(&c->dx_hat, c->rank + 1, adj_op_range_shape(c->x_bcast));
-    adj_tensor to = adj_conv_reshape(&chain->pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
-    ADJ_CALL(adj_op_adjoint(c->x_bcast, &from, &to));
-  }
+  adj_tensor from = adj_conv_reshape(&chain->full, c->rank + 1, adj_op_range_shape(c->x_bcast));
+  adj_tensor to = adj_conv_reshape(&chain->pad, c->rank + 1, adj_op_domain_shape(c->x_bcast));
+  ADJ_CALL(adj_op_adjoint(c->x_bcast, &from, &to));
   ADJ_CALL(adj_op_adjoint(c->halo, &chain->pad, &chain->pad));
   if (!adj_op_is_identity(c->halo)) {
     adj_box whole = adj_box_whole(dx->rank, dx->shape);
@@ -145,23 +145,33 @@ static int adj_conv_input_adjoint(adj_conv_layer *c, adj_conv_dx_chain *chain, a
   return ADJ_SUCCESS;
 }
 
-/* y <- R_{Pw->Py} y^, the sum over the input-channel blocks, through views
- * with the unit dimension the broadcast rule needs; nothing when y^ is y. */
+/* Where the local conv writes y^ (or dy^): y's block itself where the
+ * sum-reduce over the input-channel blocks is the identity, else `buffer`. */
+static int adj_conv_output_target(adj_conv_layer *c, adj_tensor *y, adj_tensor *buffer, adj_tensor *y_hat) {
+  adj_tensor out = adj_conv_reshape(y, c->rank + 1, adj_op_range_shape(c->y_reduce));
+  adj_tensor wide = adj_conv_reshape(buffer, c->rank + 1, adj_op_domain_shape(c->y_reduce)), in;
+  ADJ_CALL(adj_op_alias_input(c->y_reduce, ADJ_FORWARD, &out, &wide, &in));
+  *y_hat = adj_conv_reshape(&in, c->rank, buffer->shape);
+  return ADJ_SUCCESS;
+}
+
+/* y <- R_{Pw->Py} y^, through views with the unit dimension the broadcast
+ * rule needs. */
 static int adj_conv_output_forward(adj_conv_layer *c, const adj_tensor *y_hat, adj_tensor *y) {
-  if (!c->y_reduce) return ADJ_SUCCESS;
   adj_tensor in = adj_conv_reshape(y_hat, c->rank + 1, adj_op_domain_shape(c->y_reduce));
   adj_tensor out = adj_conv_reshape(y, c->rank + 1, adj_op_range_shape(c->y_reduce));
   return adj_op_forward(c->y_reduce, &in, &out);
 }
 
-/* dy^ <- B_{Py->Pw} dy, its adjoint; returns the local conv's output gradient. */
-static int adj_conv_output_adjoint(adj_conv_layer *c, const adj_tensor *dy, const adj_tensor **dy_hat) {
-  *dy_hat = dy;
-  if (!c->y_reduce) return ADJ_SUCCESS;
+/* dy^ <- B_{Py->Pw} dy, its adjoint: the local conv's output gradient, dy's
+ * block itself where the sum-reduce is the identity. */
+static int adj_conv_output_adjoint(adj_conv_layer *c, const adj_tensor *dy, adj_tensor *dy_hat) {
   adj_tensor in = adj_conv_reshape(dy, c->rank + 1, adj_op_range_shape(c->y_reduce));
-  adj_tensor out = adj_conv_reshape(&c->dy_hat, c->rank + 1, adj_op_domain_shape(c->y_reduce));
-  *dy_hat = &c->dy_hat;
-  return adj_op_adjoint(c->y_reduce, &in, &out);
+  adj_tensor wide = adj_conv_reshape(&c->dy_hat, c->rank + 1, adj_op_domain_shape(c->y_reduce)), out;
+  ADJ_CALL(adj_op_alias_output(c->y_reduce, ADJ_ADJOINT, &in, &wide, &out));
+  ADJ_CALL(adj_op_adjoint(c->y_reduce, &in, &out));
+  *dy_hat = adj_conv_reshape(&out, c->rank, c->dy_hat.shape);
+  return ADJ_SUCCESS;
 }
 
 /* ---- the layer methods ------------------------------------------------------------------- */
@@ -173,11 +183,12 @@ int adj_conv_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   ADJ_CALL(adj_conv_parameters_begin(l, false));
   int status = adj_conv_input_forward(c, x, &c->x_pad, &c->x_hat, &c->x_k, &c->x_kernel);
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
-  adj_tensor *y_hat = c->y_reduce ? &c->y_hat : y;
+  adj_tensor y_hat;
+  ADJ_CALL(adj_conv_output_target(c, y, &c->y_hat, &y_hat)); /* a view of checked y: fails alike everywhere */
   if (!status && c->computes)
-    status = adj_conv_plan_forward(c->plan, &c->x_kernel, &c->w_point, adj_conv_local_bias(c, &c->b_point), y_hat,
+    status = adj_conv_plan_forward(c->plan, &c->x_kernel, &c->w_point, adj_conv_local_bias(c, &c->b_point), &y_hat,
                                    &c->ws);
-  return adj_conv_first_error(status, adj_conv_output_forward(c, y_hat, y));
+  return adj_conv_first_error(status, adj_conv_output_forward(c, &y_hat, y));
 }
 
 /* A NULL dx (jvp, backward) is the same on every rank, held to at the public
@@ -188,16 +199,17 @@ int adj_conv_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_tensor dx_kernel;
   int status = dx ? adj_conv_input_forward(c, dx, &c->dx_pad, &c->dx_hat, &c->dx_k, &dx_kernel) : ADJ_SUCCESS;
   status = adj_conv_first_error(status, adj_conv_parameters_end(c));
-  adj_tensor *dy_hat = c->y_reduce ? &c->dy_hat : dy;
+  adj_tensor dy_hat;
+  ADJ_CALL(adj_conv_output_target(c, dy, &c->dy_hat, &dy_hat)); /* a view of checked dy: fails alike everywhere */
   if (!status && c->computes)
     status = adj_conv_plan_jvp(c->plan, &c->x_kernel, &c->w_point, dx ? &dx_kernel : NULL, &c->w_dir,
-                               adj_conv_local_bias(c, &c->b_dir), dy_hat, &c->ws);
-  return adj_conv_first_error(status, adj_conv_output_forward(c, dy_hat, dy));
+                               adj_conv_local_bias(c, &c->b_dir), &dy_hat, &c->ws);
+  return adj_conv_first_error(status, adj_conv_output_forward(c, &dy_hat, dy));
 }
 
 int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_conv_layer *c = l->impl;
-  const adj_tensor *dy_hat;
+  adj_tensor dy_hat;
   int status = adj_conv_output_adjoint(c, dy, &dy_hat);
   /* Views of tensors whose shapes were checked at the public call: they fail
    * nowhere or everywhere, so returning here leaves no rank waiting. */
@@ -205,7 +217,7 @@ int adj_conv_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) 
   adj_conv_dx_chain chain;
   ADJ_CALL(dx ? adj_conv_dx_chain_make(c, dx, &chain) : ADJ_SUCCESS);
   if (!status && c->computes)
-    status = adj_conv_plan_backward(c->plan, &c->x_kernel, &c->w_point, dy_hat, dx ? &chain.kernel : NULL, &c->w_dir,
+    status = adj_conv_plan_backward(c->plan, &c->x_kernel, &c->w_point, &dy_hat, dx ? &chain.kernel : NULL, &c->w_dir,
                                     adj_conv_local_bias(c, &c->b_dir), &c->ws);
   int posted = adj_conv_gradients_begin(l);
   status = adj_conv_first_error(status, dx ? adj_conv_input_adjoint(c, &chain, dx) : ADJ_SUCCESS);

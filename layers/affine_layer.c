@@ -25,17 +25,17 @@
 
 typedef struct adj_affine_layer {
   bool works;     /* member of the work partition */
-  bool direct;    /* x, W, b, y and the work all on this one worker: the operators would
-                   * only copy, so the GEMMs run on the caller's and parameters' blocks */
   bool bias_here; /* ... in its fi = 0 column, where the bias is added */
   adj_op *bcast_x, *bcast_w, *bcast_b, *reduce_y; /* bcast_b is NULL without bias */
   /* Work-partition blocks at the forward point and their tangents or
    * gradients, in the operators' shapes: x^ (n, 1, fi), W^ (fo, fi),
-   * b^ (fo, 1), y^ (n, fo, 1). */
+   * b^ (fo, 1), y^ (n, fo, 1).  Unused where their operator is the identity
+   * on this worker (op.h): the layer then works on a view of the caller's or
+   * the parameter's block. */
   adj_tensor x_hat, w_hat, b_hat, y_hat;
   adj_tensor dx_hat, dw_hat, db_hat, dy_hat;
-  /* The same storage as the local GEMM sees it: (n, fi), (n, fo), (fo). */
-  adj_tensor x_mat, dx_mat, y_mat, dy_mat, b_vec, db_vec;
+  /* Views: x^, W^ and b^ of the last forward (buffers or the blocks themselves). */
+  adj_tensor x_point, w_point, b_point;
 } adj_affine_layer;
 
 /* ---- application ------------------------------------------------------------------------ */
@@ -48,80 +48,127 @@ static int adj_affine_range_view(const adj_op *op, const adj_tensor *t, adj_tens
   return adj_reshape_view(t, adj_op_range_rank(op), adj_op_range_shape(op), view);
 }
 
+/* The (rows, cols) matrix the local GEMM sees in a rank-3 operator block. */
+static adj_tensor adj_affine_matrix(const adj_tensor *t, int cols_dim) {
+  adj_tensor view;
+  adj_tensor_view(&view, t->dtype, 2, (const int64_t[2]){t->shape[0], t->shape[cols_dim]}, t->data);
+  return view;
+}
+
+/* The (fo) vector the GEMM adds in a (fo, 1) bias block, or NULL off the fi = 0 column. */
+static adj_tensor *adj_affine_vector(const adj_affine_layer *a, const adj_tensor *t, adj_tensor *view) {
+  if (!a->bias_here) return NULL;
+  adj_tensor_view(view, t->dtype, 1, t->shape, t->data);
+  return view;
+}
+
 /* The bias parameter, or NULL when the layer has none. */
 static adj_parameter *adj_affine_bias(adj_layer *l) {
   return ((adj_affine_layer *)l->impl)->bcast_b ? l->parameters[1] : NULL;
 }
 
+/* Where the broadcasts of x, W and b (the values, or dx and the tangents) land:
+ * views of the blocks themselves where an operator is the identity, else the
+ * buffers.  x may be NULL (no input perturbation). */
+static int adj_affine_broadcast_targets(adj_affine_layer *a, const adj_tensor *const *in, adj_tensor *const *buffers,
+                                        adj_tensor *const *out) {
+  adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
+  for (int i = 0; i < 3; i++)
+    if (ops[i] && in[i]) ADJ_CALL(adj_op_alias_output(ops[i], ADJ_FORWARD, in[i], buffers[i], out[i]));
+  return ADJ_SUCCESS;
+}
+
+/* x^, W^, b^ onto the work partition, then the local GEMM into y^ and the
+ * sum-reduce onto y; y^ is y's block itself where that sum-reduce is the
+ * identity, so the GEMM writes y directly. */
 static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
-  if (a->direct)
-    return adj_fault_at(l->name, "forward local",
-                        adj_affine_forward(x, &l->parameters[0]->value, b ? &b->value : NULL, y));
-  adj_tensor xv, bv, yv;
+  adj_tensor xv, bv, yv, y_hat;
   ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
+  const adj_tensor *in[3] = {&xv, &l->parameters[0]->value, b ? &bv : NULL};
+  adj_tensor *out[3] = {&a->x_point, &a->w_point, &a->b_point};
+  ADJ_CALL(adj_affine_broadcast_targets(a, in, (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}, out));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, (const adj_tensor *[3]){&xv, &l->parameters[0]->value, b ? &bv : NULL},
-                           (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}));
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, in, out));
+  ADJ_CALL(adj_affine_range_view(a->reduce_y, y, &yv)); /* a view of a checked tensor: fails alike everywhere */
+  ADJ_CALL(adj_op_alias_input(a->reduce_y, ADJ_FORWARD, &yv, &a->y_hat, &y_hat));
   /* A local failure here reaches every rank at the sum-reduce's check. */
   int status = ADJ_SUCCESS;
-  if (a->works) status = adj_affine_forward(&a->x_mat, &a->w_hat, a->bias_here ? &a->b_vec : NULL, &a->y_mat);
+  adj_tensor bias;
+  if (a->works) {
+    adj_tensor x_mat = adj_affine_matrix(&a->x_point, 2), y_mat = adj_affine_matrix(&y_hat, 1);
+    status = adj_affine_forward(&x_mat, &a->w_point, adj_affine_vector(a, &a->b_point, &bias), &y_mat);
+  }
   status = adj_fault_at(l->name, "forward local", status);
-  int viewed = adj_affine_range_view(a->reduce_y, y, &yv);
-  ADJ_CALL(viewed); /* a view of a checked tensor: fails alike everywhere */
-  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &a->y_hat, &yv);
+  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &y_hat, &yv);
 }
 
 static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
-  if (a->direct)
-    return adj_affine_jvp(l->input, &l->parameters[0]->value, dx, &l->parameters[0]->tangent,
-                          b ? &b->tangent : NULL, dy);
-  adj_tensor dxv, dbv, dyv;
+  adj_tensor dxv, dbv, dyv, dx_hat, dw_hat, db_hat, dy_hat;
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
+  const adj_tensor *in[3] = {dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL};
+  adj_tensor *out[3] = {&dx_hat, &dw_hat, &db_hat};
+  ADJ_CALL(adj_affine_broadcast_targets(a, in, (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}, out));
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD,
-                           (const adj_tensor *[3]){dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL},
-                           (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}));
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, in, out));
+  ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv)); /* a view of a checked tensor: fails alike everywhere */
+  ADJ_CALL(adj_op_alias_input(a->reduce_y, ADJ_FORWARD, &dyv, &a->dy_hat, &dy_hat));
   int status = ADJ_SUCCESS;
-  if (a->works)
-    status = adj_affine_jvp(&a->x_mat, &a->w_hat, dx ? &a->dx_mat : NULL, &a->dw_hat, a->bias_here ? &a->db_vec : NULL,
-                            &a->dy_mat);
-  int viewed = adj_affine_range_view(a->reduce_y, dy, &dyv);
-  ADJ_CALL(viewed); /* a view of a checked tensor: fails alike everywhere */
-  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &a->dy_hat, &dyv);
+  adj_tensor bias;
+  if (a->works) {
+    adj_tensor x_mat = adj_affine_matrix(&a->x_point, 2), dy_mat = adj_affine_matrix(&dy_hat, 1);
+    adj_tensor dx_mat = dx ? adj_affine_matrix(&dx_hat, 2) : (adj_tensor){0};
+    status = adj_affine_jvp(&x_mat, &a->w_point, dx ? &dx_mat : NULL, &dw_hat, adj_affine_vector(a, &db_hat, &bias),
+                            &dy_mat);
+  }
+  return adj_op_apply_after(status, a->reduce_y, ADJ_FORWARD, &dy_hat, &dyv);
+}
+
+/* Where the local backward writes dx^ and adds dW^, db^: the blocks
+ * themselves (dx, the gradients) where the broadcasts are identities, else the
+ * buffers, the gradient ones cleared.  dx may be NULL. */
+static int adj_affine_gradient_targets(adj_affine_layer *a, adj_tensor *const *out, adj_tensor *const *targets) {
+  adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
+  adj_tensor *buffers[3] = {&a->dx_hat, &a->dw_hat, &a->db_hat};
+  for (int i = 0; i < 3; i++) {
+    if (!ops[i] || !out[i]) continue;
+    ADJ_CALL(adj_op_alias_input(ops[i], ADJ_ADJOINT, out[i], buffers[i], targets[i]));
+    if (i > 0 && !adj_op_is_identity(ops[i])) adj_tensor_zero(targets[i]);
+  }
+  return ADJ_SUCCESS;
 }
 
 static int adj_affine_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_affine_layer *a = l->impl;
   adj_parameter *w = l->parameters[0], *b = adj_affine_bias(l);
-  if (a->direct)
-    return adj_fault_at(l->name, "backward local",
-                        adj_affine_backward(l->input, &w->value, dy, dx, &w->grad, b ? &b->grad : NULL));
-  adj_tensor dyv, dxv;
+  adj_tensor dyv, dxv, gwv, gbv, dy_hat, dx_hat, dw_hat, db_hat;
   ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv));
-  ADJ_CALL(adj_op_adjoint(a->reduce_y, &dyv, &a->dy_hat));
+  ADJ_CALL(adj_op_alias_output(a->reduce_y, ADJ_ADJOINT, &dyv, &a->dy_hat, &dy_hat));
+  ADJ_CALL(adj_op_adjoint(a->reduce_y, &dyv, &dy_hat));
   if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
-  adj_tensor_zero(&a->dw_hat);
-  if (b) adj_tensor_zero(&a->db_hat);
-  /* A local failure here reaches every rank at the broadcasts' adjoints. */
-  int status = ADJ_SUCCESS;
-  if (a->works)
-    status = adj_affine_backward(&a->x_mat, &a->w_hat, &a->dy_mat, dx ? &a->dx_mat : NULL, &a->dw_hat,
-                                 a->bias_here ? &a->db_vec : NULL);
-  status = adj_fault_at(l->name, "backward local", status);
-  /* The weight and bias adjoints add into the gradients (accumulate mode). */
-  adj_tensor gwv, gbv;
   ADJ_CALL(adj_affine_domain_view(a->bcast_w, &w->grad, &gwv));
   if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->grad, &gbv));
+  adj_tensor *out[3] = {dx ? &dxv : NULL, &gwv, b ? &gbv : NULL};
+  ADJ_CALL(adj_affine_gradient_targets(a, out, (adj_tensor *[3]){&dx_hat, &dw_hat, &db_hat}));
+  /* A local failure here reaches every rank at the broadcasts' adjoints. */
+  int status = ADJ_SUCCESS;
+  adj_tensor bias;
+  if (a->works) {
+    adj_tensor x_mat = adj_affine_matrix(&a->x_point, 2), dy_mat = adj_affine_matrix(&dy_hat, 1);
+    adj_tensor dx_mat = dx ? adj_affine_matrix(&dx_hat, 2) : (adj_tensor){0};
+    status = adj_affine_backward(&x_mat, &a->w_point, &dy_mat, dx ? &dx_mat : NULL, &dw_hat,
+                                 adj_affine_vector(a, &db_hat, &bias));
+  }
+  status = adj_fault_at(l->name, "backward local", status);
+  /* The weight and bias adjoints add into the gradients (accumulate mode). */
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  return adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT,
-                            (const adj_tensor *[3]){dx ? &a->dx_hat : NULL, &a->dw_hat, &a->db_hat},
-                            (adj_tensor *[3]){&dxv, &gwv, b ? &gbv : NULL});
+  return adj_layer_move_ops(status, 3, ops, ADJ_ADJOINT, (const adj_tensor *[3]){dx ? &dx_hat : NULL, &dw_hat, &db_hat},
+                            out);
 }
 
 static void adj_affine_layer_free(adj_affine_layer *a) {
@@ -211,16 +258,6 @@ static int adj_affine_layouts(const adj_affine_layer_config *c, adj_affine_plan 
   return adj_decomposition_create(p->pbias, 1, (const int64_t[1]){f_out}, &p->b);
 }
 
-/* Every partition of the layer is the same single worker. */
-static bool adj_affine_one_worker(const adj_affine_plan *p) {
-  const adj_partition *parts[] = {p->px3, p->pw, p->pr, p->py, p->pbias};
-  int worker = adj_partition_rank_of_index(p->pw, 0);
-  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-    if (parts[i] && (adj_partition_size(parts[i]) != 1 || adj_partition_rank_of_index(parts[i], 0) != worker))
-      return false;
-  return true;
-}
-
 static int adj_affine_ops(adj_dtype dtype, const adj_affine_plan *p, adj_affine_layer *a) {
   ADJ_CALL(adj_broadcast_create(dtype, p->x3, p->pw, &a->bcast_x));
   ADJ_CALL(adj_broadcast_create(dtype, p->w, p->pw, &a->bcast_w));
@@ -236,17 +273,11 @@ static int adj_affine_ops(adj_dtype dtype, const adj_affine_plan *p, adj_affine_
   if (a->bcast_b) ADJ_CALL(adj_op_set_accumulate(a->bcast_b, ADJ_ADJOINT, true));
   a->works = adj_partition_active(p->pw);
   a->bias_here = a->bcast_b && a->works && adj_partition_coords(p->pw)[2] == 0;
-  a->direct = a->works && adj_affine_one_worker(p);
   return ADJ_SUCCESS;
 }
 
-/* The (rows, cols) matrix the local GEMM sees in a rank-3 operator block. */
-static int adj_affine_matrix(const adj_tensor *t, int cols_dim, adj_tensor *view) {
-  return adj_reshape_view(t, 2, (const int64_t[2]){t->shape[0], t->shape[cols_dim]}, view);
-}
-
-/* Work buffers in the operators' shapes, and the GEMM's views of them.  Local:
- * the caller agrees on the outcome. */
+/* Work buffers in the operators' shapes.  Local: the caller agrees on the
+ * outcome. */
 static int adj_affine_buffers(adj_affine_layer *a) {
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_x, &a->x_hat));
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_x, &a->dx_hat));
@@ -254,15 +285,9 @@ static int adj_affine_buffers(adj_affine_layer *a) {
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_w, &a->dw_hat));
   ADJ_CALL(adj_op_create_domain_tensor(a->reduce_y, &a->y_hat));
   ADJ_CALL(adj_op_create_domain_tensor(a->reduce_y, &a->dy_hat));
-  ADJ_CALL(adj_affine_matrix(&a->x_hat, 2, &a->x_mat));
-  ADJ_CALL(adj_affine_matrix(&a->dx_hat, 2, &a->dx_mat));
-  ADJ_CALL(adj_affine_matrix(&a->y_hat, 1, &a->y_mat));
-  ADJ_CALL(adj_affine_matrix(&a->dy_hat, 1, &a->dy_mat));
   if (!a->bcast_b) return ADJ_SUCCESS;
   ADJ_CALL(adj_op_create_range_tensor(a->bcast_b, &a->b_hat));
-  ADJ_CALL(adj_op_create_range_tensor(a->bcast_b, &a->db_hat));
-  ADJ_CALL(adj_reshape_view(&a->b_hat, 1, a->b_hat.shape, &a->b_vec));
-  return adj_reshape_view(&a->db_hat, 1, a->db_hat.shape, &a->db_vec);
+  return adj_op_create_range_tensor(a->bcast_b, &a->db_hat);
 }
 
 /* Operators and buffers of this worker.  Collective. */

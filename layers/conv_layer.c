@@ -239,18 +239,16 @@ static int adj_conv_make_partitions(adj_layer *l, const adj_conv_layer_config *c
   }
   ADJ_CALL_GOTO(adj_conv_grid(l, "work partition", R + 1, g.w, s->n_w, cfg->work_ranks, &c->pw), done);
   /* With P_co = 1 on the same workers, P_w is P_x with a unit dimension and
-   * the broadcast of x is the identity: no wide P_x. */
+   * the broadcast of x is the identity on every worker; with P_ci = 1 on the
+   * same workers, P_w is P_y with a unit dimension and so is the sum-reduce
+   * of y (op.h: the layer then aliases instead of copying). */
   const adj_partition *px = adj_decomposition_partition(c->x);
-  if (s->p_co > 1 || !adj_conv_same_workers(px, c->pw)) {
-    for (int i = 0; i < s->n_x; i++) ranks[i] = adj_partition_rank_of_index(px, i);
-    ADJ_CALL_GOTO(adj_conv_grid(l, "input partition", R + 1, g.x_wide, s->n_x, ranks, &c->px_wide), done);
-  }
+  for (int i = 0; i < s->n_x; i++) ranks[i] = adj_partition_rank_of_index(px, i);
+  ADJ_CALL_GOTO(adj_conv_grid(l, "input partition", R + 1, g.x_wide, s->n_x, ranks, &c->px_wide), done);
   ADJ_CALL_GOTO(adj_conv_grid(l, "output partition", R, g.y, s->n_y, cfg->output_ranks, &c->py), done);
-  /* With P_ci = 1 on the same workers, P_w is P_y with a unit dimension and
-   * the sum-reduce of y is the identity: no wide P_y. */
-  if (s->p_ci > 1 || !adj_conv_same_workers(c->py, c->pw))
-    ADJ_CALL_GOTO(adj_conv_grid(l, "output partition", R + 1, g.y_wide, s->n_y, cfg->output_ranks, &c->py_wide),
-                  done);
+  ADJ_CALL_GOTO(adj_conv_grid(l, "output partition", R + 1, g.y_wide, s->n_y, cfg->output_ranks, &c->py_wide), done);
+  c->moves_features = s->p_co > 1 || !adj_conv_same_workers(px, c->pw) || s->p_ci > 1 ||
+                      !adj_conv_same_workers(c->py, c->pw);
   status = adj_conv_make_parameter_grids(l, s, &g, ranks);
 done:
   free(ranks);
@@ -294,7 +292,7 @@ static int adj_conv_make_layouts(adj_conv_layer *c, const adj_conv_layer_config 
   y_wide[2] = 1;
   memcpy(&y_wide[3], &s->y_shape[2], sizeof(int64_t) * (size_t)s->dims);
   ADJ_CALL(adj_decomposition_create(c->py, R, s->y_shape, &c->y));
-  if (c->py_wide) ADJ_CALL(adj_decomposition_create(c->py_wide, R + 1, y_wide, &c->y_wide));
+  ADJ_CALL(adj_decomposition_create(c->py_wide, R + 1, y_wide, &c->y_wide));
   ADJ_CALL(adj_decomposition_create(c->pr, R, s->w_shape, &c->w));
   if (c->bias) ADJ_CALL(adj_decomposition_create(c->pb, 1, &s->y_shape[1], &c->b));
   adj_halo_kernel kernel = {0};
@@ -306,7 +304,7 @@ static int adj_conv_make_layouts(adj_conv_layer *c, const adj_conv_layer_config 
     kernel.padding[2 + d][1] = cfg->window.padding_right[d];
   }
   ADJ_CALL(adj_halo_geometry_create_for(c->x, &kernel, &c->geometry));
-  return c->px_wide ? adj_conv_padded_layout(c) : ADJ_SUCCESS;
+  return adj_conv_padded_layout(c);
 }
 
 /* Where this worker stands: its P_x view, the P_x source of its P_w block and
@@ -337,8 +335,8 @@ static int adj_conv_make_ops(adj_layer *l) {
   adj_conv_layer *c = l->impl;
   const adj_partition *px = adj_decomposition_partition(c->x);
   ADJ_CALL(adj_halo_create(l->dtype, px, c->geometry, &c->halo));
-  if (c->x_padded) ADJ_CALL(adj_broadcast_create(l->dtype, c->x_padded, c->pw, &c->x_bcast));
-  if (c->y_wide) ADJ_CALL(adj_sum_reduce_create(l->dtype, c->pw, c->y_wide, &c->y_reduce));
+  ADJ_CALL(adj_broadcast_create(l->dtype, c->x_padded, c->pw, &c->x_bcast));
+  ADJ_CALL(adj_sum_reduce_create(l->dtype, c->pw, c->y_wide, &c->y_reduce));
   ADJ_CALL(adj_broadcast_create(l->dtype, c->w, c->pw, &c->w_bcast));
   if (c->bias) ADJ_CALL(adj_broadcast_create(l->dtype, c->b, c->pw_bias, &c->b_bcast));
   /* The layer checks the caller's tensors once per call; the internal buffers
@@ -377,44 +375,26 @@ static int adj_conv_check_local(const adj_conv_layer *c) {
   return ADJ_SUCCESS;
 }
 
-/* A single worker whose halo-extended block is its x block, read whole by a
- * kernel with its own zero padding: the halo exchange and the broadcast are
- * identities and copying x into x_pad (and dx back out) only moves memory,
- * which in LeNet-5 cost as much as a quarter of conv2's forward. */
-static bool adj_conv_is_direct(const adj_conv_layer *c) {
-  const adj_partition *px = adj_decomposition_partition(c->x);
-  bool direct = c->computes && !c->trims && !c->x_bcast && adj_partition_size(px) == 1 &&
-                adj_partition_size(c->pw) == 1;
-  for (int i = 0; i < c->rank && direct; i++)
-    direct = c->x_local.bulk.start[i] == 0 && c->x_local.bulk.extent[i] == c->x_pad.shape[i];
-  return direct;
-}
-
 static int adj_conv_make_buffers(adj_layer *l) {
   adj_conv_layer *c = l->impl;
   adj_dtype t = l->dtype;
   ADJ_CALL(adj_conv_pair(&c->x_pad, &c->dx_pad, t, c->rank, adj_op_domain_shape(c->halo)));
-  if (c->x_bcast) {
-    /* The broadcast's range (N, 1, C_in_blk, padded...) without its unit dimension. */
-    const int64_t *wide = adj_op_range_shape(c->x_bcast);
-    int64_t shape[ADJ_MAX_RANK] = {wide[0]};
-    memcpy(&shape[1], &wide[2], sizeof(int64_t) * (size_t)(c->rank - 1));
-    ADJ_CALL(adj_conv_pair(&c->x_hat, &c->dx_hat, t, c->rank, shape));
-  }
+  /* The broadcast's range (N, 1, C_in_blk, padded...) without its unit dimension. */
+  const int64_t *x_wide = adj_op_range_shape(c->x_bcast);
+  int64_t x_shape[ADJ_MAX_RANK] = {x_wide[0]};
+  memcpy(&x_shape[1], &x_wide[2], sizeof(int64_t) * (size_t)(c->rank - 1));
+  ADJ_CALL(adj_conv_pair(&c->x_hat, &c->dx_hat, t, c->rank, x_shape));
   if (c->trims) ADJ_CALL(adj_conv_pair(&c->x_k, &c->dx_k, t, c->rank, c->w_local.kernel_input.extent));
   ADJ_CALL(adj_conv_pair(&c->w_hat, &c->dw_hat, t, c->rank, adj_op_range_shape(c->w_bcast)));
   if (c->b_bcast) {
     ADJ_CALL(adj_conv_pair(&c->b_hat, &c->db_hat, t, 1, adj_op_range_shape(c->b_bcast)));
   }
-  if (c->y_reduce) {
-    /* The reduce's domain (N, C_out_blk, 1, out...) without its unit dimension. */
-    const int64_t *wide = adj_op_domain_shape(c->y_reduce);
-    int64_t shape[ADJ_MAX_RANK] = {wide[0], wide[1]};
-    memcpy(&shape[2], &wide[3], sizeof(int64_t) * (size_t)(c->rank - 2));
-    ADJ_CALL(adj_conv_pair(&c->y_hat, &c->dy_hat, t, c->rank, shape));
-  }
+  /* The reduce's domain (N, C_out_blk, 1, out...) without its unit dimension. */
+  const int64_t *y_wide = adj_op_domain_shape(c->y_reduce);
+  int64_t y_shape[ADJ_MAX_RANK] = {y_wide[0], y_wide[1]};
+  memcpy(&y_shape[2], &y_wide[3], sizeof(int64_t) * (size_t)(c->rank - 2));
+  ADJ_CALL(adj_conv_pair(&c->y_hat, &c->dy_hat, t, c->rank, y_shape));
   ADJ_CALL(adj_conv_check_local(c));
-  c->direct = adj_conv_is_direct(c);
   if (!c->computes) return ADJ_SUCCESS;
   adj_tensor x_template = {.dtype = t, .rank = c->rank};
   memcpy(x_template.shape, c->w_local.kernel_input.extent, sizeof x_template.shape);
@@ -490,7 +470,7 @@ bool adj_conv_layer_describe(const adj_layer *layer, adj_stage_description *d) {
     d->window.padding_right[i] = k->padding[2 + i][1];
   }
   const adj_partition *px = adj_decomposition_partition(c->x);
-  d->feature_split = c->x_bcast || c->y_reduce || !adj_conv_same_workers(px, adj_decomposition_partition(c->y)) ||
+  d->feature_split = c->moves_features || !adj_conv_same_workers(px, adj_decomposition_partition(c->y)) ||
                      adj_partition_size(c->pw) != adj_partition_size(px);
   return true;
 }

@@ -27,28 +27,38 @@ typedef struct adj_pool_layer {
   adj_window_geometry window; /* this worker's: zero padding only at global boundaries */
   adj_halo_local local;       /* its boxes in the padded buffer */
   adj_op *halo;
-  adj_tensor padded;          /* bulk + halos: holds x, then dx */
-  adj_tensor point, tangent;  /* kernel-input box of x, and of dx or the gradient */
+  /* Bulk + halos of x and of dx (or the gradient), unused where the halo is
+   * the identity on this worker (op.h): the padded block is then x or dx. */
+  adj_tensor padded, d_padded;
+  adj_tensor point, tangent;  /* kernel-input box of x, and of dx or the gradient, when trimmed */
+  adj_tensor x_kernel;        /* view: the kernel input of the last forward */
   bool computes;              /* the worker's output block is not empty */
-  bool direct;                /* one worker pooling all of x: no halo, no trim, no copies */
+  bool trims;                 /* the kernel reads a strict sub-box of the padded block */
 } adj_pool_layer;
 
 /* ---- application ------------------------------------------------------------------------ */
 
-/* box = T H x: x into the bulk, halos from the neighbours, the kernel-input box packed. */
-static int adj_pool_layer_exchange(adj_pool_layer *p, const adj_tensor *x, adj_tensor *box) {
+/* box = T H x: x into the bulk, halos from the neighbours, the kernel-input
+ * box packed.  Where H is the identity the padded block is x itself, and
+ * without a trim the box is the padded block: then the kernel reads x. */
+static int adj_pool_layer_exchange(adj_pool_layer *p, const adj_tensor *x, adj_tensor *buffer, adj_tensor *trimmed,
+                                   adj_tensor *box) {
+  adj_tensor padded;
+  ADJ_CALL(adj_op_alias_output(p->halo, ADJ_FORWARD, x, buffer, &padded));
   adj_box whole = adj_box_whole(x->rank, x->shape);
-  adj_tensor_copy_box(&p->padded, &p->local.bulk, x, &whole, ADJ_UNPACK_COPY);
-  ADJ_CALL(adj_op_forward(p->halo, &p->padded, &p->padded));
-  adj_tensor_pack(&p->padded, &p->local.kernel_input, box->data);
-  return ADJ_SUCCESS;
+  if (!adj_op_is_identity(p->halo)) adj_tensor_copy_box(&padded, &p->local.bulk, x, &whole, ADJ_UNPACK_COPY);
+  ADJ_CALL(adj_op_forward(p->halo, &padded, &padded));
+  if (!p->trims) return adj_tensor_view(box, padded.dtype, padded.rank, padded.shape, padded.data);
+  adj_tensor_pack(&padded, &p->local.kernel_input, trimmed->data);
+  return adj_tensor_view(box, trimmed->dtype, trimmed->rank, trimmed->shape, trimmed->data);
 }
 
+/* The kernel input may be the caller's x, which layer.h keeps intact until
+ * the backward. */
 static int adj_pool_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_pool_layer *p = l->impl;
-  if (p->direct) return adj_pool_forward(p->kind, &p->window, x, y);
-  ADJ_CALL(adj_pool_layer_exchange(p, x, &p->point));
-  return p->computes ? adj_pool_forward(p->kind, &p->window, &p->point, y) : ADJ_SUCCESS;
+  ADJ_CALL(adj_pool_layer_exchange(p, x, &p->padded, &p->point, &p->x_kernel));
+  return p->computes ? adj_pool_forward(p->kind, &p->window, &p->x_kernel, y) : ADJ_SUCCESS;
 }
 
 static int adj_pool_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
@@ -57,26 +67,31 @@ static int adj_pool_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy
     adj_tensor_zero(dy);
     return ADJ_SUCCESS;
   }
-  if (p->direct) return adj_pool_jvp(p->kind, &p->window, l->input, dx, dy);
-  ADJ_CALL(adj_pool_layer_exchange(p, dx, &p->tangent));
-  return p->computes ? adj_pool_jvp(p->kind, &p->window, &p->point, &p->tangent, dy) : ADJ_SUCCESS;
+  adj_tensor box;
+  ADJ_CALL(adj_pool_layer_exchange(p, dx, &p->d_padded, &p->tangent, &box));
+  return p->computes ? adj_pool_jvp(p->kind, &p->window, &p->x_kernel, &box, dy) : ADJ_SUCCESS;
 }
 
+/* dx = H* T* dPool^T(dy), written where it needs no move: into dx itself
+ * where H is the identity and nothing is trimmed. */
 static int adj_pool_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_pool_layer *p = l->impl;
   if (!dx) return ADJ_SUCCESS;
-  if (p->direct)
-    return adj_fault_at(l->name, "backward local", adj_pool_backward(p->kind, &p->window, l->input, dy, dx));
+  adj_tensor padded;
+  ADJ_CALL(adj_op_alias_input(p->halo, ADJ_ADJOINT, dx, &p->d_padded, &padded)); /* dx was checked: fails alike */
+  adj_tensor *box = p->trims ? &p->tangent : &padded;
   /* A local failure here reaches every rank at the halo adjoint's check. */
   int status = ADJ_SUCCESS;
-  if (p->computes) status = adj_pool_backward(p->kind, &p->window, &p->point, dy, &p->tangent);
-  else adj_tensor_zero(&p->tangent);
+  if (p->computes) status = adj_pool_backward(p->kind, &p->window, &p->x_kernel, dy, box);
+  else adj_tensor_zero(box);
   status = adj_fault_at(l->name, "backward local", status);
-  adj_tensor_zero(&p->padded);
-  if (!status) adj_tensor_unpack(&p->padded, &p->local.kernel_input, p->tangent.data, ADJ_UNPACK_COPY);
-  ADJ_CALL(adj_op_apply_after(status, p->halo, ADJ_ADJOINT, &p->padded, &p->padded));
+  if (p->trims) {
+    adj_tensor_zero(&padded);
+    if (!status) adj_tensor_unpack(&padded, &p->local.kernel_input, p->tangent.data, ADJ_UNPACK_COPY);
+  }
+  ADJ_CALL(adj_op_apply_after(status, p->halo, ADJ_ADJOINT, &padded, &padded));
   adj_box whole = adj_box_whole(dx->rank, dx->shape);
-  adj_tensor_copy_box(dx, &whole, &p->padded, &p->local.bulk, ADJ_UNPACK_COPY);
+  if (!adj_op_is_identity(p->halo)) adj_tensor_copy_box(dx, &whole, &padded, &p->local.bulk, ADJ_UNPACK_COPY);
   return ADJ_SUCCESS;
 }
 
@@ -84,6 +99,7 @@ static void adj_pool_layer_free(adj_pool_layer *p) {
   if (!p) return;
   adj_op_destroy(&p->halo);
   adj_tensor_destroy(&p->padded);
+  adj_tensor_destroy(&p->d_padded);
   adj_tensor_destroy(&p->point);
   adj_tensor_destroy(&p->tangent);
   free(p);
@@ -185,28 +201,18 @@ static void adj_pool_local_window(const adj_window_geometry *w, const adj_halo_l
   }
 }
 
-/* A single worker whose kernel input is all of its local tensor pools x as it
- * is: the exchange and the trim would only copy x twice (and the backward
- * clear and copy three times), which cost as much as the pooling itself. */
-static bool adj_pool_layer_is_direct(const adj_pool_layer *p, int partition_size) {
-  const adj_halo_local *local = &p->local;
-  bool whole = partition_size == 1;
-  for (int d = 0; d < local->rank && whole; d++)
-    whole = local->kernel_input.start[d] == 0 && local->kernel_input.extent[d] == local->shape[d] &&
-            local->bulk.start[d] == 0 && local->bulk.extent[d] == local->shape[d];
-  return whole;
-}
-
 /* The buffers, and a check that the local window on the kernel-input box
  * yields exactly this worker's output block (the geometry's promise; a
  * mismatch found only here would otherwise fail one rank mid-application).
  * Fails on this rank only: the caller agrees. */
-static int adj_pool_layer_buffers(adj_pool_layer *p, adj_dtype dtype, int partition_size) {
+static int adj_pool_layer_buffers(adj_pool_layer *p, adj_dtype dtype) {
   adj_halo_local *local = &p->local;
   p->computes = adj_box_volume(&local->output) > 0;
-  p->direct = p->computes && adj_pool_layer_is_direct(p, partition_size);
-  if (!p->direct) {
-    ADJ_CALL(adj_tensor_create(&p->padded, dtype, local->rank, local->shape));
+  for (int d = 0; d < local->rank; d++)
+    p->trims |= local->kernel_input.start[d] != 0 || local->kernel_input.extent[d] != local->shape[d];
+  ADJ_CALL(adj_tensor_create(&p->padded, dtype, local->rank, local->shape));
+  ADJ_CALL(adj_tensor_create(&p->d_padded, dtype, local->rank, local->shape));
+  if (p->trims) {
     ADJ_CALL(adj_tensor_create(&p->point, dtype, local->rank, local->kernel_input.extent));
     ADJ_CALL(adj_tensor_create(&p->tangent, dtype, local->rank, local->kernel_input.extent));
   }
@@ -231,7 +237,7 @@ static int adj_pool_layer_plan(const adj_pool_layer_config *c, const adj_halo_ge
     p->global = c->window;
     adj_halo_geometry_local(g, adj_partition_active(partition) ? adj_partition_coords(partition) : NULL, &p->local);
     adj_pool_local_window(&c->window, &p->local, &p->window);
-    status = adj_pool_layer_buffers(p, c->dtype, adj_partition_size(partition));
+    status = adj_pool_layer_buffers(p, c->dtype);
   }
   status = adj_layer_agree(c->input, status);
   if (!status) status = adj_halo_create(c->dtype, partition, g, &p->halo);

@@ -187,6 +187,8 @@ int adj_all_sum_reduce_create(adj_dtype dtype, const adj_partition *p, int rank,
   }
   (*op)->test = adj_asr_test;
   status = adj_asr_setup(*op, p, rank, shape, ndims, dims);
+  /* A worker alone in its group (or with nothing to sum) keeps its block. */
+  (*op)->identity = a->group_size < 2 || a->count == 0;
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);
   return status;

@@ -543,6 +543,13 @@ static void adj_bcast_destroy(adj_op *op) {
 
 /* ---- creation --------------------------------------------------------------------- */
 
+/* No group to share a block with, and this worker's block (if any) is its own
+ * destination: both directions leave y = x here and move nothing. */
+static bool adj_bcast_is_identity(const adj_bcast *b) {
+  if (b->root_comm != MPI_COMM_NULL || b->leaf_comm != MPI_COMM_NULL) return false;
+  return b->self_destination || (b->source_count == 0 && b->destination_count == 0);
+}
+
 /* Allocates the plan and checks the local block sizes.  Local failures only:
  * the caller agrees on the outcome. */
 static int adj_bcast_plan(const char *name, bool swapped, adj_dtype dtype, const int64_t *source_shape,
@@ -594,6 +601,7 @@ static int adj_bcast_create(const char *name, bool swapped, adj_sum_algorithm ch
   if (!status) status = adj_bcast_create_groups(b, (*op)->comm, px, py, members);
   free(members);
   if (!status) status = adj_bcast_plan_sums(*op, chosen, &table);
+  (*op)->identity = adj_bcast_is_identity(b);
   status = adj_status_agree((*op)->comm, status, (*op)->wait);
   if (status) adj_op_destroy(op);
   return status;

@@ -241,6 +241,17 @@ static int adj_halo_end(adj_op *op, adj_direction direction, const adj_tensor *i
 
 /* ---- creation ----------------------------------------------------------------- */
 
+/* No message in any phase and no halo around the bulk: the exchange neither
+ * fills nor returns anything here, so it is the identity on this worker. */
+static bool adj_halo_is_identity(const adj_halo *h) {
+  for (int dim = 0; dim < h->phases; dim++)
+    if (h->phase[dim].n_bulk || h->phase[dim].n_halo) return false;
+  const adj_halo_local *local = &h->local;
+  for (int i = 0; i < local->rank; i++)
+    if (local->bulk.start[i] != 0 || local->bulk.extent[i] != local->shape[i]) return false;
+  return true;
+}
+
 static int adj_halo_check_args(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g) {
   ADJ_CHECK(adj_dtype_valid(dtype), ADJ_ERR_DTYPE, "halo: invalid dtype %d", (int)dtype);
   ADJ_CHECK(partition && g, ADJ_ERR_ARG, "halo: partition and geometry must not be NULL");
@@ -316,5 +327,6 @@ int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_h
     return status;
   }
   (*op)->in_place = true;
+  (*op)->identity = adj_halo_is_identity(h);
   return ADJ_SUCCESS;
 }

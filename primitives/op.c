@@ -161,7 +161,8 @@ int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_
   op->pending_direction = direction;
   op->pending_in = in;
   op->pending_out = out;
-  status = op->methods.begin(op, direction, in, out);
+  op->pending_aliased = op->identity && in->data == out->data;
+  status = op->pending_aliased ? ADJ_SUCCESS : op->methods.begin(op, direction, in, out);
   if (status) op->pending = false;
   return status;
 }
@@ -170,7 +171,7 @@ int adj_op_end(adj_op *op) {
   if (!op) return adj_error_set(ADJ_ERR_ARG, "adj_op_end: operator is NULL");
   ADJ_CHECK(op->pending, ADJ_ERR_STATE, "%s: adj_op_end called without a matching adj_op_begin", op->name);
   op->pending = false;
-  if (!op->methods.end) return ADJ_SUCCESS;
+  if (op->pending_aliased || !op->methods.end) return ADJ_SUCCESS;
   return op->methods.end(op, op->pending_direction, op->pending_in, op->pending_out);
 }
 
@@ -180,8 +181,8 @@ int adj_op_test(adj_op *op, int *done) {
   ADJ_CHECK(op && done, ADJ_ERR_ARG, "adj_op_test: operator or flag pointer is NULL");
   *done = 1;
   if (!op->pending) return ADJ_SUCCESS;
-  *done = 0;
-  return op->test ? op->test(op, done) : ADJ_SUCCESS;
+  *done = op->pending_aliased;
+  return op->test && !op->pending_aliased ? op->test(op, done) : ADJ_SUCCESS;
 }
 
 int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
@@ -201,7 +202,42 @@ int adj_op_domain_rank(const adj_op *op) { return op->domain_rank; }
 const int64_t *adj_op_domain_shape(const adj_op *op) { return op->domain_shape; }
 int adj_op_range_rank(const adj_op *op) { return op->range_rank; }
 const int64_t *adj_op_range_shape(const adj_op *op) { return op->range_shape; }
+static bool adj_direction_valid(adj_direction direction) {
+  return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
+}
+
 int adj_op_in_place(const adj_op *op) { return op->in_place; }
+int adj_op_is_identity(const adj_op *op) { return op && op->identity; }
+
+/* A view of `from` as the tensor on side `to` (true: the direction's output)
+ * of an identity, or of `buffer` for any other operator.  An identity's domain
+ * and range are one block, so only the shape changes. */
+static int adj_op_alias(const adj_op *op, adj_direction direction, bool to_output, const adj_tensor *from,
+                        const adj_tensor *buffer, adj_tensor *view) {
+  ADJ_CHECK(op && from && buffer && view && adj_direction_valid(direction), ADJ_ERR_ARG,
+            "adj_op_alias_%s: %s", to_output ? "output" : "input",
+            op ? "a tensor pointer is NULL or the direction is invalid" : "operator is NULL");
+  if (!op->identity) return adj_tensor_view(view, buffer->dtype, buffer->rank, buffer->shape, buffer->data);
+  bool range = to_output == (direction == ADJ_FORWARD);
+  int rank = range ? op->range_rank : op->domain_rank;
+  const int64_t *shape = range ? op->range_shape : op->domain_shape;
+  adj_box whole = adj_box_whole(rank, shape);
+  ADJ_CHECK(from->dtype == op->dtype && adj_tensor_volume(from) == adj_box_volume(&whole), ADJ_ERR_ARG,
+            "%s: cannot alias a %s tensor of %lld elements as its %s (%s, %lld elements)", op->name,
+            adj_dtype_name(from->dtype), (long long)adj_tensor_volume(from), range ? "range" : "domain",
+            adj_dtype_name(op->dtype), (long long)adj_box_volume(&whole));
+  return adj_tensor_view(view, op->dtype, rank, shape, from->data);
+}
+
+int adj_op_alias_output(const adj_op *op, adj_direction direction, const adj_tensor *in, const adj_tensor *buffer,
+                        adj_tensor *out) {
+  return adj_op_alias(op, direction, true, in, buffer, out);
+}
+
+int adj_op_alias_input(const adj_op *op, adj_direction direction, const adj_tensor *out, const adj_tensor *buffer,
+                       adj_tensor *in) {
+  return adj_op_alias(op, direction, false, out, buffer, in);
+}
 
 int adj_op_create_domain_tensor(const adj_op *op, adj_tensor *t) {
   return adj_tensor_create(t, op->dtype, op->domain_rank, op->domain_shape);
@@ -224,10 +260,6 @@ void adj_op_set_check_level(adj_op *op, adj_check_level level) {
 }
 
 adj_check_level adj_op_check_level(const adj_op *op) { return op->check; }
-
-static bool adj_direction_valid(adj_direction direction) {
-  return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
-}
 
 bool adj_op_can_accumulate(const adj_op *op, adj_direction direction) {
   return op && adj_direction_valid(direction) && op->can_accumulate[direction] && !op->in_place;

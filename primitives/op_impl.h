@@ -26,6 +26,7 @@ struct adj_op {
   int domain_rank, range_rank;
   int64_t domain_shape[ADJ_MAX_RANK], range_shape[ADJ_MAX_RANK];
   bool in_place;
+  bool identity;           /* on this worker: moves nothing and y = x (adj_op_is_identity); set at creation */
   bool can_accumulate[2];  /* per direction: the implementation adds into out when asked */
   bool accumulate[2];      /* per direction: applications add into out (adj_op_set_accumulate) */
   MPI_Comm comm;         /* owned duplicate of the base communicator */
@@ -41,6 +42,7 @@ struct adj_op {
   adj_op_counters counters;
   /* split-phase state */
   bool pending;
+  bool pending_aliased;    /* an identity applied to shared storage: nothing to begin or end */
   adj_direction pending_direction;
   const adj_tensor *pending_in;
   adj_tensor *pending_out;

@@ -186,6 +186,14 @@ static int adj_repartition_validate(const char *name, adj_dtype dtype, const adj
   return ADJ_SUCCESS;
 }
 
+/* No peer on either side and my x block is my y block: the identity here. */
+static bool adj_repartition_is_identity(const adj_repartition *r, const adj_box *bx, const adj_box *by) {
+  if (r->side[0].count || r->side[1].count) return false;
+  for (int i = 0; i < bx->rank; i++)
+    if (bx->start[i] != by->start[i] || bx->extent[i] != by->extent[i]) return false;
+  return true;
+}
+
 static int adj_repartition_create_named(const char *name, adj_dtype dtype, const adj_decomposition *x,
                                         const adj_decomposition *y, adj_op **op) {
   ADJ_CHECK(op, ADJ_ERR_ARG, "%s: output operator pointer is NULL", name);
@@ -208,6 +216,7 @@ static int adj_repartition_create_named(const char *name, adj_dtype dtype, const
     adj_box bx = adj_decomposition_local_block(x), by = adj_decomposition_local_block(y);
     static const adj_op_methods methods = {adj_repartition_begin, adj_repartition_end, adj_repartition_destroy};
     status = adj_op_alloc(name, base, dtype, bx.rank, bx.extent, by.rank, by.extent, &methods, r, op);
+    if (!status) (*op)->identity = adj_repartition_is_identity(r, &bx, &by);
   }
   if (status) adj_repartition_free(r);
   return status;

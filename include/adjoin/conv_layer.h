@@ -98,9 +98,10 @@ adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer);
 /* What this worker's operators of the layer counted since creation (or the
  * last reset), each forward and adjoint: the halo exchange, the broadcast of x
  * over P_co, the sum-reduce of y over P_ci, and the weight and bias broadcasts
- * (forward) / sum-reduces (backward).  An operator the layer does not need
- * (e.g. no x broadcast with P_co = 1) counts zero.  The cost model of plan.h
- * predicts these figures. */
+ * (forward) / sum-reduces (backward).  An operator that is the identity on
+ * this worker (e.g. the x broadcast with P_co = 1, op.h) counts its
+ * applications but no byte or message.  The cost model of plan.h predicts
+ * these figures. */
 typedef struct adj_conv_counters {
   adj_op_counters halo;
   adj_op_counters input;

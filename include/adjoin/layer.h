@@ -13,9 +13,10 @@
  * forward, jvp and backward OVERWRITE y, dy and dx; backward ACCUMULATES into
  * parameter gradients (llm.c style), so a trainer zeroes them once per step.
  * dx may be NULL in jvp (no input perturbation) and in backward (no input
- * gradient wanted, e.g. for the first layer).  The input passed to forward must
- * stay unchanged until the matching backward / jvp (the layer keeps a pointer,
- * not a copy, like an autograd tape).
+ * gradient wanted, e.g. for the first layer).  The input passed to forward, and
+ * the parameters' values, must stay unchanged until the matching backward / jvp
+ * (the layer may keep views, not copies, like an autograd tape: where its
+ * operators are identities, op.h, its kernels read them where they lie).
  *
  * Distributed layers are compositions of adjoin's operators (halo exchange,
  * broadcast, sum-reduce, repartition) with the local kernels of kernels.h; the

@@ -75,6 +75,38 @@ int adj_op_end(adj_op *op);
  * (adj_op_can_accumulate).  Set it alike on every rank; not collective. */
 int adj_op_set_accumulate(adj_op *op, adj_direction direction, bool accumulate);
 bool adj_op_can_accumulate(const adj_op *op, adj_direction direction);
+/* Identity operators.  Where the source and destination of a data movement
+ * coincide on this worker (a halo exchange with no neighbour and no halo to
+ * fill, a broadcast or sum-reduce whose block stays on its own worker, a
+ * repartition to the same block), the operator is the identity there: no
+ * message, no partner, y = x.  It is decided once, at creation, from the plan
+ * (as PetscSF decides its local part), per worker: one worker of a
+ * distributed operator can be an identity while others communicate.
+ *
+ * An identity still takes part in every application (the argument check and
+ * its agreement run as for any operator, so collectives stay matched), but
+ * applied to an input and output that share storage it moves nothing: the
+ * caller produced the output in place.  That holds in accumulate mode too, so
+ * a caller that adds into the aliased output has already accumulated.  With
+ * separate storage it copies, as the operator always did.
+ *
+ * Layers use the alias calls to get one code path whose cheap case falls out
+ * of the operators: adj_op_alias_output names where a forward chain finds the
+ * output (a view of the input for an identity, else the buffer to apply
+ * into); adj_op_alias_input names where a caller should write the input so
+ * the output needs no move (a view of the output for an identity, else the
+ * buffer).  Neither is collective nor moves data; apply afterwards as usual. */
+int adj_op_is_identity(const adj_op *op);
+/* *out = a view of `in` in the direction's output shape if the operator is an
+ * identity on this worker, else a view of `buffer`.  ADJ_ERR_ARG naming the
+ * operator when in's dtype or volume is not the direction's input. */
+int adj_op_alias_output(const adj_op *op, adj_direction direction, const adj_tensor *in, const adj_tensor *buffer,
+                        adj_tensor *out);
+/* *in = a view of `out` in the direction's input shape if the operator is an
+ * identity on this worker, else a view of `buffer`. */
+int adj_op_alias_input(const adj_op *op, adj_direction direction, const adj_tensor *out, const adj_tensor *buffer,
+                       adj_tensor *in);
+
 /* Nonzero while an application is outstanding. */
 int adj_op_pending(const adj_op *op);
 /* Progresses an outstanding application without blocking (one MPI_Test):

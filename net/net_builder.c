@@ -25,19 +25,39 @@ int adj_builder_start(adj_builder *b, int ndim, const int *parts, const int64_t 
   return adj_decomposition_create_on_first_ranks(b->comm, ndim, parts, shape, &b->current);
 }
 
-/* True when both layouts hold the whole tensor on the same single worker, so
- * moving between them would be a copy to itself. */
-static bool adj_builder_same_worker(const adj_decomposition *a, const adj_decomposition *b) {
+/* True when both layouts split only the leading (batch) axis, at the same cuts
+ * on the same ranks, and agree in the product of the other axes: each rank's
+ * block is then the same bytes in both (a flatten is a reinterpretation), so
+ * the glue would move nothing.  Every rank decides alike from the shapes. */
+static bool adj_builder_same_blocks(const adj_decomposition *a, const adj_decomposition *b) {
+  const adj_decomposition *d[2] = {a, b};
+  int64_t inner[2];
+  for (int k = 0; k < 2; k++) {
+    const adj_partition *p = adj_decomposition_partition(d[k]);
+    const int *parts = adj_partition_shape(p);
+    const int64_t *shape = adj_decomposition_global_shape(d[k]);
+    inner[k] = 1;
+    for (int i = 1; i < adj_partition_ndim(p); i++) {
+      if (parts[i] != 1) return false;
+      inner[k] *= shape[i];
+    }
+  }
   const adj_partition *pa = adj_decomposition_partition(a), *pb = adj_decomposition_partition(b);
-  return adj_partition_size(pa) == 1 && adj_partition_size(pb) == 1 &&
-         adj_partition_rank_of_index(pa, 0) == adj_partition_rank_of_index(pb, 0);
+  if (adj_partition_shape(pa)[0] != adj_partition_shape(pb)[0] || inner[0] != inner[1] ||
+      adj_decomposition_global_shape(a)[0] != adj_decomposition_global_shape(b)[0])
+    return false;
+  const int64_t *ca = adj_decomposition_cuts(a, 0), *cb = adj_decomposition_cuts(b, 0);
+  for (int i = 0; i < adj_partition_size(pa); i++)
+    if (adj_partition_rank_of_index(pa, i) != adj_partition_rank_of_index(pb, i) || ca[i + 1] != cb[i + 1])
+      return false;
+  return true;
 }
 
 int adj_builder_glue(adj_builder *b, int ndim, const int *parts, const int64_t *shape) {
   adj_decomposition *target;
   ADJ_CALL(adj_decomposition_create_on_first_ranks(b->comm, ndim, parts, shape, &target));
   int status = ADJ_SUCCESS;
-  if (adj_builder_same_worker(b->current, target)) {
+  if (adj_builder_same_blocks(b->current, target)) {
     adj_decomposition_destroy(&b->current);
     b->current = adj_decomposition_reference(target);
   } else {

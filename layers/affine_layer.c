@@ -67,15 +67,26 @@ static adj_parameter *adj_affine_bias(adj_layer *l) {
   return ((adj_affine_layer *)l->impl)->bcast_b ? l->parameters[1] : NULL;
 }
 
-/* Where the broadcasts of x, W and b (the values, or dx and the tangents) land:
- * views of the blocks themselves where an operator is the identity, else the
- * buffers.  x may be NULL (no input perturbation). */
-static int adj_affine_broadcast_targets(adj_affine_layer *a, const adj_tensor *const *in, adj_tensor *const *buffers,
-                                        adj_tensor *const *out) {
+/* The shared first half of forward and jvp: x, W and b (the values, or dx and
+ * the tangents; x may be NULL for no input perturbation) broadcast onto the
+ * work partition into out[], which are views of the blocks themselves where an
+ * operator is the identity, else of buffers[]; then y viewed in the
+ * sum-reduce's shape as yv, with y_hat the block the local GEMM writes (yv
+ * itself where the sum-reduce is the identity, else y_buffer). */
+static int adj_affine_spread(adj_layer *l, const adj_tensor *x, const adj_tensor *w, const adj_tensor *b,
+                             adj_tensor *const *buffers, adj_tensor *const *out, const adj_tensor *y,
+                             adj_tensor *y_buffer, adj_tensor *yv, adj_tensor *y_hat) {
+  adj_affine_layer *a = l->impl;
+  adj_tensor xv, bv;
+  if (x) ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
+  if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, b, &bv));
+  const adj_tensor *in[3] = {x ? &xv : NULL, w, b ? &bv : NULL};
   adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
   for (int i = 0; i < 3; i++)
     if (ops[i] && in[i]) ADJ_CALL(adj_op_alias_output(ops[i], ADJ_FORWARD, in[i], buffers[i], out[i]));
-  return ADJ_SUCCESS;
+  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, in, out));
+  ADJ_CALL(adj_affine_range_view(a->reduce_y, y, yv)); /* a view of a checked tensor: fails alike everywhere */
+  return adj_op_alias_input(a->reduce_y, ADJ_FORWARD, yv, y_buffer, y_hat);
 }
 
 /* x^, W^, b^ onto the work partition, then the local GEMM into y^ and the
@@ -84,16 +95,10 @@ static int adj_affine_broadcast_targets(adj_affine_layer *a, const adj_tensor *c
 static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
-  adj_tensor xv, bv, yv, y_hat;
-  ADJ_CALL(adj_affine_domain_view(a->bcast_x, x, &xv));
-  if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->value, &bv));
-  const adj_tensor *in[3] = {&xv, &l->parameters[0]->value, b ? &bv : NULL};
-  adj_tensor *out[3] = {&a->x_point, &a->w_point, &a->b_point};
-  ADJ_CALL(adj_affine_broadcast_targets(a, in, (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat}, out));
-  adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, in, out));
-  ADJ_CALL(adj_affine_range_view(a->reduce_y, y, &yv)); /* a view of a checked tensor: fails alike everywhere */
-  ADJ_CALL(adj_op_alias_input(a->reduce_y, ADJ_FORWARD, &yv, &a->y_hat, &y_hat));
+  adj_tensor yv, y_hat;
+  ADJ_CALL(adj_affine_spread(l, x, &l->parameters[0]->value, b ? &b->value : NULL,
+                             (adj_tensor *[3]){&a->x_hat, &a->w_hat, &a->b_hat},
+                             (adj_tensor *[3]){&a->x_point, &a->w_point, &a->b_point}, y, &a->y_hat, &yv, &y_hat));
   /* A local failure here reaches every rank at the sum-reduce's check. */
   int status = ADJ_SUCCESS;
   adj_tensor bias;
@@ -108,16 +113,10 @@ static int adj_affine_layer_forward(adj_layer *l, const adj_tensor *x, adj_tenso
 static int adj_affine_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_affine_layer *a = l->impl;
   adj_parameter *b = adj_affine_bias(l);
-  adj_tensor dxv, dbv, dyv, dx_hat, dw_hat, db_hat, dy_hat;
-  if (dx) ADJ_CALL(adj_affine_domain_view(a->bcast_x, dx, &dxv));
-  if (b) ADJ_CALL(adj_affine_domain_view(a->bcast_b, &b->tangent, &dbv));
-  const adj_tensor *in[3] = {dx ? &dxv : NULL, &l->parameters[0]->tangent, b ? &dbv : NULL};
-  adj_tensor *out[3] = {&dx_hat, &dw_hat, &db_hat};
-  ADJ_CALL(adj_affine_broadcast_targets(a, in, (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat}, out));
-  adj_op *ops[3] = {a->bcast_x, a->bcast_w, a->bcast_b};
-  ADJ_CALL(adj_layer_move_ops(ADJ_SUCCESS, 3, ops, ADJ_FORWARD, in, out));
-  ADJ_CALL(adj_affine_range_view(a->reduce_y, dy, &dyv)); /* a view of a checked tensor: fails alike everywhere */
-  ADJ_CALL(adj_op_alias_input(a->reduce_y, ADJ_FORWARD, &dyv, &a->dy_hat, &dy_hat));
+  adj_tensor dyv, dx_hat, dw_hat, db_hat, dy_hat;
+  ADJ_CALL(adj_affine_spread(l, dx, &l->parameters[0]->tangent, b ? &b->tangent : NULL,
+                             (adj_tensor *[3]){&a->dx_hat, &a->dw_hat, &a->db_hat},
+                             (adj_tensor *[3]){&dx_hat, &dw_hat, &db_hat}, dy, &a->dy_hat, &dyv, &dy_hat));
   int status = ADJ_SUCCESS;
   adj_tensor bias;
   if (a->works) {

@@ -1,5 +1,8 @@
 /* Softmax cross-entropy as a layer (see include/adjoin/loss_layer.h): a gather
- * of the logits onto the root, then the local kernel on the counted rows. */
+ * of the logits onto the root, then the local kernel on the counted rows.
+ * Where the gather is the identity (the logits already whole on the root), z
+ * and dz are views of the caller's blocks and nothing is copied; the logits
+ * must then stay unchanged until the backward, as every layer's input. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +13,9 @@
 
 typedef struct adj_xent_layer {
   adj_op *gather;          /* logits layout -> (N, C) whole on the root */
-  adj_tensor z, dz;        /* (N, C) on the root, zero volume elsewhere */
+  adj_tensor z_buffer;     /* (N, C) on the root, zero volume elsewhere; */
+  adj_tensor dz_buffer;    /* unused where the gather is the identity */
+  adj_tensor z, dz;        /* views: of the buffers, or of the caller's blocks */
   int64_t *labels;         /* (N) on the root */
   int64_t count;           /* samples 0..count-1 count; the rest are padding */
   double loss;             /* of the last forward, on the root */
@@ -38,6 +43,7 @@ static int64_t adj_xent_count_correct(const adj_xent_layer *x) {
 
 static int adj_xent_layer_forward(adj_layer *l, const adj_tensor *in, adj_tensor *y) {
   adj_xent_layer *x = l->impl;
+  ADJ_CALL(adj_op_alias_output(x->gather, ADJ_FORWARD, in, &x->z_buffer, &x->z));
   ADJ_CALL(adj_op_forward(x->gather, in, &x->z));
   if (!adj_tensor_volume(y)) return ADJ_SUCCESS;
   adj_tensor rows = adj_xent_rows(x, &x->z);
@@ -51,6 +57,7 @@ static int adj_xent_layer_jvp(adj_layer *l, const adj_tensor *din, adj_tensor *d
   adj_xent_layer *x = l->impl;
   adj_tensor_zero(dy);
   if (!din) return ADJ_SUCCESS;
+  ADJ_CALL(adj_op_alias_output(x->gather, ADJ_FORWARD, din, &x->dz_buffer, &x->dz));
   ADJ_CALL(adj_op_forward(x->gather, din, &x->dz));
   if (!adj_tensor_volume(dy)) return ADJ_SUCCESS;
   adj_tensor rows = adj_xent_rows(x, &x->z), drows = adj_xent_rows(x, &x->dz);
@@ -64,6 +71,7 @@ static int adj_xent_layer_jvp(adj_layer *l, const adj_tensor *din, adj_tensor *d
 static int adj_xent_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *din) {
   adj_xent_layer *x = l->impl;
   if (!din) return ADJ_SUCCESS;
+  ADJ_CALL(adj_op_alias_input(x->gather, ADJ_ADJOINT, din, &x->dz_buffer, &x->dz));
   adj_tensor_zero(&x->dz);
   int status = ADJ_SUCCESS;
   if (adj_tensor_volume(dy)) {
@@ -79,7 +87,7 @@ static int adj_xent_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tenso
 static void adj_xent_free(adj_xent_layer *x) {
   if (!x) return;
   adj_op_destroy(&x->gather);
-  adj_tensor_destroy(&x->z), adj_tensor_destroy(&x->dz);
+  adj_tensor_destroy(&x->z_buffer), adj_tensor_destroy(&x->dz_buffer);
   free(x->labels);
   free(x);
 }
@@ -105,8 +113,8 @@ static int adj_xent_plan(const adj_loss_layer_config *c, adj_xent_layer *x) {
   /* The layer checks its tensors at its public call; the gather moves its own
    * buffers and needs no agreement of its own. */
   adj_op_set_checks(x->gather, false);
-  int status = adj_op_create_range_tensor(x->gather, &x->z);
-  if (!status) status = adj_op_create_range_tensor(x->gather, &x->dz);
+  int status = adj_op_create_range_tensor(x->gather, &x->z_buffer);
+  if (!status) status = adj_op_create_range_tensor(x->gather, &x->dz_buffer);
   int64_t n = adj_decomposition_global_shape(c->input)[0];
   if (!status) x->labels = calloc((size_t)n + 1, sizeof *x->labels);
   if (!status && !x->labels) status = adj_error_set(ADJ_ERR_MEM, "loss layer: out of memory for %lld labels", (long long)n);
@@ -145,8 +153,8 @@ static adj_xent_layer *adj_xent_impl(const adj_layer *l) {
 int adj_xent_layer_set_labels(adj_layer *l, const int64_t *labels, int64_t count) {
   adj_xent_layer *x = adj_xent_impl(l);
   ADJ_CHECK(x, ADJ_ERR_ARG, "loss layer: %s is not a softmax cross-entropy layer", l ? l->name : "NULL");
-  if (!adj_tensor_volume(&x->z)) return ADJ_SUCCESS;
-  int64_t n = x->z.shape[0], classes = x->z.shape[1];
+  if (!adj_tensor_volume(&x->z_buffer)) return ADJ_SUCCESS;
+  int64_t n = x->z_buffer.shape[0], classes = x->z_buffer.shape[1];
   ADJ_CHECK(count >= 0 && count <= n, ADJ_ERR_ARG, "loss layer: %lld labels for a batch of %lld", (long long)count,
             (long long)n);
   ADJ_CHECK(labels || count == 0, ADJ_ERR_ARG, "loss layer: labels is NULL on the root");

@@ -2,7 +2,8 @@
  *
  * Intermediate results live in buffers allocated at creation.  An in-place stage
  * runs on a copy of its input held in its own output buffer, so a composition
- * never writes into the caller's input.  Split phase: begin runs every stage but
+ * never writes into the caller's input; an identity stage passes a view of its
+ * input on instead (adj_op_alias_output).  Split phase: begin runs every stage but
  * the last to completion and posts the last one; end completes it, so the last
  * stage's communication (typically a reduction) overlaps the caller's work. */
 #include <stdio.h>
@@ -32,7 +33,7 @@ static void adj_compose_destroy(adj_op *op) {
 /* Runs stage `op` in `direction` from `in` into `out` (begin only). */
 static int adj_compose_stage_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   if (op->in_place) {
-    if (out != in) ADJ_CALL(adj_tensor_copy(out, in));
+    if (out->data != in->data) ADJ_CALL(adj_tensor_copy(out, in));
     return adj_op_begin(op, direction, out, out);
   }
   return adj_op_begin(op, direction, in, out);
@@ -54,14 +55,17 @@ static int adj_compose_begin(adj_op *op, adj_direction direction, const adj_tens
   adj_compose *c = op->impl;
   int n = c->n;
   const adj_tensor *current = in;
+  adj_tensor views[2]; /* the intermediate in hand and the one being made */
   for (int k = 0; k < n; k++) {
     /* Forward visits stages 0..n-1; the adjoint visits n-1..0. */
     int stage = direction == ADJ_FORWARD ? k : n - 1 - k;
-    adj_tensor *target;
-    if (k == n - 1)
-      target = out;
-    else
-      target = &c->buffers[direction == ADJ_FORWARD ? stage : stage - 1];
+    adj_tensor *target = out;
+    if (k < n - 1) {
+      /* An identity stage hands its input on as a view instead of a copy. */
+      const adj_tensor *buffer = &c->buffers[direction == ADJ_FORWARD ? stage : stage - 1];
+      target = &views[k % 2];
+      ADJ_CALL(adj_op_alias_output(c->ops[stage], direction, current, buffer, target));
+    }
     ADJ_CALL(adj_compose_stage_begin(c->ops[stage], direction, current, target));
     if (k < n - 1) ADJ_CALL(adj_op_end(c->ops[stage]));
     current = target;
@@ -133,6 +137,9 @@ int adj_op_compose(int n, adj_op *const *ops, adj_op **composed) {
     adj_compose_destroy(&tmp);
     return status;
   }
+  /* An identity where every stage is one: it moves nothing and y = x. */
+  op->identity = true;
+  for (int i = 0; i < n; i++) op->identity = op->identity && ops[i]->identity;
   *composed = op;
   return ADJ_SUCCESS;
 }

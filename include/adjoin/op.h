@@ -118,7 +118,9 @@ int adj_op_test(adj_op *op, int *done);
 /* Composition: ops[0] is applied first, so the result is ops[n-1] ... ops[0].
  * Consecutive range/domain shapes and dtypes must match.  Its adjoint applies the
  * adjoints in reverse order.  The composition holds references to the ops (the
- * caller may destroy its own handles) and owns intermediate buffers.
+ * caller may destroy its own handles) and owns intermediate buffers; an
+ * identity stage passes its input on as a view, and a composition of
+ * identities is itself an identity (adj_op_is_identity).
  * Collective over the common base communicator. */
 int adj_op_compose(int n, adj_op *const *ops, adj_op **composed);
 

@@ -4,7 +4,8 @@
  *   - a halo exchange partitioned along the batch only (no neighbour, no halo),
  *     a broadcast and a sum-reduce between one partition and itself, a
  *     repartition to the same layout and an all-sum-reduce over a dimension
- *     of one worker are identities on every rank; their
+ *     of one worker are identities on every rank, and so is a composition of
+ *     identities (one that holds a non-identity is not); their
  *     partitioned-across-workers counterparts are not (on more than one rank);
  *   - applied to separate tensors, an identity copies exactly (forward and
  *     adjoint) and passes the dot-product test (figure printed);
@@ -205,6 +206,35 @@ static void check_all_sum_reduces(adj_test *t) {
   adj_partition_destroy(&p);
 }
 
+/* Compositions of the (2 size, 3 size) repartition onto its own layout:
+ * twice is an identity; followed by the repartition onto the column split
+ * (more than one rank) it is not, yet passes the dot-product test with its
+ * identity stage handing the caller's input on as a view. */
+static void check_compositions(adj_test *t) {
+  adj_partition *rows = NULL, *cols = NULL;
+  adj_decomposition *a = NULL, *c = NULL;
+  int64_t shape[2] = {2 * t->size, 3 * t->size};
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){t->size, 1}, t->size, NULL, &rows));
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 2, (const int[]){1, t->size}, t->size, NULL, &cols));
+  ADJ_TEST_OK(t, adj_decomposition_create(rows, 2, shape, &a));
+  ADJ_TEST_OK(t, adj_decomposition_create(cols, 2, shape, &c));
+  adj_op *same = NULL, *twice = NULL, *turn = NULL, *mixed = NULL;
+  ADJ_TEST_OK(t, adj_repartition_create(ADJ_FLOAT64, a, a, &same));
+  if (same) ADJ_TEST_OK(t, adj_op_compose(2, (adj_op *[2]){same, same}, &twice));
+  if (twice) check_identity(t, "compose(repartition [P,1] -> [P,1], twice)", twice);
+  if (t->size > 1 && same) {
+    ADJ_TEST_OK(t, adj_repartition_create(ADJ_FLOAT64, a, c, &turn));
+    if (turn) ADJ_TEST_OK(t, adj_op_compose(2, (adj_op *[2]){same, turn}, &mixed));
+    if (mixed) check_not_identity(t, "compose(repartition [P,1] -> [P,1], then -> [1,P])", mixed);
+  }
+  adj_op *ops[] = {same, twice, turn, mixed};
+  for (int i = 0; i < 4; i++) adj_op_destroy(&ops[i]);
+  adj_decomposition_destroy(&a);
+  adj_decomposition_destroy(&c);
+  adj_partition_destroy(&rows);
+  adj_partition_destroy(&cols);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t215-identity-ops");
@@ -213,5 +243,6 @@ int main(int argc, char **argv) {
   check_broadcasts(&t);
   check_repartitions(&t);
   check_all_sum_reduces(&t);
+  check_compositions(&t);
   return adj_test_finish(&t);
 }

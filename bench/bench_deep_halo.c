@@ -221,8 +221,8 @@ int main(int argc, char **argv) {
   char cpu[128];
   bench_cpu_model(cpu, sizeof cpu);
   if (me == 0)
-    printf("bench-deep-halo: %d ranks, batch %lld, float32, best of %d trials of ~%.2f s; cpu %s\n", size,
-           (long long)o.batch, o.trials, o.seconds, cpu);
+    printf("bench-deep-halo: %d ranks, batch %lld, float32, best of %d trials of ~%.2f s; cpu %s, kernels %s\n",
+           size, (long long)o.batch, o.trials, o.seconds, cpu, adj_kernels_isa());
   int square = 1;
   for (int f = 1; f * f <= size; f++)
     if (size % f == 0) square = f;

@@ -360,6 +360,7 @@ int adj_trainer_run(adj_trainer *t, int64_t max_batches, adj_train_progress *pro
     stats->reduced_bytes = after.bytes - before.bytes;
     stats->reduced_messages = after.messages - before.messages;
     stats->reduce_wait_seconds = after.wait_seconds - before.wait_seconds;
+    stats->reduce_progress_seconds = after.progress_seconds - before.progress_seconds;
   }
   ADJ_CALL(trainer_check_finite(t));
   if (t->batch == batches) t->epoch++, t->batch = 0, t->order_drawn = false;

@@ -44,7 +44,7 @@ struct adj_gradient_reducer {
   adj_wait_policy wait;
   int64_t total;
   uint64_t reductions;
-  double wait_seconds;
+  double wait_seconds, progress_seconds;
   void (*event)(void *ctx, adj_reducer_event event, int bucket);
   void *event_ctx;
   char empty[16];        /* storage of zero-volume buckets */
@@ -336,7 +336,10 @@ int adj_gradient_reducer_ready(adj_gradient_reducer *r, int index) {
   ADJ_CHECK(!r->ready[index], ADJ_ERR_STATE, "gradient reducer: tensor %d marked final twice in one round", index);
   r->ready[index] = true;
   r->buckets[r->bucket_of[index]].remaining--;
-  return reducer_post_ready(r);
+  double start = MPI_Wtime();
+  int status = reducer_post_ready(r);
+  r->progress_seconds += MPI_Wtime() - start;
+  return status;
 }
 
 /* Tests the posted buckets in order and stops at the first still running:
@@ -344,16 +347,19 @@ int adj_gradient_reducer_ready(adj_gradient_reducer *r, int index) {
  * testing the later ones too would only add calls to each stage's backward. */
 int adj_gradient_reducer_poke(adj_gradient_reducer *r) {
   ADJ_CHECK(r, ADJ_ERR_ARG, "gradient reducer: reducer is NULL");
-  for (int b = 0; b < r->next_post; b++) {
+  double start = MPI_Wtime();
+  int status = ADJ_SUCCESS;
+  for (int b = 0; !status && b < r->next_post; b++) {
     adj_bucket *k = &r->buckets[b];
     if (k->done) continue;
     int done = 0;
-    ADJ_CALL(adj_op_test(k->op, &done));
-    if (!done) break;
+    status = adj_op_test(k->op, &done);
+    if (status || !done) break;
     k->done = true;
     reducer_event(r, ADJ_REDUCER_COMPLETED, b);
   }
-  return ADJ_SUCCESS;
+  r->progress_seconds += MPI_Wtime() - start;
+  return status;
 }
 
 int adj_gradient_reducer_wait(adj_gradient_reducer *r) {
@@ -392,7 +398,8 @@ int adj_gradient_reducer_bucket(const adj_gradient_reducer *r, int b, int *first
 int adj_gradient_reducer_group_size(const adj_gradient_reducer *r) { return r->group_size; }
 
 void adj_gradient_reducer_get_counters(const adj_gradient_reducer *r, adj_reducer_counters *c) {
-  *c = (adj_reducer_counters){.reductions = r->reductions, .wait_seconds = r->wait_seconds};
+  *c = (adj_reducer_counters){
+      .reductions = r->reductions, .wait_seconds = r->wait_seconds, .progress_seconds = r->progress_seconds};
   for (int b = 0; b < r->nbuckets; b++) {
     adj_op_counters oc;
     adj_op_get_counters(r->buckets[b].op, &oc);
@@ -405,7 +412,7 @@ void adj_gradient_reducer_get_counters(const adj_gradient_reducer *r, adj_reduce
 
 void adj_gradient_reducer_reset_counters(adj_gradient_reducer *r) {
   r->reductions = 0;
-  r->wait_seconds = 0;
+  r->wait_seconds = r->progress_seconds = 0;
   for (int b = 0; b < r->nbuckets; b++) adj_op_reset_counters(r->buckets[b].op);
 }
 

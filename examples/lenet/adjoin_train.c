@@ -497,6 +497,7 @@ static void accumulate(adj_train_stats *total, const adj_train_stats *part) {
   total->reduced_bytes += part->reduced_bytes;
   total->reduced_messages += part->reduced_messages;
   total->reduce_wait_seconds += part->reduce_wait_seconds;
+  total->reduce_progress_seconds += part->reduce_progress_seconds;
 }
 
 /* The rest of the current epoch, in runs between mid-epoch checkpoints.
@@ -554,9 +555,10 @@ static int run_epoch(train_run *r) {
   report_summary(&row, r->options.epochs);
   if (r->options.replicas > 1 && train.batches)
     printf("  gradient reducer per step: %.0f bytes in %.1f messages (all-reduce volume %.0f bytes per rank), "
-           "wait %.3f ms\n", (double)train.reduced_bytes / (double)train.batches,
+           "wait %.3f ms, posts and pokes %.3f ms\n", (double)train.reduced_bytes / (double)train.batches,
            (double)train.reduced_messages / (double)train.batches, volume / (double)train.batches,
-           1e3 * train.reduce_wait_seconds / (double)train.batches);
+           1e3 * train.reduce_wait_seconds / (double)train.batches,
+           1e3 * train.reduce_progress_seconds / (double)train.batches);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
   char title[160];
   snprintf(title, sizeof title, "%s %s, %d rank%s, %s", model_name(&r->options), r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",

@@ -33,7 +33,8 @@
  * Counters: payload bytes and messages (one per bucket reduction, as the
  * all-sum-reduce counts them), the logical per-rank volume of the all-reduce
  * algorithm the spec's cost model uses (2 (q-1)/q times the payload for a group
- * of q), and the seconds the waits blocked. */
+ * of q), the seconds the waits blocked, and the seconds spent posting and
+ * poking during the backward. */
 #ifndef ADJOIN_GRADIENT_REDUCER_H
 #define ADJOIN_GRADIENT_REDUCER_H
 
@@ -80,6 +81,8 @@ typedef struct adj_reducer_counters {
   uint64_t messages;        /* bucket all-reduces posted (groups of 1 post none) */
   double logical_bytes;     /* per-rank all-reduce volume: 2 (q-1)/q x payload */
   double wait_seconds;      /* time the waits blocked */
+  double progress_seconds;  /* time in posts and pokes during the backward (the
+                               reduction's cost the overlap does not hide) */
 } adj_reducer_counters;
 
 /* Plans the buckets and creates one all-sum-reduce per bucket on the group's

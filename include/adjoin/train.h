@@ -69,10 +69,11 @@ typedef struct adj_train_stats {
   int64_t batches;   /* batches run (every rank) */
   double seconds;    /* wall time */
   /* The gradient reducer's work over the batches run (zero without replicas):
-   * payload bytes and bucket messages of this rank, and the time its waits
-   * before the optimizer steps blocked. */
+   * payload bytes and bucket messages of this rank, the time its waits
+   * before the optimizer steps blocked, and the time its posts and pokes
+   * took inside the backward. */
   uint64_t reduced_bytes, reduced_messages;
-  double reduce_wait_seconds;
+  double reduce_wait_seconds, reduce_progress_seconds;
 } adj_train_stats;
 
 /* Called on every rank after each training batch: batch index within the

@@ -182,6 +182,17 @@ static void run_case(adj_test *t, const grid_case *g, adj_dtype dtype, int64_t c
                  "%s: counted %llu bytes in %llu messages (logical %.1f), expected %lld in %d (logical %.1f)", label,
                  (unsigned long long)c.bytes, (unsigned long long)c.messages, c.logical_bytes, (long long)expect,
                  g->R > 1 ? nb : 0, factor * (double)expect);
+  /* Posting a reduction takes time a fine clock sees; the clocks reset. */
+  ADJ_TEST_CHECK(t, c.progress_seconds >= 0 && (g->R < 2 || MPI_Wtick() > 1e-6 || c.progress_seconds > 0),
+                 "%s: posts and pokes counted %.3g s", label, c.progress_seconds);
+  adj_gradient_reducer_reset_counters(red);
+  adj_reducer_counters zero;
+  adj_gradient_reducer_get_counters(red, &zero);
+  ADJ_TEST_CHECK(t, zero.bytes == 0 && zero.messages == 0 && zero.reductions == 0 && zero.wait_seconds == 0 &&
+                        zero.progress_seconds == 0,
+                 "%s: counters after a reset: %llu bytes, %llu messages, %llu rounds, %.3g s waiting, %.3g s posting",
+                 label, (unsigned long long)zero.bytes, (unsigned long long)zero.messages,
+                 (unsigned long long)zero.reductions, zero.wait_seconds, zero.progress_seconds);
   if (exact && placement == 0)
     adj_test_report(t, "  %s: %d buckets, %llu payload bytes in %llu messages, logical volume %.1f B (factor %.3f)",
                     label, nb, (unsigned long long)c.bytes, (unsigned long long)c.messages, c.logical_bytes, factor);

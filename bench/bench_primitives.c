@@ -318,11 +318,23 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-primitives: %s\n", adj_last_error());
     return 1;
   }
-  for (int i = 1; i < argc; i++) {
+  const char *bad = NULL;
+  for (int i = 1; i < argc && !bad; i++) {
     if (!strcmp(argv[i], "--calibrate")) calibrating = true;
-    else if (i + 1 < argc && !strcmp(argv[i], "--max-mb")) max_mb = atof(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--seconds")) ctx.seconds = atof(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--trials")) ctx.trials = atoi(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--max-mb")) max_mb = atof(argv[++i]), bad = max_mb > 0 ? NULL : argv[i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--seconds"))
+      ctx.seconds = atof(argv[++i]), bad = ctx.seconds > 0 ? NULL : argv[i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--trials")) ctx.trials = atoi(argv[++i]), bad = ctx.trials > 0 ? NULL : argv[i];
+    else bad = argv[i];
+  }
+  if (bad || ctx.size < 2) {
+    if (ctx.rank == 0) {
+      if (bad) fprintf(stderr, "bench-primitives: bad argument '%s'\n", bad);
+      else fprintf(stderr, "bench-primitives: needs at least 2 ranks (run under mpiexec -n 2 or more)\n");
+      fprintf(stderr, "usage: mpiexec -n P bench-primitives [--calibrate] [--max-mb MB] [--seconds S] [--trials N]\n");
+    }
+    MPI_Finalize();
+    return 2;
   }
   adj_wait_policy policy;
   adj_wait_policy_resolve(MPI_COMM_WORLD, ADJ_WAIT_AUTO, &policy);

@@ -223,24 +223,25 @@ typedef struct adj_run_walker {
   int64_t base;                       /* element offset of the box's first run */
 } adj_run_walker;
 
-static adj_run_walker adj_run_walker_make(const int64_t *shape, const adj_box *box) {
+/* The outermost dimension of the box's contiguous run: the run covers
+ * dimensions first..rank-1 while the box spans each of first+1..rank-1 whole. */
+static int adj_run_first(const int64_t *shape, const adj_box *box) {
+  int first = box->rank;
+  while (first > 0 && (first == box->rank || box->extent[first] == shape[first])) first--;
+  return first;
+}
+
+/* A walker whose runs cover dimensions first..rank-1 (first at least
+ * adj_run_first, so every run is contiguous). */
+static adj_run_walker adj_run_walker_make(const int64_t *shape, const adj_box *box, int first) {
   adj_run_walker w = {0};
   int rank = box->rank;
   int64_t strides[ADJ_MAX_RANK + 1];
   strides[rank] = 1;
   for (int i = rank - 1; i >= 0; i--) strides[i] = strides[i + 1] * shape[i];
-  w.base = 0;
   for (int i = 0; i < rank; i++) w.base += box->start[i] * strides[i + 1];
-  /* Merge trailing dimensions: the run covers dimension i..rank-1 while the box
-   * spans each of i+1..rank-1 fully. */
-  int first = rank;
   w.run = 1;
-  while (first > 0) {
-    int d = first - 1;
-    w.run *= box->extent[d];
-    first = d;
-    if (box->extent[d] != shape[d]) break;
-  }
+  for (int i = first; i < rank; i++) w.run *= box->extent[i];
   w.outer = first;
   for (int i = 0; i < first; i++) {
     w.count[i] = box->extent[i];
@@ -249,30 +250,33 @@ static adj_run_walker adj_run_walker_make(const int64_t *shape, const adj_box *b
   return w;
 }
 
+/* Advances a row-major index over the walker's outer dimensions, moving the
+ * offsets of two walkers of equal counts along; false after the last run. */
+static bool adj_run_next(const adj_run_walker *a, const adj_run_walker *b, int64_t *index, int64_t *offset_a,
+                         int64_t *offset_b) {
+  for (int d = a->outer - 1; d >= 0; d--) {
+    *offset_a += a->stride[d], *offset_b += b->stride[d];
+    if (++index[d] < a->count[d]) return true;
+    *offset_a -= a->stride[d] * a->count[d], *offset_b -= b->stride[d] * b->count[d];
+    index[d] = 0;
+  }
+  return false;
+}
+
 typedef void (*adj_run_fn)(char *tensor_run, char *buffer_run, size_t bytes, adj_dtype dtype, void *ctx);
 
 static void adj_box_walk(char *tensor, const int64_t *shape, const adj_box *box, char *buffer, adj_dtype dtype,
                          adj_run_fn fn, void *ctx) {
   if (adj_box_volume(box) == 0) return;
   size_t esize = adj_dtype_size(dtype);
-  adj_run_walker w = adj_run_walker_make(shape, box);
+  adj_run_walker w = adj_run_walker_make(shape, box, adj_run_first(shape, box));
   size_t run_bytes = (size_t)w.run * esize;
   int64_t index[ADJ_MAX_RANK] = {0};
-  int64_t offset = w.base;
-  for (;;) {
+  int64_t offset = w.base, unused = 0;
+  do {
     fn(tensor + offset * (int64_t)esize, buffer, run_bytes, dtype, ctx);
     if (buffer) buffer += run_bytes;
-    int d = w.outer - 1;
-    while (d >= 0) {
-      index[d]++;
-      offset += w.stride[d];
-      if (index[d] < w.count[d]) break;
-      offset -= w.stride[d] * w.count[d];
-      index[d] = 0;
-      d--;
-    }
-    if (d < 0) break;
-  }
+  } while (adj_run_next(&w, &w, index, &offset, &unused));
 }
 
 static void adj_run_pack(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
@@ -305,43 +309,24 @@ void adj_tensor_clear_box(adj_tensor *t, const adj_box *box) {
   adj_box_walk(t->data, t->shape, box, NULL, t->dtype, adj_run_clear, NULL);
 }
 
-/* Box-to-box transfer walks the destination box and, per run, the matching run of
- * the source box; both walkers visit runs in the same row-major order, but their
- * run lengths can differ, so the transfer goes element-run by element-run along
- * the innermost dimension of the box. */
+/* Box-to-box transfer: both boxes have the same extents and are walked in
+ * the same row-major order, in runs contiguous in both tensors (the trailing
+ * dimensions both boxes span whole merge into one run). */
 void adj_tensor_copy_box(adj_tensor *dst, const adj_box *dbox, const adj_tensor *src, const adj_box *sbox,
                          adj_unpack_mode mode) {
-  int rank = dbox->rank;
   if (adj_box_volume(dbox) == 0) return;
+  int first_d = adj_run_first(dst->shape, dbox), first_s = adj_run_first(src->shape, sbox);
+  int first = first_d > first_s ? first_d : first_s;
+  adj_run_walker wd = adj_run_walker_make(dst->shape, dbox, first), ws = adj_run_walker_make(src->shape, sbox, first);
   size_t esize = adj_dtype_size(dst->dtype);
-  int64_t dstride[ADJ_MAX_RANK + 1], sstride[ADJ_MAX_RANK + 1];
-  dstride[rank] = sstride[rank] = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    dstride[i] = dstride[i + 1] * dst->shape[i];
-    sstride[i] = sstride[i + 1] * src->shape[i];
-  }
-  int64_t inner = rank > 0 ? dbox->extent[rank - 1] : 1;
-  int outer = rank > 0 ? rank - 1 : 0;
   int64_t index[ADJ_MAX_RANK] = {0};
-  for (;;) {
-    int64_t doff = 0, soff = 0;
-    for (int i = 0; i < rank; i++) {
-      int64_t k = i < outer ? index[i] : 0;
-      doff += (dbox->start[i] + k) * dstride[i + 1];
-      soff += (sbox->start[i] + k) * sstride[i + 1];
-    }
+  int64_t doff = wd.base, soff = ws.base;
+  do {
     char *d = (char *)dst->data + doff * (int64_t)esize;
     const char *s = (const char *)src->data + soff * (int64_t)esize;
     if (mode == ADJ_UNPACK_ADD)
-      adj_dtype_add(dst->dtype, d, s, inner);
+      adj_dtype_add(dst->dtype, d, s, wd.run);
     else
-      memmove(d, s, (size_t)inner * esize);
-    int d_i = outer - 1;
-    while (d_i >= 0) {
-      if (++index[d_i] < dbox->extent[d_i]) break;
-      index[d_i] = 0;
-      d_i--;
-    }
-    if (d_i < 0) break;
-  }
+      memmove(d, s, (size_t)wd.run * esize);
+  } while (adj_run_next(&wd, &ws, index, &doff, &soff));
 }

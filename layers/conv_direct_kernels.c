@@ -36,8 +36,8 @@ enum {
 enum {
   ADJ_VECTOR_BYTES = 32,      /* one ymm register */
   ADJ_DIRECT_CHANNELS = 6,    /* 6 x 2 = 12 sums + 2 inputs + 1 weight = 15 of 16 */
-  ADJ_GRADIENT_CHANNELS = 3,  /* 3 x 4 = 12 sums + 3 dy + 1 x = 16 */
-  ADJ_GRADIENT_TAPS = 4,
+  ADJ_GRADIENT_CHANNELS = 2,  /* 2 x 5 = 10 sums + 2 dy + 1 x + 1 lane mask = 14 (3 x 4 needs */
+  ADJ_GRADIENT_TAPS = 5,      /* 17 with the mask, and spills) */
   ADJ_CHANNEL_VECTORS = 2,    /* 2 x 6 = 12 sums + 2 dy + 1 x = 15 */
   ADJ_CHANNEL_TAPS = 6,
   ADJ_CHANNEL_POSITIONS = 6,  /* 6 x 2 = 12 sums + 2 w + 1 x = 15 */
@@ -57,6 +57,10 @@ enum {
 #else
 #error "ADJ_KERNEL_LEVEL must be 4, 3 or 0"
 #endif
+
+/* The weight gradient's tap switch lists blocks of 1-4 taps and runs a
+ * level's own block size as its default case. */
+_Static_assert(ADJ_GRADIENT_TAPS <= 5, "a weight-gradient tap block above 5 needs its case in conv_direct_typed.inc");
 
 #define ADJ_TYPED_FILE "conv_direct_typed.inc"
 #include "instantiate.h"

@@ -53,11 +53,15 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
   adj_conv_direct d;
   adj_shift_plan s;
   bool any = requested != ADJ_CONV_ALGORITHM_AUTO;
-  if ((!any || requested == ADJ_CONV_ALGORITHM_DIRECT) &&
-      adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any, &d))
-    return ADJ_CONV_ALGORITHM_DIRECT;
-  if ((!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any, &s))
-    return ADJ_CONV_ALGORITHM_SHIFTED;
+  bool direct = (!any || requested == ADJ_CONV_ALGORITHM_DIRECT) &&
+                adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any, &d);
+  /* With 16-byte vectors (the baseline level) the direct kernels fall behind
+   * shifted GEMM on every shape bench-conv measures, small ones included
+   * (bench/RESULTS.md), so there shifted takes any shape it can run. */
+  bool narrow = direct && !any && d.kernels->vector_bytes < 32;
+  bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
+  if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
+  if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;
   return ADJ_CONV_ALGORITHM_IM2COL;
 }
 

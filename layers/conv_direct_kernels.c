@@ -58,6 +58,12 @@ enum {
 #error "ADJ_KERNEL_LEVEL must be 4, 3 or 0"
 #endif
 
+/* The correlation's blocks of one channel take this many vectors, of two
+ * half as many: 8 sums + 4 inputs + 2 weights (+ 1 product) at most, within
+ * every level's 16 registers. */
+enum { ADJ_NARROW_VECTORS = 8 };
+_Static_assert(ADJ_NARROW_VECTORS <= 2 * ADJ_DIRECT_CHANNELS, "a one-channel block's sums must fit the block's array");
+
 /* The weight gradient's tap switch lists blocks of 1-4 taps and runs a
  * level's own block size as its default case. */
 _Static_assert(ADJ_GRADIENT_TAPS <= 5, "a weight-gradient tap block above 5 needs its case in conv_direct_typed.inc");

@@ -49,6 +49,14 @@ static const conv_case cases[] = {
     {"direct 2d k(1,5) pad(0,2)", 2, 2, 5, {6, 9},
      {.spatial_dims = 2, .kernel = {1, 5}, .padding_left = {0, 2}, .padding_right = {0, 2}}, true},
     {"direct 2d k1 no bias", 2, 3, 4, {5, 7}, {.spatial_dims = 2, .kernel = {1, 1}}, false},
+    /* One and two channels take wider correlation blocks (8 and 4 vectors):
+     * one output channel in the forward (in rows) and the input gradient (on
+     * the grid), two in the input gradient in place; the vector counts leave
+     * remainders at every level (e.g. 33 row vectors and 35 grid vectors of
+     * float32 at x86-64-v3; 43 in-place vectors of float64 at v3). */
+    {"direct narrow C_in 1 C_out 1 k3 pad 1", 2, 1, 1, {11, 19},
+     {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 1}, .padding_right = {1, 1}}, true},
+    {"direct narrow C_in 2 no padding k3", 2, 2, 3, {13, 13}, {.spatial_dims = 2, .kernel = {3, 3}}, true},
     /* Output rows of at least one vector (16 float32 lanes at x86-64-v4, 8 at
      * v3, 4 at the baseline) are computed in place, the last vector of a row
      * overlapping the one before it: LeNet's conv1 (28 wide), rows of whole

@@ -56,9 +56,10 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
   bool direct = (!any || requested == ADJ_CONV_ALGORITHM_DIRECT) &&
                 adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any, &d);
   /* With 16-byte vectors (the baseline level) the direct kernels fall behind
-   * shifted GEMM on every shape bench-conv measures, small ones included
-   * (bench/RESULTS.md), so there shifted takes any shape it can run. */
-  bool narrow = direct && !any && d.kernels->vector_bytes < 32;
+   * shifted GEMM from a few input channels on (LeNet-5's conv2 and up), so
+   * there shifted takes any such shape it can run; with one input channel
+   * (conv1) direct stays ahead (bench/RESULTS.md). */
+  bool narrow = direct && !any && d.kernels->vector_bytes < 32 && cp->win.channels > 1;
   bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
   if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
   if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;

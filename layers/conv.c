@@ -96,6 +96,7 @@ static int adj_conv_shape_make(const char *who, const adj_window_geometry *g, co
             "%s: algorithm %d is not an adj_conv_algorithm", who, (int)requested);
   if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_from_env(who, &requested));
   cp->measure = requested == ADJ_CONV_ALGORITHM_MEASURE;
+  cp->direct_tables = NULL;
   cp->algorithm = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested);
   return ADJ_SUCCESS;
 }
@@ -203,8 +204,8 @@ static void adj_conv_run_serial(const adj_conv_shape *cp, const adj_conv_call *c
   adj_conv_direct d;
   if (cp->algorithm == ADJ_CONV_ALGORITHM_DIRECT && adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, true, &d) &&
       ws->bytes >= d.bytes) {
-    if (forward) adj_conv_direct_forward(&cp->win, &d, c->x, c->w, c->b, c->y, ws->data);
-    else adj_conv_direct_backward(&cp->win, &d, c->x, c->w, c->dy, c->gx, c->gw, c->gb, ws->data);
+    if (forward) adj_conv_direct_forward(&cp->win, &d, cp->direct_tables, c->x, c->w, c->b, c->y, ws->data);
+    else adj_conv_direct_backward(&cp->win, &d, c->x, c->w, c->dy, c->gx, c->gw, c->gb, cp->direct_tables, ws->data);
     return;
   }
   adj_shift_plan s;
@@ -347,9 +348,10 @@ int adj_conv_backward(const adj_window_geometry *g, const adj_tensor *x, const a
 /* ---- the plan object ---------------------------------------------------------------- */
 
 struct adj_conv_plan {
-  adj_conv_shape shape;
+  adj_conv_shape shape; /* shape.direct_tables: `tables` */
   int64_t x_shape[ADJ_MAX_RANK], w_shape[ADJ_MAX_RANK];
   size_t workspace;
+  adj_direct_tables *tables; /* the direct algorithm's, built at creation */
 };
 
 /* ---- MEASURE: time the candidates on scratch tensors --------------------------------- */
@@ -434,6 +436,17 @@ static int adj_conv_measure(const char *who, adj_conv_shape *cp, const int64_t *
   return status;
 }
 
+/* The direct algorithm's tables, once for every call of the plan. */
+static int adj_conv_plan_tables(const char *who, adj_conv_plan *q) {
+  adj_conv_direct d;
+  if (q->shape.algorithm != ADJ_CONV_ALGORITHM_DIRECT ||
+      !adj_conv_direct_make(&q->shape.win, q->shape.c_out, q->shape.dtype, true, &d))
+    return ADJ_SUCCESS;
+  ADJ_CALL(adj_direct_tables_create(who, &q->shape.win, &d, &q->tables));
+  q->shape.direct_tables = q->tables;
+  return ADJ_SUCCESS;
+}
+
 int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x, const adj_tensor *w,
                          adj_conv_plan **plan) {
   static const char who[] = "conv plan create";
@@ -448,6 +461,7 @@ int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x
     memcpy(q->w_shape, w->shape, sizeof(int64_t) * (size_t)w->rank);
     if (q->shape.measure) status = adj_conv_measure(who, &q->shape, q->x_shape, q->w_shape);
   }
+  if (!status) status = adj_conv_plan_tables(who, q);
   if (status) {
     free(q);
     return status;
@@ -459,6 +473,7 @@ int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x
 
 void adj_conv_plan_destroy(adj_conv_plan **plan) {
   if (!plan) return;
+  if (*plan) adj_direct_tables_destroy(&(*plan)->tables);
   free(*plan);
   *plan = NULL;
 }

@@ -23,6 +23,7 @@
  * padding x and dx are their own grids (conv2); and when C_out is a multiple
  * of the vector length (conv2's 16) the forward and the weight gradient put
  * the output channels along the vectors and visit only the real outputs. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "conv_direct_impl.h"
@@ -68,15 +69,22 @@ static int64_t adj_vector_length(const adj_conv_direct *d) {
   return d->kernels->vector_bytes / (int64_t)adj_dtype_size(d->dtype);
 }
 
-/* Workspace, in order: the tables (tap offsets, vector positions, tap ranges,
- * output positions, partial-vector flags), then the buffers. */
-typedef struct adj_direct_buffers {
+/* The index tables: tap offsets (and mirrored), each vector's place on the
+ * grid and on y or dy, the in-place input gradient's vectors and their tap
+ * ranges, each output's grid position, the partial-vector flags.  They hang
+ * on the geometry alone, not the batch. */
+struct adj_direct_tables {
   int64_t *offset, *mirrored;
   int64_t *in_at, *out_at; /* (rows * row_vectors): each row vector on the grid and on y or dy */
-  unsigned char *partial;  /* (rows * row_vectors): the vector repeats lanes of the one before */
   int64_t *plane_at;       /* (plane_vectors): the input gradient's vectors on one channel plane */
   int64_t *tap_lo, *tap_hi; /* (plane_vectors): the taps that read some of dy's span there */
   int64_t *grid_at;         /* (positions, with channel_vectors): each output's grid position */
+  unsigned char *partial;   /* (rows * row_vectors): the vector repeats lanes of the one before */
+};
+
+/* The grids, in the workspace after room for the tables. */
+typedef struct adj_direct_buffers {
+  const adj_direct_tables *t;
   void *x_grid;  /* (chunk, C_in, volume) + tail: the kernels read up to span_rounded - span past it */
   void *dy_grid; /* (chunk, C_out, dy_row); the forward's output span (C_out, span_rounded) */
   void *dx_grid; /* (C_in, volume_rounded) */
@@ -84,26 +92,34 @@ typedef struct adj_direct_buffers {
   void *w_t;     /* (C_in * taps, C_out), with channel_vectors: w transposed */
 } adj_direct_buffers;
 
+/* Bytes of d's tables; laid out from `at` into t when t is given. */
+static size_t adj_direct_tables_layout(const adj_conv_direct *d, void *at, adj_direct_tables *t) {
+  size_t vectors = (size_t)(d->rows * d->row_vectors), grid_at = d->channel_vectors ? (size_t)d->positions : 0;
+  size_t words = 2 * (size_t)d->taps + 2 * vectors + 3 * (size_t)d->plane_vectors + grid_at;
+  if (t) {
+    t->offset = at;
+    t->mirrored = t->offset + d->taps;
+    t->in_at = t->mirrored + d->taps;
+    t->out_at = t->in_at + vectors;
+    t->plane_at = t->out_at + vectors;
+    t->tap_lo = t->plane_at + d->plane_vectors;
+    t->tap_hi = t->tap_lo + d->plane_vectors;
+    t->grid_at = t->tap_hi + d->plane_vectors;
+    t->partial = (unsigned char *)(t->grid_at + grid_at);
+  }
+  return words * sizeof(int64_t) + vectors;
+}
+
+/* Workspace: room for the tables (used by the stateless calls), then the grids. */
 static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_buffers *b) {
-  size_t es = adj_dtype_size(d->dtype), vectors = (size_t)(d->rows * d->row_vectors);
-  size_t grid_at = d->channel_vectors ? (size_t)d->positions : 0;
-  size_t tables = (2 * (size_t)d->taps + 3 * (size_t)d->plane_vectors + grid_at) * sizeof(int64_t);
-  size_t at = adj_align64(tables + vectors * (2 * sizeof(int64_t) + 1));
+  size_t es = adj_dtype_size(d->dtype), grid_at = d->channel_vectors ? (size_t)d->positions : 0;
+  size_t at = adj_align64(adj_direct_tables_layout(d, NULL, NULL));
   size_t x_bytes = adj_align64((size_t)(d->chunk * d->c_in * d->grid.volume + d->span_rounded) * es);
   size_t dy_bytes = adj_align64((size_t)(d->chunk * d->c_out * d->dy_row) * es);
   size_t dx_bytes = adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
   size_t dy_t_bytes = adj_align64(grid_at * (size_t)(d->chunk * d->c_out) * es);
   size_t w_t_bytes = d->channel_vectors ? adj_align64((size_t)(d->c_out * d->c_in * d->taps) * es) : 0;
   if (b) {
-    b->offset = ws;
-    b->mirrored = b->offset + d->taps;
-    b->in_at = b->mirrored + d->taps;
-    b->out_at = b->in_at + vectors;
-    b->plane_at = b->out_at + vectors;
-    b->tap_lo = b->plane_at + d->plane_vectors;
-    b->tap_hi = b->tap_lo + d->plane_vectors;
-    b->grid_at = b->tap_hi + d->plane_vectors;
-    b->partial = (unsigned char *)(b->grid_at + grid_at);
     b->x_grid = (char *)ws + at;
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
@@ -153,53 +169,88 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
 
 /* Rows of at least a vector: each vector's place on the grid and on y (or
  * dy), the last of a row flagged as repeating lanes of the one before. */
-static void adj_direct_row_tables(const adj_window_plan *p, const adj_conv_direct *d, adj_direct_buffers *b) {
+static void adj_direct_row_tables(const adj_window_plan *p, const adj_conv_direct *d, adj_direct_tables *t) {
   int64_t width = p->out[2], vl = adj_vector_length(d);
   for (int64_t r = 0, v = 0; r < d->rows; r++)
     for (int64_t k = 0; k < d->row_vectors; k++, v++) {
       int64_t column = k + 1 < d->row_vectors ? k * vl : width - vl;
-      b->in_at[v] = ((r / p->out[1]) * d->grid.padded[1] + r % p->out[1]) * d->grid.padded[2] + column;
-      b->out_at[v] = r * width + column;
-      b->partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
+      t->in_at[v] = ((r / p->out[1]) * d->grid.padded[1] + r % p->out[1]) * d->grid.padded[2] + column;
+      t->out_at[v] = r * width + column;
+      t->partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
     }
 }
 
 /* The in-place input gradient's vectors over one channel plane, and the taps
  * each needs: position q reads dy grid position q - offset[t], nonzero only
  * in [0, span), and offsets grow with t, so those taps are a range. */
-static void adj_direct_plane_tables(const adj_conv_direct *d, adj_direct_buffers *b) {
+static void adj_direct_plane_tables(const adj_conv_direct *d, adj_direct_tables *t) {
   int64_t vl = adj_vector_length(d);
   for (int64_t v = 0; v < d->plane_vectors; v++) {
     int64_t first = v + 1 < d->plane_vectors ? v * vl : d->grid.volume - vl;
-    b->plane_at[v] = first;
-    b->tap_lo[v] = d->taps, b->tap_hi[v] = 0;
-    for (int64_t t = 0; t < d->taps; t++)
-      if (first + vl - 1 - b->offset[t] >= 0 && first - b->offset[t] < d->grid.span) {
-        b->tap_lo[v] = t < b->tap_lo[v] ? t : b->tap_lo[v];
-        b->tap_hi[v] = t + 1;
+    t->plane_at[v] = first;
+    t->tap_lo[v] = d->taps, t->tap_hi[v] = 0;
+    for (int64_t k = 0; k < d->taps; k++)
+      if (first + vl - 1 - t->offset[k] >= 0 && first - t->offset[k] < d->grid.span) {
+        t->tap_lo[v] = k < t->tap_lo[v] ? k : t->tap_lo[v];
+        t->tap_hi[v] = k + 1;
       }
   }
 }
 
-/* Lays out ws, fills the tables and zeroes the buffers (the grids' padding
- * and dropped positions stay zero: later copies write only inputs and
- * outputs). */
-static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_conv_direct *d, void *ws) {
-  adj_direct_buffers b;
-  size_t bytes = adj_direct_layout(d, ws, &b);
-  size_t at = (size_t)((char *)b.x_grid - (char *)ws);
-  memset(b.x_grid, 0, bytes - at);
-  for (int64_t t = 0; t < d->taps; t++) {
-    b.offset[t] = adj_conv_grid_offset(p, &d->grid, t);
-    b.mirrored[t] = d->margin - b.offset[t];
+static void adj_direct_tables_fill(const adj_window_plan *p, const adj_conv_direct *d, adj_direct_tables *t) {
+  for (int64_t k = 0; k < d->taps; k++) {
+    t->offset[k] = adj_conv_grid_offset(p, &d->grid, k);
+    t->mirrored[k] = d->margin - t->offset[k];
   }
-  adj_direct_row_tables(p, d, &b);
-  adj_direct_plane_tables(d, &b);
+  adj_direct_row_tables(p, d, t);
+  adj_direct_plane_tables(d, t);
   for (int64_t q = 0; d->channel_vectors && q < d->positions; q++) {
     int64_t o0 = q / (p->out[1] * p->out[2]), o1 = q / p->out[2] % p->out[1], o2 = q % p->out[2];
-    b.grid_at[q] = (o0 * d->grid.padded[1] + o1) * d->grid.padded[2] + o2;
+    t->grid_at[q] = (o0 * d->grid.padded[1] + o1) * d->grid.padded[2] + o2;
   }
+}
+
+int adj_direct_tables_create(const char *who, const adj_window_plan *p, const adj_conv_direct *d,
+                             adj_direct_tables **tables) {
+  size_t bytes = adj_direct_tables_layout(d, NULL, NULL);
+  adj_direct_tables *t = malloc(sizeof *t + bytes);
+  ADJ_CHECK(t, ADJ_ERR_MEM, "%s: out of memory for %zu bytes of direct-convolution tables", who, bytes);
+  adj_direct_tables_layout(d, t + 1, t);
+  adj_direct_tables_fill(p, d, t);
+  *tables = t;
+  return ADJ_SUCCESS;
+}
+
+void adj_direct_tables_destroy(adj_direct_tables **tables) {
+  if (!tables) return;
+  free(*tables);
+  *tables = NULL;
+}
+
+/* Lays out ws: the grids and, without a plan's tables, the tables built in
+ * `own` over the workspace's head. */
+static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_conv_direct *d,
+                                           const adj_direct_tables *tables, adj_direct_tables *own, void *ws) {
+  adj_direct_buffers b;
+  adj_direct_layout(d, ws, &b);
+  if (!tables) {
+    adj_direct_tables_layout(d, ws, own);
+    adj_direct_tables_fill(p, d, own);
+    tables = own;
+  }
+  b.t = tables;
   return b;
+}
+
+/* Zeroes the grids of `images` images (the padding and dropped positions
+ * must read as zero; the copies onto the grids write only inputs and
+ * outputs), x's with its tail. */
+static void adj_direct_zero_x_grids(const adj_conv_direct *d, const adj_direct_buffers *b, int64_t images) {
+  memset(b->x_grid, 0, (size_t)(images * d->c_in * d->grid.volume + d->span_rounded) * adj_dtype_size(d->dtype));
+}
+
+static void adj_direct_zero_dy_grids(const adj_conv_direct *d, const adj_direct_buffers *b, int64_t images) {
+  memset(b->dy_grid, 0, (size_t)(images * d->c_out * d->dy_row) * adj_dtype_size(d->dtype));
 }
 
 
@@ -207,7 +258,7 @@ static adj_direct_buffers adj_direct_setup(const adj_window_plan *p, const adj_c
 static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direct_buffers *buf, const void *x_grid,
                                        const adj_tensor *b, void *y_n) {
   adj_channel_forward a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
-                           .offset = buf->offset, .grid_at = buf->grid_at, .w_t = buf->w_t,
+                           .offset = buf->t->offset, .grid_at = buf->t->grid_at, .w_t = buf->w_t,
                            .bias = b ? b->data : NULL, .x = x_grid, .x_stride = d->grid.volume, .y = y_n};
   ADJ_KERNEL(d, channel_forward)(&a);
 }
@@ -215,16 +266,18 @@ static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direc
 /* With the output channels along the vectors, or whole-vector rows, each
  * image's y is written directly; otherwise the correlation writes the grid's
  * output span, copied out row by row. */
-void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
-                             const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
-  adj_direct_buffers buf = adj_direct_setup(p, d, ws);
+void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_direct_tables *tables,
+                             const adj_tensor *x, const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
+  adj_direct_tables own;
+  adj_direct_buffers buf = adj_direct_setup(p, d, tables, &own, ws);
+  adj_direct_zero_x_grids(d, &buf, 1); /* the last image's, at least, goes through it */
   bool rows = d->row_vectors > 0, channel = d->channel_vectors;
   if (channel) ADJ_KERNEL(d, transpose)(d->c_out, d->c_in * d->taps, w->data, buf.w_t);
-  adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .offset = buf.offset,
+  adj_correlation a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .offset = buf.t->offset,
                        .w = w->data, .bias = b ? b->data : NULL, .in = buf.x_grid, .w_out = d->c_in * d->taps,
                        .w_in = d->taps, .in_stride = d->grid.volume};
   if (rows) {
-    a.vectors = d->rows * d->row_vectors, a.in_at = buf.in_at, a.out_at = buf.out_at;
+    a.vectors = d->rows * d->row_vectors, a.in_at = buf.t->in_at, a.out_at = buf.t->out_at;
     a.out_stride = p->out_volume;
   } else {
     a.vectors = d->span_rounded / adj_vector_length(d), a.out = buf.dy_grid;
@@ -254,7 +307,7 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
 static void adj_direct_channel_gradient(const adj_conv_direct *d, const adj_direct_buffers *buf, int64_t count,
                                         const void *x_grids, adj_tensor *dw) {
   adj_channel_gradient a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
-                            .images = count, .offset = buf->offset, .grid_at = buf->grid_at, .dy_t = buf->dy_t,
+                            .images = count, .offset = buf->t->offset, .grid_at = buf->t->grid_at, .dy_t = buf->dy_t,
                             .x = x_grids, .x_image = d->c_in * d->grid.volume, .x_stride = d->grid.volume,
                             .w_out = d->c_in * d->taps, .w_in = d->taps, .dw = dw->data};
   ADJ_KERNEL(d, channel_gradient)(&a);
@@ -266,11 +319,11 @@ static void adj_direct_channel_gradient(const adj_conv_direct *d, const adj_dire
 static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direct_buffers *buf, int64_t count,
                                        const void *x_grids, const void *dy_dense, adj_tensor *dw) {
   adj_correlation_gradient a = {.n_out = d->c_out, .n_in = d->c_in, .taps = d->taps, .images = count,
-                                .offset = buf->offset, .in = x_grids, .in_stride = d->grid.volume,
+                                .offset = buf->t->offset, .in = x_grids, .in_stride = d->grid.volume,
                                 .in_image = d->c_in * d->grid.volume, .w_out = d->c_in * d->taps, .w_in = d->taps,
                                 .dw = dw->data};
   if (dy_dense) {
-    a.vectors = d->rows * d->row_vectors, a.dy_at = buf->out_at, a.in_at = buf->in_at, a.partial = buf->partial;
+    a.vectors = d->rows * d->row_vectors, a.dy_at = buf->t->out_at, a.in_at = buf->t->in_at, a.partial = buf->t->partial;
     a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = d->positions, a.dy_image = d->c_out * d->positions;
   } else {
     a.vectors = d->span_rounded / adj_vector_length(d);
@@ -285,11 +338,11 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
                                       const adj_direct_buffers *buf, const void *dy_grid, const adj_tensor *w,
                                       void *dx_n) {
   bool in_place = d->plane_vectors > 0;
-  adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps, .offset = buf->mirrored, .w = w->data,
+  adj_correlation a = {.n_out = d->c_in, .n_in = d->c_out, .taps = d->taps, .offset = buf->t->mirrored, .w = w->data,
                        .in = dy_grid, .w_out = d->taps, .w_in = d->c_in * d->taps, .in_stride = d->dy_row};
   if (in_place) {
-    a.vectors = d->plane_vectors, a.in_at = a.out_at = buf->plane_at;
-    a.tap_lo = buf->tap_lo, a.tap_hi = buf->tap_hi;
+    a.vectors = d->plane_vectors, a.in_at = a.out_at = buf->t->plane_at;
+    a.tap_lo = buf->t->tap_lo, a.tap_hi = buf->t->tap_hi;
     a.out = dx_n, a.out_stride = d->grid.volume;
   } else {
     a.vectors = d->volume_rounded / adj_vector_length(d);
@@ -301,6 +354,16 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
                   d->grid.origin, false);
 }
 
+/* Whether the weight gradient reads dy where it is (whole-vector rows, no
+ * input gradient wanted) and whether the backward copies dy onto its grids. */
+static bool adj_direct_dy_in_place(const adj_conv_direct *d, const adj_tensor *dx, const adj_tensor *dw) {
+  return dw && !dx && !d->channel_vectors && d->row_vectors > 0;
+}
+
+static bool adj_direct_dy_on_grids(const adj_conv_direct *d, const adj_tensor *dx, const adj_tensor *dw) {
+  return dx || (dw && !d->channel_vectors && !adj_direct_dy_in_place(d, dx, dw));
+}
+
 /* Images [n0, n0 + count): x onto its grids (unless its blocks are their own
  * grids), dy onto its grids (for dx, and for a positions-along-vectors dw
  * without whole-vector rows) or transposed (for a channels-along-vectors dw),
@@ -310,8 +373,8 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
                                       const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
                                       adj_tensor *db) {
   int64_t x_image = d->c_in * d->grid.volume, dy_image = d->c_out * d->dy_row;
-  bool channel = dw && d->channel_vectors;
-  bool dy_in_place = dw && !dx && !channel && d->row_vectors > 0, dy_grid = dx || (dw && !channel && !dy_in_place);
+  bool channel = dw && d->channel_vectors, dy_in_place = adj_direct_dy_in_place(d, dx, dw);
+  bool dy_grid = adj_direct_dy_on_grids(d, dx, dw);
   bool x_in_place = d->input_is_grid && n0 + count < p->batch; /* the tail read stays inside x */
   const void *x_n0 = adj_at_const(x->data, d->dtype, n0 * d->c_in * p->in_volume);
   for (int64_t g = 0; g < count; g++) {
@@ -339,8 +402,11 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
 
 void adj_conv_direct_backward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                               const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
-                              adj_tensor *db, void *ws) {
-  adj_direct_buffers buf = adj_direct_setup(p, d, ws);
+                              adj_tensor *db, const adj_direct_tables *tables, void *ws) {
+  adj_direct_tables own;
+  adj_direct_buffers buf = adj_direct_setup(p, d, tables, &own, ws);
+  if (dw) adj_direct_zero_x_grids(d, &buf, d->chunk); /* the last chunk, at least, copies x */
+  if (adj_direct_dy_on_grids(d, dx, dw)) adj_direct_zero_dy_grids(d, &buf, d->chunk);
   for (int64_t n0 = 0; n0 < p->batch; n0 += d->chunk) {
     int64_t count = p->batch - n0 < d->chunk ? p->batch - n0 : d->chunk;
     adj_direct_backward_chunk(p, d, &buf, n0, count, x, w, dy, dx, dw, db);

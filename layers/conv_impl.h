@@ -14,6 +14,8 @@
 static inline size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* A validated convolution and the algorithm its forward and backward run. */
+typedef struct adj_direct_tables adj_direct_tables; /* the direct path's index tables (conv_direct.c) */
+
 typedef struct adj_conv_shape {
   adj_window_plan win;
   adj_dtype dtype;
@@ -26,6 +28,7 @@ typedef struct adj_conv_shape {
   int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
   adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL */
   bool measure;                 /* MEASURE was asked for: a plan times the candidates */
+  const adj_direct_tables *direct_tables; /* a plan's, built once (DIRECT); NULL: each call builds them */
 } adj_conv_shape;
 
 /* ---- im2col + GEMM (conv_im2col.c) -------------------------------------------------- */
@@ -134,12 +137,18 @@ typedef struct adj_conv_direct {
  * channels and at most half the grid positions dropped. */
 bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, bool any_shape,
                           adj_conv_direct *d);
+/* The index tables of p's geometry (tap offsets, vector places, tap
+ * ranges), which do not depend on the batch: a plan builds them once, with
+ * the d of any batch; the passes given NULL build them in ws each call. */
+int adj_direct_tables_create(const char *who, const adj_window_plan *p, const adj_conv_direct *d,
+                             adj_direct_tables **tables);
+void adj_direct_tables_destroy(adj_direct_tables **tables);
 /* y = conv(x; w) + b (b may be NULL); ws holds d->bytes. */
-void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
-                             const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws);
+void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_direct_tables *tables,
+                             const adj_tensor *x, const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws);
 /* dx = J_x^T dy, dw += J_w^T dy, db += J_b^T dy (each may be NULL). */
 void adj_conv_direct_backward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                               const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
-                              adj_tensor *db, void *ws);
+                              adj_tensor *db, const adj_direct_tables *tables, void *ws);
 
 #endif

@@ -204,7 +204,7 @@ static void adj_conv_run_serial(const adj_conv_shape *cp, const adj_conv_call *c
   adj_conv_direct d;
   if (cp->algorithm == ADJ_CONV_ALGORITHM_DIRECT && adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, true, &d) &&
       ws->bytes >= d.bytes) {
-    if (forward) adj_conv_direct_forward(&cp->win, &d, cp->direct_tables, c->x, c->w, c->b, c->y, ws->data);
+    if (forward) adj_conv_direct_forward(&cp->win, &d, c->x, c->w, c->b, c->y, cp->direct_tables, ws->data);
     else adj_conv_direct_backward(&cp->win, &d, c->x, c->w, c->dy, c->gx, c->gw, c->gb, cp->direct_tables, ws->data);
     return;
   }
@@ -348,10 +348,9 @@ int adj_conv_backward(const adj_window_geometry *g, const adj_tensor *x, const a
 /* ---- the plan object ---------------------------------------------------------------- */
 
 struct adj_conv_plan {
-  adj_conv_shape shape; /* shape.direct_tables: `tables` */
+  adj_conv_shape shape; /* with the direct algorithm's tables, built at creation */
   int64_t x_shape[ADJ_MAX_RANK], w_shape[ADJ_MAX_RANK];
   size_t workspace;
-  adj_direct_tables *tables; /* the direct algorithm's, built at creation */
 };
 
 /* ---- MEASURE: time the candidates on scratch tensors --------------------------------- */
@@ -442,9 +441,7 @@ static int adj_conv_plan_tables(const char *who, adj_conv_plan *q) {
   if (q->shape.algorithm != ADJ_CONV_ALGORITHM_DIRECT ||
       !adj_conv_direct_make(&q->shape.win, q->shape.c_out, q->shape.dtype, true, &d))
     return ADJ_SUCCESS;
-  ADJ_CALL(adj_direct_tables_create(who, &q->shape.win, &d, &q->tables));
-  q->shape.direct_tables = q->tables;
-  return ADJ_SUCCESS;
+  return adj_direct_tables_create(who, &q->shape.win, &d, &q->shape.direct_tables);
 }
 
 int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x, const adj_tensor *w,
@@ -473,7 +470,7 @@ int adj_conv_plan_create(const adj_conv_plan_config *config, const adj_tensor *x
 
 void adj_conv_plan_destroy(adj_conv_plan **plan) {
   if (!plan) return;
-  if (*plan) adj_direct_tables_destroy(&(*plan)->tables);
+  if (*plan) adj_direct_tables_destroy(&(*plan)->shape.direct_tables);
   free(*plan);
   *plan = NULL;
 }

@@ -266,8 +266,9 @@ static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direc
 /* With the output channels along the vectors, or whole-vector rows, each
  * image's y is written directly; otherwise the correlation writes the grid's
  * output span, copied out row by row. */
-void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_direct_tables *tables,
-                             const adj_tensor *x, const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws) {
+void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
+                             const adj_tensor *w, const adj_tensor *b, adj_tensor *y, const adj_direct_tables *tables,
+                             void *ws) {
   adj_direct_tables own;
   adj_direct_buffers buf = adj_direct_setup(p, d, tables, &own, ws);
   adj_direct_zero_x_grids(d, &buf, 1); /* the last image's, at least, goes through it */
@@ -323,7 +324,8 @@ static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direc
                                 .in_image = d->c_in * d->grid.volume, .w_out = d->c_in * d->taps, .w_in = d->taps,
                                 .dw = dw->data};
   if (dy_dense) {
-    a.vectors = d->rows * d->row_vectors, a.dy_at = buf->t->out_at, a.in_at = buf->t->in_at, a.partial = buf->t->partial;
+    a.vectors = d->rows * d->row_vectors, a.dy_at = buf->t->out_at, a.in_at = buf->t->in_at;
+    a.partial = buf->t->partial;
     a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = d->positions, a.dy_image = d->c_out * d->positions;
   } else {
     a.vectors = d->span_rounded / adj_vector_length(d);

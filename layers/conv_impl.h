@@ -13,9 +13,9 @@
  * workspace itself does. */
 static inline size_t adj_align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/* A validated convolution and the algorithm its forward and backward run. */
 typedef struct adj_direct_tables adj_direct_tables; /* the direct path's index tables (conv_direct.c) */
 
+/* A validated convolution and the algorithm its forward and backward run. */
 typedef struct adj_conv_shape {
   adj_window_plan win;
   adj_dtype dtype;
@@ -28,7 +28,7 @@ typedef struct adj_conv_shape {
   int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
   adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL */
   bool measure;                 /* MEASURE was asked for: a plan times the candidates */
-  const adj_direct_tables *direct_tables; /* a plan's, built once (DIRECT); NULL: each call builds them */
+  adj_direct_tables *direct_tables; /* a plan's, which owns them, built once (DIRECT); NULL: each call builds them */
 } adj_conv_shape;
 
 /* ---- im2col + GEMM (conv_im2col.c) -------------------------------------------------- */
@@ -144,8 +144,9 @@ int adj_direct_tables_create(const char *who, const adj_window_plan *p, const ad
                              adj_direct_tables **tables);
 void adj_direct_tables_destroy(adj_direct_tables **tables);
 /* y = conv(x; w) + b (b may be NULL); ws holds d->bytes. */
-void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_direct_tables *tables,
-                             const adj_tensor *x, const adj_tensor *w, const adj_tensor *b, adj_tensor *y, void *ws);
+void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
+                             const adj_tensor *w, const adj_tensor *b, adj_tensor *y, const adj_direct_tables *tables,
+                             void *ws);
 /* dx = J_x^T dy, dw += J_w^T dy, db += J_b^T dy (each may be NULL). */
 void adj_conv_direct_backward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                               const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,

@@ -17,6 +17,7 @@ typedef struct adj_network {
   void *activation_storage, *gradient_storage;
   void *parameter_storage[3]; /* values, grads, tangents: one layout */
   int64_t parameter_volume;   /* elements on this worker */
+  int first_trainable;        /* first stage with parameters (n if none) */
   adj_backward_hook *hook;    /* around each stage's backward; may be NULL */
   void *hook_ctx;
 } adj_network;
@@ -82,6 +83,17 @@ static int adj_network_jvp(adj_layer *layer, const adj_tensor *dx, adj_tensor *d
   return status;
 }
 
+/* The input gradient of stage i, or NULL when no one reads it: the caller
+ * asked for no dx and no stage before i has parameters.  Then stage i skips
+ * its input gradient and the data movement behind it (a distributed first
+ * convolution's halo adjoint, the input scatter's gather).  Parameter counts
+ * are structural and a NULL dx is held to alike on every rank, so every rank
+ * skips the same collectives. */
+static adj_tensor *adj_stage_input_gradient(adj_network *net, adj_tensor *dx, int i) {
+  if (i == 0) return dx;
+  return !dx && i <= net->first_trainable ? NULL : &net->gradients[i - 1];
+}
+
 /* The data-parallel hook runs on every rank whatever its status, so its
  * collectives stay matched too. */
 static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tensor *dx) {
@@ -89,7 +101,7 @@ static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tens
   int status = ADJ_SUCCESS;
   for (int i = net->n - 1; i >= 0; i--) {
     const adj_tensor *out_grad = i == net->n - 1 ? dy : &net->gradients[i];
-    adj_tensor *in_grad = i == 0 ? dx : &net->gradients[i - 1];
+    adj_tensor *in_grad = adj_stage_input_gradient(net, dx, i);
     if (net->hook) {
       int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_BEGIN);
       if (!status) status = hooked;
@@ -197,7 +209,11 @@ int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_la
     return status;
   }
   net->n = n;
-  for (int i = 0; i < n; i++) net->layers[i] = adj_layer_reference(layers[i]);
+  net->first_trainable = n;
+  for (int i = n - 1; i >= 0; i--) {
+    net->layers[i] = adj_layer_reference(layers[i]);
+    if (layers[i]->n_parameters > 0) net->first_trainable = i;
+  }
   static const adj_layer_methods methods = {adj_network_forward, adj_network_jvp, adj_network_backward,
                                             adj_network_destroy};
   const adj_layer *first = layers[0], *last = layers[n - 1];

@@ -2,9 +2,9 @@
  *
  * No data moves.  An activation's Jacobian is diagonal, so every worker's
  * jvp and backward are the local kernel's at its own block of the forward
- * input.  Flatten is a reshape of the block; with only the batch partitioned
- * it is a reshape of the global tensor too, so it is its own Jacobian and its
- * backward is the reverse reshape. */
+ * input.  Flatten is a reshape of the block; with only the batch and the
+ * first feature dimension partitioned it is a reshape of the global tensor
+ * too, so it is its own Jacobian and its backward is the reverse reshape. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -79,32 +79,43 @@ static int adj_flatten_layer_backward(adj_layer *l, const adj_tensor *dy, adj_te
   return ADJ_SUCCESS;
 }
 
-/* A block that splits a feature dimension is not a contiguous feature range of
- * the flattened tensor, so only the batch may be partitioned. */
+/* A worker's block flattens into one contiguous range of features exactly
+ * when the dimensions after the first feature dimension are whole on it: a
+ * split of d1 into ranges [a, b) becomes the features [a, b) * d2 * ... * dk.
+ * So the batch and the first feature dimension may be partitioned, the rest
+ * not. */
 static int adj_flatten_check(const char *who, const adj_decomposition *input) {
   const adj_partition *p = adj_decomposition_partition(input);
   int rank = adj_decomposition_rank(input);
   ADJ_CHECK(rank >= 2, ADJ_ERR_SIZE, "%s: the input has rank %d; flatten needs (N, d1, ...) of rank >= 2", who, rank);
   char text[96];
-  for (int i = 1; i < rank; i++)
+  for (int i = 2; i < rank; i++)
     ADJ_CHECK(adj_partition_shape(p)[i] == 1, ADJ_ERR_INCOMPATIBLE,
-              "%s: the input partition %s splits feature dimension %d over %d workers; flatten needs only the "
-              "batch partitioned (P_b x 1 x ... x 1): repartition first",
+              "%s: the input partition %s splits feature dimension %d over %d workers; flatten needs P_b x P_1 x 1 "
+              "x ... x 1 (only the batch and the first feature dimension partitioned): repartition first",
               who, adj_partition_format(p, text, sizeof text), i, adj_partition_shape(p)[i]);
   return ADJ_SUCCESS;
 }
 
-/* (N, d1*...*dk) on a P_b x 1 partition of the input's ranks, batch cut alike. */
+/* (N, d1*...*dk) on a P_b x P_1 partition of the input's ranks: the batch cut
+ * alike, the features cut at d1's cuts times d2*...*dk. */
 static int adj_flatten_output_layout(const adj_decomposition *input, adj_decomposition **output) {
   const adj_partition *p = adj_decomposition_partition(input);
-  adj_partition *flat;
-  ADJ_CALL(adj_partition_reshape(p, 2, (const int[2]){adj_partition_shape(p)[0], 1}, &flat));
+  const int *parts = adj_partition_shape(p);
   const int64_t *shape = adj_decomposition_global_shape(input);
-  int64_t global[2] = {shape[0], 1};
-  for (int i = 1; i < adj_decomposition_rank(input); i++) global[1] *= shape[i];
-  const int64_t *cuts[2] = {adj_decomposition_cuts(input, 0), NULL};
-  int status = adj_decomposition_create_explicit(flat, 2, global, cuts, output);
+  int64_t global[2] = {shape[0], 1}, trailing = 1;
+  for (int i = 2; i < adj_decomposition_rank(input); i++) trailing *= shape[i];
+  global[1] = shape[1] * trailing;
+  int64_t *feature_cuts = malloc(sizeof *feature_cuts * (size_t)(parts[1] + 1));
+  ADJ_CHECK(feature_cuts, ADJ_ERR_MEM, "flatten layer: out of memory");
+  const int64_t *channel_cuts = adj_decomposition_cuts(input, 1);
+  for (int k = 0; k <= parts[1]; k++) feature_cuts[k] = channel_cuts[k] * trailing;
+  adj_partition *flat;
+  int status = adj_partition_reshape(p, 2, (const int[2]){parts[0], parts[1]}, &flat);
+  const int64_t *cuts[2] = {adj_decomposition_cuts(input, 0), feature_cuts};
+  if (!status) status = adj_decomposition_create_explicit(flat, 2, global, cuts, output);
   adj_partition_destroy(&flat);
+  free(feature_cuts);
   return status;
 }
 

@@ -100,19 +100,20 @@ static int lenet_affine(lenet_build *b, int64_t out_features, int out_parts) {
 }
 
 /* The pooled features (B, 16, 5, 5) become C5's input (B, 400) on P_b x P_fi:
- * gathered onto rank 0 (flatten needs an unsplit feature block), flattened,
- * spread again. */
+ * repartitioned onto P_b x P_fi x 1 x 1, where each worker's channel range
+ * flattens into one feature range (channels [a, b) are features [25a, 25b)),
+ * so no worker gathers the whole block.  A last repartition is made only where
+ * those ranges are not the head's balanced ones. */
 static int lenet_flatten(lenet_build *b) {
   int64_t batch = b->config->batch;
-  ADJ_CALL(adj_builder_glue(&b->base, 4, (const int[4]){1, 1, 1, 1}, (const int64_t[4]){batch, 16, 5, 5}));
+  const lenet_layout *l = &b->layout;
+  /* A 1.5D head takes (B, 400) with the batch over P_c and features over P_r. */
+  const int head[2] = {l->head15[0] ? l->head15[1] : l->batch_parts, l->head15[0] ? l->head15[0] : l->in_parts};
+  ADJ_CALL(adj_builder_glue(&b->base, 4, (const int[4]){head[0], head[1], 1, 1}, (const int64_t[4]){batch, 16, 5, 5}));
   adj_layer *layer = NULL;
   adj_flatten_layer_config fc = {.dtype = b->config->dtype, .input = b->base.current};
   ADJ_CALL(adj_builder_push(&b->base, adj_flatten_layer_create(&fc, &layer), &layer));
-  const lenet_layout *l = &b->layout;
-  /* A 1.5D head takes (B, 400) with the batch over P_c and features over P_r. */
-  if (l->head15[0])
-    return adj_builder_glue(&b->base, 2, (const int[2]){l->head15[1], l->head15[0]}, (const int64_t[2]){batch, 400});
-  return adj_builder_glue(&b->base, 2, (const int[2]){l->batch_parts, l->in_parts}, (const int64_t[2]){batch, 400});
+  return adj_builder_glue(&b->base, 2, head, (const int64_t[2]){batch, 400});
 }
 
 static int lenet_head(lenet_build *b) {

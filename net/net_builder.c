@@ -25,11 +25,33 @@ int adj_builder_start(adj_builder *b, int ndim, const int *parts, const int64_t 
   return adj_decomposition_create_on_first_ranks(b->comm, ndim, parts, shape, &b->current);
 }
 
-/* True when both layouts split only the leading (batch) axis, at the same cuts
- * on the same ranks, and agree in the product of the other axes: each rank's
- * block is then the same bytes in both (a flatten is a reinterpretation), so
- * the glue would move nothing.  Every rank decides alike from the shapes. */
+/* True when both layouts have the same grid, global shape and cuts on the
+ * same ranks: every rank holds the same block in both. */
+static bool adj_builder_same_grid(const adj_decomposition *a, const adj_decomposition *b) {
+  const adj_partition *pa = adj_decomposition_partition(a), *pb = adj_decomposition_partition(b);
+  int ndim = adj_partition_ndim(pa);
+  if (ndim != adj_partition_ndim(pb)) return false;
+  for (int d = 0; d < ndim; d++) {
+    int parts = adj_partition_shape(pa)[d];
+    if (parts != adj_partition_shape(pb)[d] ||
+        adj_decomposition_global_shape(a)[d] != adj_decomposition_global_shape(b)[d])
+      return false;
+    const int64_t *ca = adj_decomposition_cuts(a, d), *cb = adj_decomposition_cuts(b, d);
+    for (int k = 1; k <= parts; k++)
+      if (ca[k] != cb[k]) return false;
+  }
+  for (int i = 0; i < adj_partition_size(pa); i++)
+    if (adj_partition_rank_of_index(pa, i) != adj_partition_rank_of_index(pb, i)) return false;
+  return true;
+}
+
+/* True when the glue would move nothing, decided alike on every rank from the
+ * shapes: the same grid and cuts, or both layouts split only the leading
+ * (batch) axis, at the same cuts on the same ranks, and agree in the product
+ * of the other axes (each rank's block is then the same bytes in both: a
+ * flatten is a reinterpretation). */
 static bool adj_builder_same_blocks(const adj_decomposition *a, const adj_decomposition *b) {
+  if (adj_builder_same_grid(a, b)) return true;
   const adj_decomposition *d[2] = {a, b};
   int64_t inner[2];
   for (int k = 0; k < 2; k++) {

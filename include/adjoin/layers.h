@@ -11,10 +11,12 @@
  *
  *   pointwise  ReLU, leaky ReLU, tanh, sigmoid on any decomposition: no data
  *              moves; each worker applies the kernel to its block.
- *   flatten    (N, d1, ..., dk) -> (N, d1*...*dk) of each worker's block.  Only
- *              the batch dimension may be partitioned (P_b x 1 x ... x 1): a
- *              block that splits a feature dimension would not flatten into a
- *              contiguous range of features.  Repartition first otherwise.
+ *   flatten    (N, d1, ..., dk) -> (N, d1*...*dk) of each worker's block, on
+ *              P_b x P_1 x 1 ... x 1: the batch and the first feature
+ *              dimension may be partitioned (d1's range [a, b) flattens to
+ *              the features [a, b) * d2*...*dk); a block that splits a later
+ *              dimension would not flatten into a contiguous range of
+ *              features.  Repartition first otherwise.
  *   pool       max or average pooling of (N, C, spatial...) on any partition
  *              P_b x P_c x P_0 x ... (the paper uses P_b = 1; batch and
  *              channel carry kernel 1, so splitting them costs nothing): halo

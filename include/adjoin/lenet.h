@@ -29,9 +29,9 @@
  *
  * dist4 is the paper's Table 1 and Figure C10: conv weights (6,1,5,5) and
  * (16,6,5,5) on worker 0, C5 (60,200), F6 (42,60) and output (5,42) blocks on
- * each of the four workers, biases on two.  Between the pools and C5, the
- * features are gathered onto rank 0, flattened and spread over C5's input
- * partition (two repartitions: flatten needs an unsplit feature block).
+ * each of the four workers, biases on two.  Between the pools and C5, one
+ * repartition splits the features' channels over C5's input partition and
+ * each worker flattens its channel range into its range of C5's features.
  * dist8 adds data parallelism to the affine layers: each weight block is
  * broadcast to two batch halves and its gradient summed back (P_b = 2).
  * dist2 alternates the affine grids (1 x 2, 2 x 1, 1 x 2) so each layer's

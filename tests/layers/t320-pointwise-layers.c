@@ -95,31 +95,35 @@ static void test_activation_f32(adj_test *t) {
 
 /* ---- flatten ---------------------------------------------------------------------------- */
 
+/* Flatten on the batch alone, and on the first feature dimension (with the
+ * batch where there are workers to spare): each block flattens into one
+ * range of features. */
 static void test_flatten(adj_test *t) {
   static const int64_t shape[4] = {6, 3, 4, 2};
-  static const int dims[2] = {0, 0}; /* batch only: flatten's requirement */
+  static const int spreads[2][2] = {{0, 0}, {1, 0}};
   adj_decomposition *root = dl_self_layout(t, 4, shape);
   adj_layer *seq = NULL;
   ADJ_TEST_OK(t, adj_flatten_layer_create(&(adj_flatten_layer_config){.dtype = ADJ_FLOAT64, .input = root}, &seq));
-  for (int k = LAYOUT_ALL; k <= LAYOUT_CUTS && seq; k++) {
-    adj_decomposition *layout = make_layout(t, (layout_kind)k, 4, shape, dims);
-    if (!layout) continue;
-    adj_layer *dist = NULL;
-    ADJ_TEST_OK(t, adj_flatten_layer_create(&(adj_flatten_layer_config){.dtype = ADJ_FLOAT64, .input = layout}, &dist));
-    if (dist) {
-      const int64_t *out = adj_decomposition_global_shape(adj_layer_output_layout(dist));
-      ADJ_TEST_CHECK(t, out[0] == 6 && out[1] == 24, "flatten: global output [%lld, %lld], not [6, 24]",
-                     (long long)out[0], (long long)out[1]);
-      char label[96], text[48];
-      snprintf(label, sizeof label, "flatten [6,3,4,2] %s (%s)",
-               adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), layout_names[k]);
-      dl_dottest(t, label, dist);
-      if (k == LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_LINEAR);
-      dl_compare(t, label, dist, seq, 12u);
+  for (int s = 0; s < 2 && seq; s++)
+    for (int k = LAYOUT_ALL; k <= LAYOUT_CUTS; k++) {
+      adj_decomposition *layout = make_layout(t, (layout_kind)k, 4, shape, spreads[s]);
+      if (!layout) continue;
+      adj_layer *dist = NULL;
+      ADJ_TEST_OK(t, adj_flatten_layer_create(&(adj_flatten_layer_config){.dtype = ADJ_FLOAT64, .input = layout}, &dist));
+      if (dist) {
+        const int64_t *out = adj_decomposition_global_shape(adj_layer_output_layout(dist));
+        ADJ_TEST_CHECK(t, out[0] == 6 && out[1] == 24, "flatten: global output [%lld, %lld], not [6, 24]",
+                       (long long)out[0], (long long)out[1]);
+        char label[96], text[48];
+        snprintf(label, sizeof label, "flatten [6,3,4,2] %s (%s)",
+                 adj_partition_format(adj_decomposition_partition(layout), text, sizeof text), layout_names[k]);
+        dl_dottest(t, label, dist);
+        if (k == LAYOUT_ALL) dl_taylor(t, label, dist, DL_TAYLOR_LINEAR);
+        dl_compare(t, label, dist, seq, 12u);
+      }
+      adj_layer_destroy(&dist);
+      adj_decomposition_destroy(&layout);
     }
-    adj_layer_destroy(&dist);
-    adj_decomposition_destroy(&layout);
-  }
   adj_layer_destroy(&seq);
   adj_decomposition_destroy(&root);
 }
@@ -128,7 +132,7 @@ static void test_flatten(adj_test *t) {
 
 static void test_errors(adj_test *t) {
   static const int64_t shape[4] = {4, 6, 3, 3};
-  adj_decomposition *split = dl_layout(t, 4, shape, (const int[4]){1, t->size, 1, 1}, NULL, NULL);
+  adj_decomposition *split = dl_layout(t, 4, shape, (const int[4]){1, 1, t->size, 1}, NULL, NULL);
   adj_layer *layer = NULL;
   int status = adj_activation_layer_create(
       &(adj_activation_layer_config){.dtype = ADJ_FLOAT64, .input = split, .activation = {(adj_activation_kind)7, 0}},
@@ -138,7 +142,7 @@ static void test_errors(adj_test *t) {
   dl_expect_error(t, "activation without input", status, &layer, "input decomposition is NULL");
   if (t->size > 1) {
     status = adj_flatten_layer_create(&(adj_flatten_layer_config){.dtype = ADJ_FLOAT64, .input = split}, &layer);
-    dl_expect_error(t, "flatten of split channels", status, &layer, "splits feature dimension 1");
+    dl_expect_error(t, "flatten of split rows", status, &layer, "splits feature dimension 2");
   }
   adj_decomposition_destroy(&split);
   adj_decomposition *vector = dl_self_layout(t, 1, (const int64_t[1]){5});

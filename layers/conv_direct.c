@@ -164,7 +164,12 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
   d->bytes = adj_direct_layout(d, NULL, NULL);
-  return any_shape || 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+  /* The grid's dropped positions cost the kernels that put positions along
+   * the vectors; with the output channels along them the forward and the
+   * weight gradient visit only real outputs, and on small planes (a
+   * distributed layer's blocks) the input gradient's share of dropped
+   * positions still costs less than shifted or im2col (bench/RESULTS.md). */
+  return any_shape || d->channel_vectors || 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
 }
 
 /* Rows of at least a vector: each vector's place on the grid and on y (or

@@ -54,6 +54,9 @@ typedef struct conv_shape {
 static const conv_shape shapes[] = {
     {"LeNet-5 conv1  1->6  5x5 pad 2  28x28 N=256", 256, 1, 6, 28, 28, 5, 2},
     {"LeNet-5 conv2  6->16 5x5 pad 0  14x14 N=256", 256, 6, 16, 14, 14, 5, 0},
+    /* One dist4 worker's blocks: a quarter of each plane plus its halo. */
+    {"dist4 conv1 block  1->6  5x5  18x18 N=256", 256, 1, 6, 18, 18, 5, 0},
+    {"dist4 conv2 block  6->16 5x5   9x9  N=256", 256, 6, 16, 9, 9, 5, 0},
     {"large  64->64 3x3 pad 1  56x56 N=32", 32, 64, 64, 56, 56, 3, 1},
 };
 

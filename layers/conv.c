@@ -58,8 +58,9 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
   /* With 16-byte vectors (the baseline level) the direct kernels fall behind
    * shifted GEMM from a few input channels on (LeNet-5's conv2 and up), so
    * there shifted takes any such shape it can run; with one input channel
-   * (conv1) direct stays ahead (bench/RESULTS.md). */
-  bool narrow = direct && !any && d.kernels->vector_bytes < 32 && cp->win.channels > 1;
+   * (conv1), and on planes so small that their grids drop most positions
+   * (a dist4 worker's conv2 block), direct stays ahead (bench/RESULTS.md). */
+  bool narrow = direct && !any && d.kernels->vector_bytes < 32 && cp->win.channels > 1 && d.dense_grid;
   bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
   if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
   if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;

@@ -169,7 +169,8 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
    * weight gradient visit only real outputs, and on small planes (a
    * distributed layer's blocks) the input gradient's share of dropped
    * positions still costs less than shifted or im2col (bench/RESULTS.md). */
-  return any_shape || d->channel_vectors || 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+  d->dense_grid = 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+  return any_shape || d->channel_vectors || d->dense_grid;
 }
 
 /* Rows of at least a vector: each vector's place on the grid and on y (or

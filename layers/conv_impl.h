@@ -126,6 +126,7 @@ typedef struct adj_conv_direct {
                            * per channel, the last ending with the plane (0: through dx_grid) */
   bool channel_vectors;   /* C_out a multiple of the vector length: the forward and dw run
                            * with the output channels along the vectors, over real outputs only */
+  bool dense_grid;        /* the grid drops at most about half its positions */
   int64_t positions;      /* outputs per channel (out_volume) */
   int64_t dy_row;         /* length of one channel's dy grid */
   int64_t chunk;          /* images whose grids the backward holds at once */

@@ -149,8 +149,12 @@ static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rate
 }
 
 int main(int argc, char **argv) {
-  int reps = argc > 1 ? atoi(argv[1]) : 5;
-  if (reps < 1) reps = 1;
+  long long repetitions = 5;
+  if (argc > 1 && !bench_parse_count("bench-conv", "REPETITIONS", argv[1], 1, 100000, true, &repetitions)) {
+    fprintf(stderr, "usage: bench-conv [REPETITIONS]\n");
+    return 2;
+  }
+  int reps = (int)repetitions;
   char host[256] = "?", cpu[256];
   gethostname(host, sizeof host);
   bench_cpu_model(cpu, sizeof cpu);

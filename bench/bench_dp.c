@@ -203,20 +203,23 @@ int main(int argc, char **argv) {
   int rank, ranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench_setup s = {.layout = argc > 1 ? argv[1] : "sequential", .batch = argc > 5 ? atoll(argv[5]) : 256,
-                   .caps = {16 << 10, 64 << 10}};
+  bench_setup s = {.layout = argc > 1 ? argv[1] : "sequential", .caps = {16 << 10, 64 << 10}};
   int m = adj_lenet_layout_ranks(s.layout);
-  s.replicas = argc > 2 ? atoi(argv[2]) : m ? ranks / m : 0;
-  int64_t images = argc > 3 ? atoll(argv[3]) : 4096;
-  int epochs = argc > 4 ? atoi(argv[4]) : 5;
-  bool bad = !m || s.replicas < 2 || s.replicas * m != ranks || images < 1 || epochs < 1 || epochs > MAX_EPOCHS ||
-             s.batch < s.replicas || (argc > 6 && adj_bucket_cap_parse(argv[6], &s.caps[0])) ||
+  long long replicas = m ? ranks / m : 0, images = 4096, epochs = 5, batch = 256;
+  bool say = rank == 0;
+  bool parsed = (argc <= 2 || bench_parse_count("bench-dp", "REPLICAS", argv[2], 2, 1 << 20, say, &replicas)) &&
+                (argc <= 3 || bench_parse_count("bench-dp", "IMAGES", argv[3], 1, 1LL << 30, say, &images)) &&
+                (argc <= 4 || bench_parse_count("bench-dp", "EPOCHS", argv[4], 1, MAX_EPOCHS, say, &epochs)) &&
+                (argc <= 5 || bench_parse_count("bench-dp", "BATCH", argv[5], 1, 1LL << 20, say, &batch));
+  s.replicas = (int)replicas, s.batch = batch;
+  bool bad = !parsed || !m || s.replicas < 2 || s.replicas * m != ranks || images < 1 || epochs < 1 ||
+             epochs > MAX_EPOCHS || s.batch < s.replicas || (argc > 6 && adj_bucket_cap_parse(argv[6], &s.caps[0])) ||
              (argc > 7 && adj_bucket_cap_parse(argv[7], &s.caps[1]));
   if (bad) {
     if (rank == 0)
       fprintf(stderr, "bench-dp: needs LAYOUT (%s) x REPLICAS >= 2 = %d ranks, IMAGES >= 1, 1 <= EPOCHS <= %d, "
               "BATCH >= REPLICAS, caps as adjoin-train's --bucket-cap; got %s x %d, %lld, %d, %lld\n",
-              adj_lenet_layout_names(), ranks, MAX_EPOCHS, s.layout, s.replicas, (long long)images, epochs,
+              adj_lenet_layout_names(), ranks, MAX_EPOCHS, s.layout, s.replicas, images, (int)epochs,
               (long long)s.batch);
     MPI_Finalize();
     return 2;

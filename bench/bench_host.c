@@ -1,7 +1,9 @@
 /* bench_host.h */
 #include "bench_host.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void bench_cpu_model(char *text, size_t size) {
@@ -18,4 +20,17 @@ void bench_cpu_model(char *text, size_t size) {
     break;
   }
   fclose(f);
+}
+
+bool bench_parse_count(const char *program, const char *what, const char *text, long long min, long long max,
+                       bool say, long long *value) {
+  char *end = NULL;
+  errno = 0;
+  long long parsed = strtoll(text, &end, 10);
+  if (end != text && *end == '\0' && errno == 0 && parsed >= min && parsed <= max) {
+    *value = parsed;
+    return true;
+  }
+  if (say) fprintf(stderr, "%s: %s '%s' is not a whole number from %lld to %lld\n", program, what, text, min, max);
+  return false;
 }

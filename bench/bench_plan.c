@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "adjoin/adjoin.h"
+#include "bench_host.h"
 
 enum { BATCH = 64, MAX_OPS = 32, MAX_LAYERS = 16, LENET_MAX_ROWS = 5 };
 
@@ -202,8 +203,12 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
-  int repeats = argc > 2 ? atoi(argv[2]) : 10;
-  if (repeats < 1) repeats = 1;
+  long long asked = 10;
+  if (argc > 2 && !bench_parse_count("bench-plan", "REPEATS", argv[2], 1, 100000, !rank, &asked)) {
+    MPI_Finalize();
+    return 2;
+  }
+  int repeats = (int)asked;
   adj_plan_calibration cal;
   adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = size, .batch = BATCH, .word_bytes = 4};
   if (adj_plan_calibration_load(argv[1], &cal)) die("calibration");

@@ -121,8 +121,22 @@ int main(int argc, char **argv) {
   char fallback[16];
   snprintf(fallback, sizeof fallback, size == 1 ? "sequential" : "dist%d", size);
   const char *layout = argc > 1 ? argv[1] : fallback;
-  int64_t images = argc > 2 ? atoll(argv[2]) : 8192, batch = argc > 4 ? atoll(argv[4]) : 256;
-  int repetitions = argc > 3 ? atoi(argv[3]) : 3;
+  long long images = 8192, epochs = 3, batch = 256;
+  const char *dtypes = argc > 5 ? argv[5] : "both";
+  bool say = rank == 0;
+  bool ok = (argc <= 2 || bench_parse_count("bench-train", "IMAGES", argv[2], 1, 1LL << 30, say, &images)) &&
+            (argc <= 3 || bench_parse_count("bench-train", "EPOCHS", argv[3], 1, 1000, say, &epochs)) &&
+            (argc <= 4 || bench_parse_count("bench-train", "BATCH", argv[4], 1, 1LL << 20, say, &batch));
+  if (ok && strcmp(dtypes, "both") && strcmp(dtypes, "f32") && strcmp(dtypes, "f64")) {
+    if (say) fprintf(stderr, "bench-train: DTYPES '%s' is not one of f32, f64, both\n", dtypes);
+    ok = false;
+  }
+  if (!ok) {
+    if (say) fprintf(stderr, "usage: bench-train [LAYOUT [IMAGES [EPOCHS [BATCH [f32|f64|both]]]]]\n");
+    adj_finalize();
+    return 2;
+  }
+  int repetitions = (int)epochs;
   int threads = adj_train_share_cores(MPI_COMM_WORLD);
   adj_dataset *data = NULL;
   if (images > 0) adj_dataset_random(images, 28, 28, 10, 1, &data);
@@ -133,7 +147,6 @@ int main(int argc, char **argv) {
     printf("bench-train: host %s, CPU %s, kernels %s, %ld online cores, %d ranks x %d kernel threads, LeNet-5 %s, "
            "batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu, adj_kernels_isa(),
            sysconf(_SC_NPROCESSORS_ONLN), size, threads, layout, (long long)batch, (long long)images, repetitions);
-  const char *dtypes = argc > 5 ? argv[5] : "both";
   int failed = !data;
   for (int d = 0; d < 2 && data; d++) {
     adj_dtype dtype = d == 0 ? ADJ_FLOAT32 : ADJ_FLOAT64;

@@ -107,11 +107,18 @@ static int adj_flatten_output_layout(const adj_decomposition *input, adj_decompo
   for (int i = 2; i < adj_decomposition_rank(input); i++) trailing *= shape[i];
   global[1] = shape[1] * trailing;
   int64_t *feature_cuts = malloc(sizeof *feature_cuts * (size_t)(parts[1] + 1));
-  ADJ_CHECK(feature_cuts, ADJ_ERR_MEM, "flatten layer: out of memory");
+  /* Agreed: the reshape below is collective, so no rank may leave alone. */
+  int status = adj_status_agree(adj_partition_base_comm(p),
+                                feature_cuts ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "flatten layer: out of memory"),
+                                adj_partition_wait_policy(p));
+  if (status) {
+    free(feature_cuts);
+    return status;
+  }
   const int64_t *channel_cuts = adj_decomposition_cuts(input, 1);
   for (int k = 0; k <= parts[1]; k++) feature_cuts[k] = channel_cuts[k] * trailing;
   adj_partition *flat;
-  int status = adj_partition_reshape(p, 2, (const int[2]){parts[0], parts[1]}, &flat);
+  status = adj_partition_reshape(p, 2, (const int[2]){parts[0], parts[1]}, &flat);
   const int64_t *cuts[2] = {adj_decomposition_cuts(input, 0), feature_cuts};
   if (!status) status = adj_decomposition_create_explicit(flat, 2, global, cuts, output);
   adj_partition_destroy(&flat);

@@ -98,27 +98,21 @@ static int adj_flatten_check(const char *who, const adj_decomposition *input) {
 }
 
 /* (N, d1*...*dk) on a P_b x P_1 partition of the input's ranks: the batch cut
- * alike, the features cut at d1's cuts times d2*...*dk. */
+ * alike, the features cut at d1's cuts times d2*...*dk.  The reshape is
+ * collective (and agrees on itself); what follows is local, its outcome
+ * agreed by the caller. */
 static int adj_flatten_output_layout(const adj_decomposition *input, adj_decomposition **output) {
   const adj_partition *p = adj_decomposition_partition(input);
   const int *parts = adj_partition_shape(p);
-  const int64_t *shape = adj_decomposition_global_shape(input);
-  int64_t global[2] = {shape[0], 1}, trailing = 1;
-  for (int i = 2; i < adj_decomposition_rank(input); i++) trailing *= shape[i];
-  global[1] = shape[1] * trailing;
-  int64_t *feature_cuts = malloc(sizeof *feature_cuts * (size_t)(parts[1] + 1));
-  /* Agreed: the reshape below is collective, so no rank may leave alone. */
-  int status = adj_status_agree(adj_partition_base_comm(p),
-                                feature_cuts ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "flatten layer: out of memory"),
-                                adj_partition_wait_policy(p));
-  if (status) {
-    free(feature_cuts);
-    return status;
-  }
-  const int64_t *channel_cuts = adj_decomposition_cuts(input, 1);
-  for (int k = 0; k <= parts[1]; k++) feature_cuts[k] = channel_cuts[k] * trailing;
   adj_partition *flat;
-  status = adj_partition_reshape(p, 2, (const int[2]){parts[0], parts[1]}, &flat);
+  ADJ_CALL(adj_partition_reshape(p, 2, (const int[2]){parts[0], parts[1]}, &flat));
+  const int64_t *shape = adj_decomposition_global_shape(input);
+  int64_t trailing = 1;
+  for (int i = 2; i < adj_decomposition_rank(input); i++) trailing *= shape[i];
+  int64_t global[2] = {shape[0], shape[1] * trailing};
+  int64_t *feature_cuts = malloc(sizeof *feature_cuts * (size_t)(parts[1] + 1));
+  int status = feature_cuts ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "flatten layer: out of memory");
+  for (int k = 0; !status && k <= parts[1]; k++) feature_cuts[k] = adj_decomposition_cuts(input, 1)[k] * trailing;
   const int64_t *cuts[2] = {adj_decomposition_cuts(input, 0), feature_cuts};
   if (!status) status = adj_decomposition_create_explicit(flat, 2, global, cuts, output);
   adj_partition_destroy(&flat);
@@ -131,11 +125,11 @@ int adj_flatten_layer_create(const adj_flatten_layer_config *c, adj_layer **laye
   *layer = NULL;
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
   ADJ_CALL(adj_flatten_check(who, c->input));
-  adj_decomposition *output;
-  ADJ_CALL(adj_flatten_output_layout(c->input, &output));
+  adj_decomposition *output = NULL;
+  int status = adj_layer_agree(c->input, adj_flatten_output_layout(c->input, &output));
   static const adj_layer_methods methods = {adj_flatten_layer_forward, adj_flatten_layer_jvp,
                                             adj_flatten_layer_backward, NULL};
-  int status = adj_layer_alloc_between("flatten", c->dtype, c->input, output, &methods, NULL, layer);
+  if (!status) status = adj_layer_alloc_between("flatten", c->dtype, c->input, output, &methods, NULL, layer);
   adj_decomposition_destroy(&output);
   return status;
 }

@@ -212,8 +212,8 @@ int main(int argc, char **argv) {
                 (argc <= 4 || bench_parse_count("bench-dp", "EPOCHS", argv[4], 1, MAX_EPOCHS, say, &epochs)) &&
                 (argc <= 5 || bench_parse_count("bench-dp", "BATCH", argv[5], 1, 1LL << 20, say, &batch));
   s.replicas = (int)replicas, s.batch = batch;
-  bool bad = !parsed || !m || s.replicas < 2 || s.replicas * m != ranks || images < 1 || epochs < 1 ||
-             epochs > MAX_EPOCHS || s.batch < s.replicas || (argc > 6 && adj_bucket_cap_parse(argv[6], &s.caps[0])) ||
+  bool bad = !parsed || !m || s.replicas < 2 || s.replicas * m != ranks || s.batch < s.replicas ||
+             (argc > 6 && adj_bucket_cap_parse(argv[6], &s.caps[0])) ||
              (argc > 7 && adj_bucket_cap_parse(argv[7], &s.caps[1]));
   if (bad) {
     if (rank == 0)

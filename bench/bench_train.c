@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
   int repetitions = (int)epochs;
   int threads = adj_train_share_cores(MPI_COMM_WORLD);
   adj_dataset *data = NULL;
-  if (images > 0) adj_dataset_random(images, 28, 28, 10, 1, &data);
+  adj_dataset_random(images, 28, 28, 10, 1, &data);
   char host[64] = "?", cpu[256];
   gethostname(host, sizeof host);
   bench_cpu_model(cpu, sizeof cpu);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/adjoin.h"
+
 void bench_cpu_model(char *text, size_t size) {
   snprintf(text, size, "?");
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -33,4 +35,30 @@ bool bench_parse_count(const char *program, const char *what, const char *text, 
   }
   if (say) fprintf(stderr, "%s: %s '%s' is not a whole number from %lld to %lld\n", program, what, text, min, max);
   return false;
+}
+
+/* The policy adjoin's operators would use on comm (resolved collectively once
+ * per communicator handle; the benchmarks use one or two). */
+static adj_wait_policy bench_policy(MPI_Comm comm) {
+  static MPI_Comm resolved_for = MPI_COMM_NULL;
+  static adj_wait_policy policy = ADJ_WAIT_YIELD;
+  if (comm != resolved_for && adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, &policy) == ADJ_SUCCESS)
+    resolved_for = comm;
+  return policy;
+}
+
+void bench_barrier(MPI_Comm comm) {
+  adj_wait_policy policy = bench_policy(comm);
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  adj_wait_all(1, &request, policy);
+}
+
+double bench_max(MPI_Comm comm, double value) {
+  adj_wait_policy policy = bench_policy(comm);
+  double largest = value;
+  MPI_Request request;
+  MPI_Iallreduce(&value, &largest, 1, MPI_DOUBLE, MPI_MAX, comm, &request);
+  adj_wait_all(1, &request, policy);
+  return largest;
 }

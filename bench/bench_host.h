@@ -3,6 +3,7 @@
 #ifndef ADJOIN_BENCH_HOST_H
 #define ADJOIN_BENCH_HOST_H
 
+#include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -14,5 +15,12 @@ void bench_cpu_model(char *text, size_t size);
  * (when `say`: rank 0 says it, the others fail silently alike), otherwise. */
 bool bench_parse_count(const char *program, const char *what, const char *text, long long min, long long max,
                        bool say, long long *value);
+
+/* A barrier on comm, and the largest of each rank's `value`, completed under
+ * adjoin's wait policy for comm: MPI_Barrier and MPI_Allreduce spin, and with
+ * more ranks than cores a spinning rank holds its core until the scheduler's
+ * next tick (4 ms at HZ 250), which would then be timed as the work after it. */
+void bench_barrier(MPI_Comm comm);
+double bench_max(MPI_Comm comm, double value);
 
 #endif

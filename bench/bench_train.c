@@ -32,18 +32,17 @@
 typedef struct stage_run {
   adj_layer *layer;
   adj_tensor x, y, dx, dy; /* input, output and their gradients */
-  bool first;              /* the first stage computes no input gradient, as in training */
+  bool first;              /* no stage before it has parameters: as in training, it computes no input gradient */
 } stage_run;
 
 static double time_call(int (*call)(adj_layer *, const adj_tensor *, adj_tensor *), stage_run *s, bool backward,
                         int repetitions) {
   double best = 1e30;
   for (int r = 0; r < repetitions; r++) {
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
     int status = backward ? call(s->layer, &s->dy, s->first ? NULL : &s->dx) : call(s->layer, &s->x, &s->y);
-    double seconds = MPI_Wtime() - start;
-    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double seconds = bench_max(MPI_COMM_WORLD, MPI_Wtime() - start);
     if (status) return -1;
     if (seconds < best) best = seconds;
   }
@@ -55,8 +54,10 @@ static void breakdown(adj_layer *net, int rank, int repetitions) {
   double total[2] = {0, 0};
   adj_rng *rng = NULL;
   adj_rng_create((uint64_t)rank + 1, &rng);
+  bool trainable_before = false;
   for (int i = 0; i < n && rng; i++) {
-    stage_run s = {.layer = adj_network_layer(net, i), .first = i == 0};
+    stage_run s = {.layer = adj_network_layer(net, i), .first = !trainable_before};
+    trainable_before |= adj_layer_parameter_count(s.layer) > 0;
     adj_layer_create_input(s.layer, &s.x), adj_layer_create_input(s.layer, &s.dx);
     adj_layer_create_output(s.layer, &s.y), adj_layer_create_output(s.layer, &s.dy);
     adj_rng_fill_uniform(rng, &s.x, -1, 1), adj_rng_fill_uniform(rng, &s.dy, -1, 1);
@@ -96,10 +97,9 @@ static double measure(const char *layout, adj_dtype dtype, int64_t batch, const 
   double best = 0;
   for (int r = 0; r <= repetitions && !status; r++) {
     adj_train_stats stats;
-    MPI_Barrier(MPI_COMM_WORLD);
+    bench_barrier(MPI_COMM_WORLD);
     status = adj_trainer_run(trainer, -1, NULL, NULL, &stats);
-    double seconds = stats.seconds;
-    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double seconds = bench_max(MPI_COMM_WORLD, stats.seconds);
     if (r > 0 && !status && (double)data->count / seconds > best) best = (double)data->count / seconds;
   }
   if (status) fprintf(stderr, "bench-train: %s %s: %s\n", layout, adj_dtype_name(dtype), adj_last_error());

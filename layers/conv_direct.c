@@ -18,11 +18,14 @@
  * (conv_direct_kernels.c), the best level the CPU runs chosen once, and with
  * contracted multiply-adds (layers/meson.build).  The price is the
  * dropped grid positions (LeNet's conv2: 144 per channel for 100 outputs) and
- * the copies onto the grids.  Three refinements avoid most of both: output
+ * the copies onto the grids.  Four refinements avoid most of both: output
  * rows at least a vector wide are computed in place (conv1's 28); without
- * padding x and dx are their own grids (conv2); and when C_out is a multiple
+ * padding x and dx are their own grids (conv2); when C_out is a multiple
  * of the vector length (conv2's 16) the forward and the weight gradient put
- * the output channels along the vectors and visit only the real outputs. */
+ * the output channels along the vectors and visit only the real outputs; and
+ * on planes so small that most of the dy grid is zeros (a distributed
+ * layer's blocks) the input gradient sums each input position's real (tap,
+ * output) pairs with the images along the vectors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +82,8 @@ struct adj_direct_tables {
   int64_t *plane_at;       /* (plane_vectors): the input gradient's vectors on one channel plane */
   int64_t *tap_lo, *tap_hi; /* (plane_vectors): the taps that read some of dy's span there */
   int64_t *grid_at;         /* (positions, with channel_vectors): each output's grid position */
+  int64_t *pair_start;      /* (positions_in + 1, with pair_tables): each input position's pairs */
+  int64_t *pair_tap, *pair_at; /* (pairs): their tap and output position */
   unsigned char *partial;   /* (rows * row_vectors): the vector repeats lanes of the one before */
 };
 
@@ -90,12 +95,16 @@ typedef struct adj_direct_buffers {
   void *dx_grid; /* (C_in, volume_rounded) */
   void *dy_t;    /* (chunk, positions, C_out), with channel_vectors: dy transposed */
   void *w_t;     /* (C_in * taps, C_out), with channel_vectors: w transposed */
+  void *batch_w;  /* (taps, C_out, C_in), with lanes: w for the batch input gradient */
+  void *batch_dy; /* (positions, C_out, lanes): a group of images' dy, interleaved */
+  void *batch_dx; /* (C_in, positions_in, lanes): their dx */
 } adj_direct_buffers;
 
 /* Bytes of d's tables; laid out from `at` into t when t is given. */
 static size_t adj_direct_tables_layout(const adj_conv_direct *d, void *at, adj_direct_tables *t) {
   size_t vectors = (size_t)(d->rows * d->row_vectors), grid_at = d->channel_vectors ? (size_t)d->positions : 0;
-  size_t words = 2 * (size_t)d->taps + 2 * vectors + 3 * (size_t)d->plane_vectors + grid_at;
+  size_t pairs = d->pair_tables ? (size_t)(d->positions_in + 1 + 2 * d->pairs) : 0;
+  size_t words = 2 * (size_t)d->taps + 2 * vectors + 3 * (size_t)d->plane_vectors + grid_at + pairs;
   if (t) {
     t->offset = at;
     t->mirrored = t->offset + d->taps;
@@ -105,7 +114,10 @@ static size_t adj_direct_tables_layout(const adj_conv_direct *d, void *at, adj_d
     t->tap_lo = t->plane_at + d->plane_vectors;
     t->tap_hi = t->tap_lo + d->plane_vectors;
     t->grid_at = t->tap_hi + d->plane_vectors;
-    t->partial = (unsigned char *)(t->grid_at + grid_at);
+    t->pair_start = t->grid_at + grid_at;
+    t->pair_tap = t->pair_start + (d->pair_tables ? d->positions_in + 1 : 0);
+    t->pair_at = t->pair_tap + (d->pair_tables ? d->pairs : 0);
+    t->partial = (unsigned char *)(t->pair_at + (d->pair_tables ? d->pairs : 0));
   }
   return words * sizeof(int64_t) + vectors;
 }
@@ -119,14 +131,20 @@ static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_b
   size_t dx_bytes = adj_align64((size_t)(d->c_in * d->volume_rounded) * es);
   size_t dy_t_bytes = adj_align64(grid_at * (size_t)(d->chunk * d->c_out) * es);
   size_t w_t_bytes = d->channel_vectors ? adj_align64((size_t)(d->c_out * d->c_in * d->taps) * es) : 0;
+  size_t batch_w = d->lanes ? adj_align64((size_t)(d->taps * d->c_out * d->c_in) * es) : 0;
+  size_t batch_dy = adj_align64((size_t)(d->positions * d->c_out * d->lanes) * es);
+  size_t batch_dx = adj_align64((size_t)(d->c_in * d->positions_in * d->lanes) * es);
   if (b) {
     b->x_grid = (char *)ws + at;
     b->dy_grid = (char *)ws + at + x_bytes;
     b->dx_grid = (char *)ws + at + x_bytes + dy_bytes;
     b->dy_t = (char *)ws + at + x_bytes + dy_bytes + dx_bytes;
     b->w_t = (char *)b->dy_t + dy_t_bytes;
+    b->batch_w = (char *)b->w_t + w_t_bytes;
+    b->batch_dy = (char *)b->batch_w + batch_w;
+    b->batch_dx = (char *)b->batch_dy + batch_dy;
   }
-  return at + x_bytes + dy_bytes + dx_bytes + dy_t_bytes + w_t_bytes;
+  return at + x_bytes + dy_bytes + dx_bytes + dy_t_bytes + w_t_bytes + batch_w + batch_dy + batch_dx;
 }
 
 /* Rows of at least one vector: ceil(width / vl) vectors each, the last one
@@ -137,6 +155,33 @@ static void adj_direct_rows(const adj_window_plan *p, int64_t vl, adj_conv_direc
   d->rows = p->out[0] * p->out[1];
   d->row_vectors = width >= vl ? (width + vl - 1) / vl : 0;
   d->repeated = d->row_vectors ? d->row_vectors * vl - width : 0;
+}
+
+/* (q, k) pairs of one dimension with input q and tap k reading output
+ * q + pad - k * dilation inside the output. */
+static int64_t adj_dimension_pairs(const adj_window_plan *p, int dim) {
+  int64_t count = 0;
+  for (int64_t q = 0; q < p->in[dim]; q++)
+    for (int64_t k = 0; k < p->kernel[dim]; k++) {
+      int64_t o = q + p->pad[dim] - k * p->dilation[dim];
+      count += o >= 0 && o < p->out[dim];
+    }
+  return count;
+}
+
+/* The input gradient on the dy grid computes every (tap, position) product of
+ * its vectors, of which only `pairs` are real; below two in five the
+ * gradient with the images along the vectors, which computes only those,
+ * is ahead at every level (a dist4 worker's conv2 block: 28% at x86-64-v3,
+ * against 50% for LeNet's conv2 plane; bench/RESULTS.md).  It needs a
+ * vector group of images to fill its lanes. */
+static void adj_direct_pair_rule(const adj_window_plan *p, int64_t vl, adj_conv_direct *d) {
+  d->positions_in = p->in_volume;
+  d->pairs = adj_dimension_pairs(p, 0) * adj_dimension_pairs(p, 1) * adj_dimension_pairs(p, 2);
+  int64_t grid_positions = d->plane_vectors ? d->plane_vectors * vl : d->volume_rounded;
+  d->pair_tables = 5 * d->pairs < 2 * grid_positions * d->taps;
+  d->lanes = d->kernels->batch_vectors * vl;
+  if (!d->pair_tables || p->batch < d->lanes) d->lanes = 0;
 }
 
 bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, bool any_shape,
@@ -163,6 +208,7 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   per_image = (per_image + (d->channel_vectors ? c_out * p->out_volume : 0)) * (int64_t)adj_dtype_size(dtype);
   d->chunk = ADJ_DIRECT_CHUNK_BYTES / per_image;
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
+  adj_direct_pair_rule(p, vl, d);
   d->bytes = adj_direct_layout(d, NULL, NULL);
   /* The grid's dropped positions cost the kernels that put positions along
    * the vectors; with the output channels along them the forward and the
@@ -203,6 +249,25 @@ static void adj_direct_plane_tables(const adj_conv_direct *d, adj_direct_tables 
   }
 }
 
+/* Each input position's (tap, output) pairs, in tap order. */
+static void adj_direct_pair_table(const adj_window_plan *p, adj_direct_tables *t) {
+  int64_t k = 0, q = 0;
+  for (int64_t q0 = 0; q0 < p->in[0]; q0++)
+    for (int64_t q1 = 0; q1 < p->in[1]; q1++)
+      for (int64_t q2 = 0; q2 < p->in[2]; q2++, q++) {
+        t->pair_start[q] = k;
+        for (int64_t tap = 0; tap < p->kernel_volume; tap++) {
+          int64_t k0 = tap / (p->kernel[1] * p->kernel[2]), k1 = tap / p->kernel[2] % p->kernel[1];
+          int64_t o0 = q0 + p->pad[0] - k0 * p->dilation[0], o1 = q1 + p->pad[1] - k1 * p->dilation[1];
+          int64_t o2 = q2 + p->pad[2] - tap % p->kernel[2] * p->dilation[2];
+          if (o0 < 0 || o0 >= p->out[0] || o1 < 0 || o1 >= p->out[1] || o2 < 0 || o2 >= p->out[2]) continue;
+          t->pair_tap[k] = tap;
+          t->pair_at[k++] = (o0 * p->out[1] + o1) * p->out[2] + o2;
+        }
+      }
+  t->pair_start[q] = k;
+}
+
 static void adj_direct_tables_fill(const adj_window_plan *p, const adj_conv_direct *d, adj_direct_tables *t) {
   for (int64_t k = 0; k < d->taps; k++) {
     t->offset[k] = adj_conv_grid_offset(p, &d->grid, k);
@@ -214,6 +279,7 @@ static void adj_direct_tables_fill(const adj_window_plan *p, const adj_conv_dire
     int64_t o0 = q / (p->out[1] * p->out[2]), o1 = q / p->out[2] % p->out[1], o2 = q % p->out[2];
     t->grid_at[q] = (o0 * d->grid.padded[1] + o1) * d->grid.padded[2] + o2;
   }
+  if (d->pair_tables) adj_direct_pair_table(p, t);
 }
 
 int adj_direct_tables_create(const char *who, const adj_window_plan *p, const adj_conv_direct *d,
@@ -408,11 +474,34 @@ static void adj_direct_backward_chunk(const adj_window_plan *p, const adj_conv_d
                               adj_at(dx->data, d->dtype, (n0 + g) * d->c_in * p->in_volume));
 }
 
+/* The input gradient of every image by its (tap, output) pairs, the images
+ * along the vectors d->lanes at a time (the last group padded with zeros). */
+static void adj_direct_pair_input_gradient(const adj_window_plan *p, const adj_conv_direct *d,
+                                           const adj_direct_buffers *buf, const adj_tensor *w, const adj_tensor *dy,
+                                           adj_tensor *dx) {
+  ADJ_KERNEL(d, transpose)(d->c_out * d->c_in, d->taps, w->data, buf->batch_w);
+  adj_batch_gradient a = {.c_in = d->c_in, .c_out = d->c_out, .positions_in = d->positions_in,
+                          .positions = d->positions, .pair_start = buf->t->pair_start, .pair_tap = buf->t->pair_tap,
+                          .pair_at = buf->t->pair_at, .w_b = buf->batch_w, .dy_b = buf->batch_dy,
+                          .dx_b = buf->batch_dx};
+  int64_t dy_image = d->c_out * d->positions, dx_image = d->c_in * d->positions_in;
+  for (int64_t n0 = 0; n0 < p->batch; n0 += d->lanes) {
+    int64_t count = p->batch - n0 < d->lanes ? p->batch - n0 : d->lanes;
+    ADJ_KERNEL(d, interleave)(count, d->lanes, dy_image, adj_at_const(dy->data, d->dtype, n0 * dy_image), buf->batch_dy);
+    ADJ_KERNEL(d, batch_gradient)(&a);
+    ADJ_KERNEL(d, deinterleave)(count, d->lanes, dx_image, buf->batch_dx, adj_at(dx->data, d->dtype, n0 * dx_image));
+  }
+}
+
 void adj_conv_direct_backward(const adj_window_plan *p, const adj_conv_direct *d, const adj_tensor *x,
                               const adj_tensor *w, const adj_tensor *dy, adj_tensor *dx, adj_tensor *dw,
                               adj_tensor *db, const adj_direct_tables *tables, void *ws) {
   adj_direct_tables own;
   adj_direct_buffers buf = adj_direct_setup(p, d, tables, &own, ws);
+  if (dx && d->lanes) {
+    adj_direct_pair_input_gradient(p, d, &buf, w, dy, dx);
+    dx = NULL; /* done: the chunks below need no dy grids for it */
+  }
   if (dw) adj_direct_zero_x_grids(d, &buf, d->chunk); /* the last chunk, at least, copies x */
   if (adj_direct_dy_on_grids(d, dx, dw)) adj_direct_zero_dy_grids(d, &buf, d->chunk);
   for (int64_t n0 = 0; n0 < p->batch; n0 += d->chunk) {

@@ -61,6 +61,18 @@ typedef struct adj_channel_forward {
   void *y;
 } adj_channel_forward;
 
+/* The input gradient with the images along the vectors, `lanes` images
+ * interleaved (the level's batch_vectors times its vector length):
+ *   dx_b[(i * positions_in + q) * lanes + l] = sum_{k in [pair_start[q], pair_start[q + 1])} sum_o
+ *       w_b[(pair_tap[k] * c_out + o) * c_in + i] * dy_b[(o * positions + pair_at[k]) * lanes + l],
+ * each input position q summing only the (tap, output) pairs that read it. */
+typedef struct adj_batch_gradient {
+  int64_t c_in, c_out, positions_in, positions;
+  const int64_t *pair_start, *pair_tap, *pair_at;
+  const void *w_b, *dy_b;
+  void *dx_b;
+} adj_batch_gradient;
+
 /* The kernels of one level, each as [0] float32 and [1] float64. */
 typedef struct adj_direct_kernels {
   const char *isa;  /* "x86-64-v4", "x86-64-v3" or "baseline" */
@@ -69,6 +81,12 @@ typedef struct adj_direct_kernels {
   void (*correlation_gradient[2])(const adj_correlation_gradient *a);
   void (*channel_gradient[2])(const adj_channel_gradient *a);
   void (*channel_forward[2])(const adj_channel_forward *a);
+  void (*batch_gradient[2])(const adj_batch_gradient *a);
+  int batch_vectors; /* vectors of images the batch gradient interleaves */
+  /* out[r * lanes + l] = in[l * rows + r] for images l < count, 0 for l in [count, lanes) */
+  void (*interleave[2])(int64_t count, int64_t lanes, int64_t rows, const void *in, void *out);
+  /* out[l * rows + r] = in[r * lanes + l] for images l < count */
+  void (*deinterleave[2])(int64_t count, int64_t lanes, int64_t rows, const void *in, void *out);
   /* out (cols, rows) = in (rows, cols)^T */
   void (*transpose[2])(int64_t rows, int64_t cols, const void *in, void *out);
 } adj_direct_kernels;

@@ -29,6 +29,8 @@ enum {
   ADJ_CHANNEL_VECTORS = 2,    /* channel weight gradient: 2 vectors x 12 taps = 24 sums + 2 dy + 1 x */
   ADJ_CHANNEL_TAPS = 12,
   ADJ_CHANNEL_POSITIONS = 12, /* channel forward: 12 positions x 2 vectors = 24 sums + 2 w + 1 x */
+  ADJ_BATCH_CHANNELS = 6,     /* batch input gradient: 6 channels x 2 vectors = 12 sums + 2 dy + 1 w */
+  ADJ_BATCH_VECTORS = 2,
 };
 #elif ADJ_KERNEL_LEVEL == 3
 #define ADJ_LEVEL_TABLE adj_direct_kernels_v3
@@ -41,6 +43,8 @@ enum {
   ADJ_CHANNEL_VECTORS = 2,    /* 2 x 6 = 12 sums + 2 dy + 1 x = 15 */
   ADJ_CHANNEL_TAPS = 6,
   ADJ_CHANNEL_POSITIONS = 6,  /* 6 x 2 = 12 sums + 2 w + 1 x = 15 */
+  ADJ_BATCH_CHANNELS = 6,     /* 6 x 2 = 12 sums + 2 dy + 1 w = 15 */
+  ADJ_BATCH_VECTORS = 2,
 };
 #elif ADJ_KERNEL_LEVEL == 0
 #define ADJ_LEVEL_TABLE adj_direct_kernels_baseline
@@ -53,6 +57,9 @@ enum {
   ADJ_CHANNEL_VECTORS = 2,    /* 2 x 5 = 10 sums + 2 dy + 1 x + 1 product = 14 */
   ADJ_CHANNEL_TAPS = 5,
   ADJ_CHANNEL_POSITIONS = 5,  /* 5 x 2 = 10 sums + 2 w + 1 x + 1 product = 14 */
+  ADJ_BATCH_CHANNELS = 6,     /* 6 x 2 = 12 sums + 2 dy + 1 w + 1 product = 16, no spills (the product
+                               * reuses the weight's register): 1.4x faster than 6 x 1 */
+  ADJ_BATCH_VECTORS = 2,
 };
 #else
 #error "ADJ_KERNEL_LEVEL must be 4, 3 or 0"
@@ -78,5 +85,9 @@ const adj_direct_kernels ADJ_LEVEL_TABLE = {
     .correlation_gradient = {correlation_gradient_f32, correlation_gradient_f64},
     .channel_gradient = {channel_gradient_f32, channel_gradient_f64},
     .channel_forward = {channel_forward_f32, channel_forward_f64},
+    .batch_gradient = {batch_gradient_f32, batch_gradient_f64},
+    .batch_vectors = ADJ_BATCH_VECTORS,
+    .interleave = {interleave_f32, interleave_f64},
+    .deinterleave = {deinterleave_f32, deinterleave_f64},
     .transpose = {transpose_f32, transpose_f64},
 };

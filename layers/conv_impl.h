@@ -130,6 +130,13 @@ typedef struct adj_conv_direct {
   int64_t positions;      /* outputs per channel (out_volume) */
   int64_t dy_row;         /* length of one channel's dy grid */
   int64_t chunk;          /* images whose grids the backward holds at once */
+  int64_t positions_in;   /* input positions per channel (in_volume) */
+  int64_t pairs;          /* (tap, output) pairs that read an input position, per channel pair */
+  bool pair_tables;       /* few of the dy grid's (tap, position) products are real pairs: the
+                           * tables list each input position's pairs (geometry only) ... */
+  int64_t lanes;          /* ... and, with at least this many images (the level's batch
+                           * vectors of d's dtype), the input gradient sums them with the
+                           * images along the vectors; 0: on the dy grid */
   size_t bytes;           /* workspace for the whole call */
 } adj_conv_direct;
 

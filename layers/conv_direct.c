@@ -170,16 +170,18 @@ static int64_t adj_dimension_pairs(const adj_window_plan *p, int dim) {
 }
 
 /* The input gradient on the dy grid computes every (tap, position) product of
- * its vectors, of which only `pairs` are real; below two in five the
- * gradient with the images along the vectors, which computes only those,
- * is ahead at every level (a dist4 worker's conv2 block: 28% at x86-64-v3,
- * against 50% for LeNet's conv2 plane; bench/RESULTS.md).  It needs a
- * vector group of images to fill its lanes. */
+ * its vectors, of which only `pairs` are real.  Below three in five the
+ * gradient with the images along the vectors, which computes only those, is
+ * ahead at x86-64-v3 and the baseline for 3 and more input channels (a dist4
+ * worker's conv2 block, 28-30% real: 1.4-2x; LeNet's conv2 plane, 48-51%:
+ * 1.1-1.4x); with one input channel each dy vector feeds too few sums and
+ * it falls behind even at 60% (bench/RESULTS.md).  It needs a vector group
+ * of images to fill its lanes. */
 static void adj_direct_pair_rule(const adj_window_plan *p, int64_t vl, adj_conv_direct *d) {
   d->positions_in = p->in_volume;
   d->pairs = adj_dimension_pairs(p, 0) * adj_dimension_pairs(p, 1) * adj_dimension_pairs(p, 2);
   int64_t grid_positions = d->plane_vectors ? d->plane_vectors * vl : d->volume_rounded;
-  d->pair_tables = 5 * d->pairs < 2 * grid_positions * d->taps;
+  d->pair_tables = d->c_in >= 3 && 5 * d->pairs < 3 * grid_positions * d->taps;
   d->lanes = d->kernels->batch_vectors * vl;
   if (!d->pair_tables || p->batch < d->lanes) d->lanes = 0;
 }

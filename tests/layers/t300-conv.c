@@ -80,17 +80,18 @@ static const conv_case cases[] = {
      {.spatial_dims = 2, .kernel = {3, 5}, .padding_left = {1, 2}, .padding_right = {0, 2}}, true},
     {"direct C_out 24 k(3,7) d(1,2) no bias", 2, 3, 24, {8, 20},
      {.spatial_dims = 2, .kernel = {3, 7}, .dilation = {1, 2}}, false},
-    /* Small planes, whose dy grid is mostly zeros (under 40% real (tap, output)
+    /* Small planes, whose dy grid is mostly zeros (under 60% real (tap, output)
      * pairs), take the input gradient by pairs with the images along the
-     * vectors, given a group of images (32 float32 lanes at x86-64-v4, 16 at
-     * v3, 4 at the baseline): a dist4 worker's conv2 block, 7 input channels
-     * (blocks of 3 + 4) with padding and dilation, one channel in 3-D.  The
-     * batches leave a last group of a few images at every level. */
+     * vectors from 3 input channels, given a group of images (32 float32
+     * lanes at x86-64-v4, 16 at v3, 8 at the baseline): a dist4 worker's
+     * conv2 block (one block of 6 channels), 7 channels (blocks of 3 + 4) with
+     * padding and dilation, 5 channels in 3-D.  The batches leave a last
+     * group of a few images at every level. */
     {"direct pairs dist4 conv2 block 9x9 N=37", 37, 6, 16, {9, 9}, {.spatial_dims = 2, .kernel = {5, 5}}, true},
     {"direct pairs C_in 7 k3 d(2,1) pad(2,1|0,1) N=35", 35, 7, 5, {7, 6},
      {.spatial_dims = 2, .kernel = {3, 3}, .dilation = {2, 1}, .padding_left = {2, 1}, .padding_right = {0, 1}},
      false},
-    {"direct pairs 3d C_in 1 k(2,3,3) d(1,1,2) N=33", 33, 1, 3, {3, 4, 5},
+    {"direct pairs 3d C_in 5 k(2,3,3) d(1,1,2) N=33", 33, 5, 3, {3, 4, 5},
      {.spatial_dims = 3, .kernel = {2, 3, 3}, .dilation = {1, 1, 2}, .padding_left = {0, 1, 0},
       .padding_right = {1, 0, 2}}, true},
     /* Large enough (>= 2^16 multiply-adds) for a thread team to split the batch. */

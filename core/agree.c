@@ -3,6 +3,7 @@
 
 #include "adjoin/agree.h"
 #include "adjoin/status.h"
+#include "agree_impl.h"
 #include "error_impl.h"
 
 static uint64_t adj_agreements;
@@ -18,22 +19,34 @@ int adj_status_agree(MPI_Comm comm, int status, adj_wait_policy policy) {
 }
 
 int adj_status_agree_choice(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy) {
-  int size = 1, rank = 0;
-  MPI_Comm_size(comm, &size);
-  if (size == 1) return status;
+  adj_agreement agreement;
+  ADJ_CALL(adj_status_agree_post(comm, status, choice, &agreement));
+  return adj_status_agree_complete(&agreement, what, policy);
+}
+
+int adj_status_agree_post(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
+  *a = (adj_agreement){.comm = comm, .status = status, .size = 1, .request = MPI_REQUEST_NULL};
+  MPI_Comm_size(comm, &a->size);
+  if (a->size == 1) return ADJ_SUCCESS;
   adj_agreements++;
-  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_rank(comm, &a->rank);
   /* Lowest failing rank wins (ranks that did not fail propose size, no one);
    * in the same reduction, the lowest rank that chose and the lowest that did
    * not: both exist only when the ranks disagree. */
-  int mine[3] = {status ? rank : size, choice ? rank : size, choice ? size : rank}, low[3];
-  MPI_Request request;
-  ADJ_CALL_MPI(MPI_Iallreduce(mine, low, 3, MPI_INT, MPI_MIN, comm, &request));
-  ADJ_CALL(adj_wait_all(1, &request, policy));
-  if (low[0] < size) return adj_status_spread(comm, rank, low[0], status, policy);
-  if (what && low[1] < size && low[2] < size)
+  a->mine[0] = status ? a->rank : a->size;
+  a->mine[1] = choice ? a->rank : a->size;
+  a->mine[2] = choice ? a->size : a->rank;
+  ADJ_CALL_MPI(MPI_Iallreduce(a->mine, a->low, 3, MPI_INT, MPI_MIN, comm, &a->request));
+  return ADJ_SUCCESS;
+}
+
+int adj_status_agree_complete(adj_agreement *a, const char *what, adj_wait_policy policy) {
+  if (a->size == 1) return a->status;
+  ADJ_CALL(adj_wait_all(1, &a->request, policy));
+  if (a->low[0] < a->size) return adj_status_spread(a->comm, a->rank, a->low[0], a->status, policy);
+  if (what && a->low[1] < a->size && a->low[2] < a->size)
     return adj_error_set(ADJ_ERR_ARG, "%s on some ranks and not on others (a collective choice): so on rank %d, not on "
-                         "rank %d", what, low[1], low[2]);
+                         "rank %d", what, a->low[1], a->low[2]);
   return ADJ_SUCCESS;
 }
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree_impl.h"
 #include "op_after_impl.h"
 #include "op_impl.h"
 
@@ -112,11 +113,15 @@ static int adj_op_check_args(const adj_op *op, adj_direction direction, const ad
   return ADJ_SUCCESS;
 }
 
-/* A rank whose tensors failed the local check at an application that is not
- * agreed on: the other ranks are already moving data and wait for this one's
- * part, so it moves zeros from scratch tensors of the operator's own shapes
- * (the error path may allocate), then returns its error. */
-static int adj_op_fallback(adj_op *op, adj_direction direction, int status) {
+static bool adj_direction_valid(adj_direction direction) {
+  return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
+}
+
+/* A rank whose tensors failed the local check while the other ranks move data
+ * and wait for its part: it moves zeros from scratch tensors of the
+ * operator's own shapes (the error path may allocate).  Returns the status of
+ * that movement; the check's message in adj_last_error() is kept. */
+static int adj_op_move_zeros(adj_op *op, adj_direction direction) {
   char message[1024];
   snprintf(message, sizeof message, "%s", adj_last_error());
   bool fwd = direction == ADJ_FORWARD;
@@ -130,8 +135,16 @@ static int adj_op_fallback(adj_op *op, adj_direction direction, int status) {
   if (!moved && op->methods.end) moved = op->methods.end(op, direction, &in, op->in_place ? &in : &out);
   adj_tensor_destroy(&in);
   adj_tensor_destroy(&out);
+  adj_error_set_message(message);
+  return moved;
+}
+
+/* An application that is not agreed on, on a rank whose tensors failed: its
+ * part of the movement is zeros, and the error is this rank's alone. */
+static int adj_op_fallback(adj_op *op, adj_direction direction, int status) {
+  int moved = adj_op_move_zeros(op, direction);
   char full[1200];
-  snprintf(full, sizeof full, "%s (check level %s: found on this rank only%s)", message,
+  snprintf(full, sizeof full, "%s (check level %s: found on this rank only%s)", adj_last_error(),
            adj_check_level_name(op->check), moved ? "; its part of the data movement failed too" : "");
   adj_error_set_message(full);
   return status;
@@ -185,7 +198,38 @@ int adj_op_test(adj_op *op, int *done) {
   return op->test && !op->pending_aliased ? op->test(op, done) : ADJ_SUCCESS;
 }
 
+/* At level full, a blocking application whose failure cannot cost data (out
+ * of place, not accumulating) moves its data while the agreement's reduction
+ * travels, instead of after it: a rank whose tensors failed moves zeros, as
+ * at the levels that do not agree, and every rank reads the agreed outcome
+ * once the data has moved.  The agreement's round trip then overlaps the
+ * message it guards (docs/checking.md).  On failure every rank returns the
+ * same error, and the outputs hold what the movement wrote. */
+static bool adj_op_agrees_alongside(const adj_op *op, adj_direction direction) {
+  return op->check == ADJ_CHECK_FULL && !op->in_place && !op->accumulate[direction] && !op->pending;
+}
+
+static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  int status = adj_op_check_args(op, direction, in, out);
+  adj_agreement agreement;
+  ADJ_CALL(adj_status_agree_post(op->comm, status, false, &agreement));
+  bool aliased = op->identity && !status && in->data == out->data;
+  int moved = status ? adj_op_move_zeros(op, direction) : aliased ? ADJ_SUCCESS : op->methods.begin(op, direction, in, out);
+  if (!status && !moved && !aliased && op->methods.end) moved = op->methods.end(op, direction, in, out);
+  int agreed = adj_status_agree_complete(&agreement, NULL, op->wait);
+  if (agreed) return agreed;
+  if (!moved) {
+    if (direction == ADJ_FORWARD)
+      op->counters.forward_applications++;
+    else
+      op->counters.adjoint_applications++;
+  }
+  return moved;
+}
+
 int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  if (op && adj_direction_valid(direction) && adj_op_agrees_alongside(op, direction))
+    return adj_op_apply_alongside(op, direction, in, out);
   ADJ_CALL(adj_op_begin(op, direction, in, out));
   return adj_op_end(op);
 }
@@ -202,9 +246,6 @@ int adj_op_domain_rank(const adj_op *op) { return op->domain_rank; }
 const int64_t *adj_op_domain_shape(const adj_op *op) { return op->domain_shape; }
 int adj_op_range_rank(const adj_op *op) { return op->range_rank; }
 const int64_t *adj_op_range_shape(const adj_op *op) { return op->range_shape; }
-static bool adj_direction_valid(adj_direction direction) {
-  return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
-}
 
 int adj_op_in_place(const adj_op *op) { return op->in_place; }
 int adj_op_is_identity(const adj_op *op) { return op && op->identity; }

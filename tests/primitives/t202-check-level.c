@@ -4,7 +4,8 @@
  * the others complete with that rank's part taken as zeros, nobody hangs, and
  * the next good application is exact again.  A bad ADJ_CHECK is refused at
  * creation on every rank.  Runs an all-sum-reduce over the world and a
- * sum-reduce onto rank 0 (sub-communicators). */
+ * sum-reduce onto rank 0 (sub-communicators); at full, the sum-reduce's
+ * agreement alongside its data, and before it when accumulating. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,16 +110,34 @@ static void check_levels_allsum(adj_test *t, const char *level) {
   adj_partition_destroy(&p);
 }
 
+/* A sum-reduce of [N] from every rank onto rank 0 (one sub-communicator per
+ * block), created at check level `level`. */
+typedef struct sum_reduce_case {
+  adj_partition *world, *root;
+  adj_decomposition *y;
+  adj_op *op;
+} sum_reduce_case;
+
+static void sum_reduce_case_create(adj_test *t, const char *level, sum_reduce_case *c) {
+  setenv("ADJ_CHECK", level, 1);
+  *c = (sum_reduce_case){.world = world_partition(t)};
+  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &c->root));
+  ADJ_TEST_OK(t, adj_decomposition_create(c->root, 1, (const int64_t[]){N}, &c->y));
+  ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, c->world, c->y, &c->op));
+}
+
+static void sum_reduce_case_destroy(sum_reduce_case *c) {
+  adj_op_destroy(&c->op);
+  adj_decomposition_destroy(&c->y);
+  adj_partition_destroy(&c->root), adj_partition_destroy(&c->world);
+}
+
 /* At first, a sum-reduce onto rank 0 (one sub-communicator per block) whose
  * leaf passes a bad tensor after the agreement: the root sums the others. */
 static void check_first_sum_reduce(adj_test *t) {
-  setenv("ADJ_CHECK", "first", 1);
-  adj_partition *p = world_partition(t), *root = NULL;
-  ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &root));
-  adj_decomposition *y = NULL;
-  ADJ_TEST_OK(t, adj_decomposition_create(root, 1, (const int64_t[]){N}, &y));
-  adj_op *op = NULL;
-  ADJ_TEST_OK(t, adj_sum_reduce_create(ADJ_FLOAT64, p, y, &op));
+  sum_reduce_case c;
+  sum_reduce_case_create(t, "first", &c);
+  adj_op *op = c.op;
   adj_tensor in, out, wrong;
   adj_op_create_domain_tensor(op, &in);
   adj_op_create_range_tensor(op, &out);
@@ -137,9 +156,44 @@ static void check_first_sum_reduce(adj_test *t) {
   ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
   if (t->rank == 0) check_sum(t, &out, -1, "sum-reduce, good application after the error");
   adj_tensor_destroy(&in), adj_tensor_destroy(&out), adj_tensor_destroy(&wrong);
-  adj_op_destroy(&op);
-  adj_decomposition_destroy(&y);
-  adj_partition_destroy(&root), adj_partition_destroy(&p);
+  sum_reduce_case_destroy(&c);
+}
+
+/* At full, a sum-reduce onto rank 0 moves its data while the agreement
+ * travels (out of place): a bad tensor on the last rank at a later
+ * application is the same error on every rank, and the next good application
+ * is exact.  With accumulation on, the agreement comes first instead, so the
+ * failed application leaves the root's accumulated output as it was. */
+static void check_full_alongside(adj_test *t) {
+  sum_reduce_case c;
+  sum_reduce_case_create(t, "full", &c);
+  adj_op *op = c.op;
+  adj_tensor in, out, kept, wrong;
+  adj_op_create_domain_tensor(op, &in);
+  adj_op_create_range_tensor(op, &out);
+  adj_op_create_range_tensor(op, &kept);
+  adj_tensor_create(&wrong, ADJ_FLOAT32, 1, (const int64_t[]){N});
+  fill(t, &in);
+  int bad = t->size - 1;
+  for (int round = 0; round < 3; round++) {
+    ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
+    if (t->rank == 0) check_sum(t, &out, -1, "full, sum-reduce, good application");
+    adj_test_expect_error(t, "full, sum-reduce, float32 tensor on the last rank",
+                          adj_op_forward(op, t->rank == bad ? &wrong : &in, &out), ADJ_TEST_ANY_ERROR, "float32");
+  }
+  ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
+  if (t->rank == 0) check_sum(t, &out, -1, "full, sum-reduce, good application after the errors");
+
+  ADJ_TEST_OK(t, adj_op_set_accumulate(op, ADJ_FORWARD, true));
+  memcpy(kept.data, out.data, adj_tensor_bytes(&out));
+  adj_test_expect_error(t, "full, accumulating sum-reduce, float32 tensor on the last rank",
+                        adj_op_forward(op, t->rank == bad ? &wrong : &in, &out), ADJ_TEST_ANY_ERROR, "float32");
+  ADJ_TEST_CHECK(t, memcmp(kept.data, out.data, adj_tensor_bytes(&out)) == 0,
+                 "full, accumulating sum-reduce: a failed application changed the output");
+  adj_test_report(t, "ADJ_CHECK=full: sum-reduce of [%d] onto rank 0 of %d, errors alike on every rank, exact after",
+                  N, t->size);
+  adj_tensor_destroy(&in), adj_tensor_destroy(&out), adj_tensor_destroy(&kept), adj_tensor_destroy(&wrong);
+  sum_reduce_case_destroy(&c);
 }
 
 static void check_default_and_bad_env(adj_test *t) {
@@ -174,5 +228,6 @@ int main(int argc, char **argv) {
   check_levels_allsum(&t, "first");
   check_levels_allsum(&t, "off");
   check_first_sum_reduce(&t);
+  check_full_alongside(&t);
   return adj_test_finish(&t);
 }

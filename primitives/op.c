@@ -213,9 +213,13 @@ static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj
   int status = adj_op_check_args(op, direction, in, out);
   adj_agreement agreement;
   ADJ_CALL(adj_status_agree_post(op->comm, status, false, &agreement));
-  bool aliased = op->identity && !status && in->data == out->data;
-  int moved = status ? adj_op_move_zeros(op, direction) : aliased ? ADJ_SUCCESS : op->methods.begin(op, direction, in, out);
-  if (!status && !moved && !aliased && op->methods.end) moved = op->methods.end(op, direction, in, out);
+  int moved = ADJ_SUCCESS;
+  if (status) {
+    moved = adj_op_move_zeros(op, direction);
+  } else if (!(op->identity && in->data == out->data)) { /* an identity on shared storage moves nothing */
+    moved = op->methods.begin(op, direction, in, out);
+    if (!moved && op->methods.end) moved = op->methods.end(op, direction, in, out);
+  }
   int agreed = adj_status_agree_complete(&agreement, NULL, op->wait);
   if (agreed) return agreed;
   if (!moved) {

@@ -163,7 +163,9 @@ int main(int argc, char **argv) {
          "best of %d\n", host, cpu, adj_kernels_isa(), sysconf(_SC_NPROCESSORS_ONLN), threads ? threads : "(unset)",
          adj_threads_get(), reps);
   double sgemm = sgemm_rate(reps);
-  printf("sgemm 2048^3: %.1f GFLOP/s\n", sgemm);
+  /* OpenBLAS picks its kernels for the CPU, not for the level adj kernels were
+   * built for; OPENBLAS_CORETYPE (e.g. Haswell) holds it to another. */
+  printf("sgemm 2048^3: %.1f GFLOP/s (OpenBLAS kernels %s)\n", sgemm, openblas_get_corename());
   adj_rng *rng;
   if (adj_rng_create(7, &rng)) return 1;
   /* [shape][algorithm][fwd, fwd+bwd]; the algorithm each plan ran (a forced

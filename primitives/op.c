@@ -117,6 +117,18 @@ static bool adj_direction_valid(adj_direction direction) {
   return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
 }
 
+/* An identity applied to shared storage: nothing to move. */
+static bool adj_op_aliases(const adj_op *op, const adj_tensor *in, const adj_tensor *out) {
+  return op->identity && in->data == out->data;
+}
+
+static void adj_op_count_application(adj_op *op, adj_direction direction) {
+  if (direction == ADJ_FORWARD)
+    op->counters.forward_applications++;
+  else
+    op->counters.adjoint_applications++;
+}
+
 /* A rank whose tensors failed the local check while the other ranks move data
  * and wait for its part: it moves zeros from scratch tensors of the
  * operator's own shapes (the error path may allocate).  Returns the status of
@@ -166,15 +178,12 @@ int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_
   } else if (status) {
     return adj_op_fallback(op, direction, status);
   }
-  if (direction == ADJ_FORWARD)
-    op->counters.forward_applications++;
-  else
-    op->counters.adjoint_applications++;
+  adj_op_count_application(op, direction);
   op->pending = true;
   op->pending_direction = direction;
   op->pending_in = in;
   op->pending_out = out;
-  op->pending_aliased = op->identity && in->data == out->data;
+  op->pending_aliased = adj_op_aliases(op, in, out);
   status = op->pending_aliased ? ADJ_SUCCESS : op->methods.begin(op, direction, in, out);
   if (status) op->pending = false;
   return status;
@@ -216,18 +225,13 @@ static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj
   int moved = ADJ_SUCCESS;
   if (status) {
     moved = adj_op_move_zeros(op, direction);
-  } else if (!(op->identity && in->data == out->data)) { /* an identity on shared storage moves nothing */
+  } else if (!adj_op_aliases(op, in, out)) {
     moved = op->methods.begin(op, direction, in, out);
     if (!moved && op->methods.end) moved = op->methods.end(op, direction, in, out);
   }
   int agreed = adj_status_agree_complete(&agreement, NULL, op->wait);
   if (agreed) return agreed;
-  if (!moved) {
-    if (direction == ADJ_FORWARD)
-      op->counters.forward_applications++;
-    else
-      op->counters.adjoint_applications++;
-  }
+  if (!moved) adj_op_count_application(op, direction);
   return moved;
 }
 

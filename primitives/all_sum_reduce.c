@@ -1,7 +1,8 @@
 /* All-sum-reduce over chosen partition dimensions (DistDL paper, section 3).
  *
  * A = B R is self-adjoint, so forward and adjoint are the same routine: one
- * MPI_Iallreduce (in place when input and output coincide) over the group
+ * MPI_Iallreduce, or MPI_Allreduce when the application blocks (in place when
+ * input and output coincide) over the group
  * of workers that share coordinates on every dimension not reduced.  Groups
  * are disjoint, so MPI_Comm_split builds them all in one call. */
 #include <stdio.h>
@@ -34,8 +35,12 @@ static int adj_asr_begin(adj_op *op, adj_direction direction, const adj_tensor *
   /* Out of place when the tensors differ: MPI reads the input directly
    * instead of after a separate copy. */
   const void *send = out->data != in->data ? in->data : MPI_IN_PLACE;
-  ADJ_CALL_MPI(MPI_Iallreduce(send, out->data, a->count, a->type, MPI_SUM, a->group, &a->request));
-  a->nrequests = 1;
+  if (adj_op_may_block(op)) {
+    ADJ_CALL_MPI(MPI_Allreduce(send, out->data, a->count, a->type, MPI_SUM, a->group));
+  } else {
+    ADJ_CALL_MPI(MPI_Iallreduce(send, out->data, a->count, a->type, MPI_SUM, a->group, &a->request));
+    a->nrequests = 1;
+  }
   adj_op_count_send(op, bytes);
   adj_op_count_recv(op, bytes);
   return ADJ_SUCCESS;

@@ -291,7 +291,7 @@ static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_a
   if (b->leaf_comm != MPI_COMM_NULL)
     ADJ_CALL(
         adj_sum_plan_create(op->name, b, &choice, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
-  const char *copy = b->root_sum.chain_copies || b->leaf_sum.chain_copies ? "chain" : "ibcast";
+  const char *copy = b->root_sum.chain_copies || b->leaf_sum.chain_copies ? "chain" : "bcast";
   const char *root = b->root_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->root_sum.algorithm] : NULL;
   const char *leaf = b->leaf_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->leaf_sum.algorithm] : NULL;
   if (root && leaf && strcmp(root, leaf))
@@ -386,6 +386,23 @@ static int adj_bcast_complete_chains(adj_op *op, bool copies, const adj_tensor *
 
 /* ---- application ------------------------------------------------------------------ */
 
+/* Whether this application may move its data with MPI's blocking calls
+ * (adj_op_may_block) here: this worker is in one group only, so a blocking
+ * call cannot wait on a member that first serves another group.  At 8 KB on 2
+ * ranks MPI_Bcast takes about two thirds of MPI_Ibcast and a wait. */
+static bool adj_bcast_blocks(const adj_op *op) {
+  const adj_bcast *b = op->impl;
+  return adj_op_may_block(op) && (b->root_comm == MPI_COMM_NULL) != (b->leaf_comm == MPI_COMM_NULL);
+}
+
+/* One group's copy by MPI's broadcast, blocking when the application allows. */
+static int adj_bcast_post_copy(adj_op *op, void *data, int count, MPI_Comm comm) {
+  adj_bcast *b = op->impl;
+  ADJ_CALL_MPI(adj_bcast_blocks(op) ? MPI_Bcast(data, count, b->type, 0, comm)
+                                    : MPI_Ibcast(data, count, b->type, 0, comm, &b->requests[b->nrequests++]));
+  return ADJ_SUCCESS;
+}
+
 /* Broadcast direction: source block -> every destination's copy. */
 static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tensor *destination) {
   adj_bcast *b = op->impl;
@@ -394,15 +411,13 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
     ADJ_CALL(adj_chain_post(op, &b->root_sum, b->root_comm, true, (void *)source->data, b->source_count));
   } else if (b->root_comm != MPI_COMM_NULL && b->source_count > 0) {
     /* The root only reads its buffer; MPI's signature is not const. */
-    ADJ_CALL_MPI(MPI_Ibcast((void *)source->data, b->source_count, b->type, 0, b->root_comm,
-                            &b->requests[b->nrequests++]));
+    ADJ_CALL(adj_bcast_post_copy(op, (void *)source->data, b->source_count, b->root_comm));
     adj_op_count_send(op, (size_t)b->source_count * esize);
   }
   if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0 && b->leaf_sum.chain_copies) {
     ADJ_CALL(adj_chain_post(op, &b->leaf_sum, b->leaf_comm, true, destination->data, b->destination_count));
   } else if (b->leaf_comm != MPI_COMM_NULL && b->destination_count > 0) {
-    ADJ_CALL_MPI(MPI_Ibcast(destination->data, b->destination_count, b->type, 0, b->leaf_comm,
-                            &b->requests[b->nrequests++]));
+    ADJ_CALL(adj_bcast_post_copy(op, destination->data, b->destination_count, b->leaf_comm));
     adj_op_count_recv(op, (size_t)b->destination_count * esize);
   }
   /* The root's own copy is made after posting, so it overlaps the transfer to
@@ -410,6 +425,25 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
    * one buffer as both, as MPI_Bcast's root does, needs no copy at all. */
   if (b->self_destination && destination->data != source->data)
     memcpy(destination->data, source->data, (size_t)b->source_count * esize);
+  return ADJ_SUCCESS;
+}
+
+/* The gather of a reduce-scatter: the root's chunk is already in place. */
+static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm comm, bool root, void *data,
+                                 int count) {
+  adj_bcast *b = op->impl;
+  size_t esize = adj_dtype_size(op->dtype);
+  size_t own = (size_t)plan->counts[plan->rank] * esize, bytes = (size_t)count * esize;
+  MPI_Request *request = adj_bcast_blocks(op) ? NULL : &b->requests[b->nrequests++];
+  /* The root's chunk is in place; a leaf sends its chunk and receives nothing. */
+  const void *send = root ? MPI_IN_PLACE : b->scratch;
+  int sent = root ? 0 : plan->counts[plan->rank];
+  const int *counts = root ? plan->counts : NULL, *displs = root ? plan->displs : NULL;
+  void *gathered = root ? data : NULL;
+  ADJ_CALL_MPI(request ? MPI_Igatherv(send, sent, b->type, gathered, counts, displs, b->type, 0, comm, request)
+                       : MPI_Gatherv(send, sent, b->type, gathered, counts, displs, b->type, 0, comm));
+  if (root && bytes > own) adj_op_count_recv(op, bytes - own);
+  if (!root && own) adj_op_count_send(op, own);
   return ADJ_SUCCESS;
 }
 
@@ -426,49 +460,35 @@ static int adj_bcast_post_sum(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
   if (plan->algorithm == ADJ_SUM_CHAIN) return adj_chain_post(op, plan, comm, false, data, count);
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype), bytes = (size_t)count * esize;
-  MPI_Request *request = &b->requests[b->nrequests++];
-  switch (plan->algorithm) {
-  case ADJ_SUM_ALLREDUCE:
-    ADJ_CALL_MPI(MPI_Iallreduce(root ? MPI_IN_PLACE : data, root ? data : b->scratch, count, b->type, MPI_SUM, comm,
-                                request));
+  void *send = root ? MPI_IN_PLACE : data;
+  MPI_Request *request = adj_bcast_blocks(op) ? NULL : &b->requests[b->nrequests++];
+  if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
+    size_t own = (size_t)plan->counts[plan->rank] * esize;
+    void *chunk = root ? data : b->scratch;
+    ADJ_CALL_MPI(request ? MPI_Ireduce_scatter(send, chunk, plan->counts, b->type, MPI_SUM, comm, request)
+                         : MPI_Reduce_scatter(send, chunk, plan->counts, b->type, MPI_SUM, comm));
+    if (bytes > own) adj_op_count_send(op, bytes - own);
+    if (own) adj_op_count_recv(op, own);
+    /* Split phase: end posts the gather once every first phase is done. */
+    b->second_phase = request != NULL;
+    return request ? ADJ_SUCCESS : adj_bcast_post_gather(op, plan, comm, root, data, count);
+  }
+  if (plan->algorithm == ADJ_SUM_ALLREDUCE) {
+    void *sum = root ? data : b->scratch;
+    ADJ_CALL_MPI(request ? MPI_Iallreduce(send, sum, count, b->type, MPI_SUM, comm, request)
+                         : MPI_Allreduce(send, sum, count, b->type, MPI_SUM, comm));
     adj_op_count_send(op, bytes);
     adj_op_count_recv(op, bytes);
     return ADJ_SUCCESS;
-  case ADJ_SUM_REDUCE_SCATTER: {
-    size_t own = (size_t)plan->counts[plan->rank] * esize;
-    ADJ_CALL_MPI(MPI_Ireduce_scatter(root ? MPI_IN_PLACE : data, root ? data : b->scratch, plan->counts, b->type,
-                                     MPI_SUM, comm, request));
-    if (bytes > own) adj_op_count_send(op, bytes - own);
-    if (own) adj_op_count_recv(op, own);
-    b->second_phase = true;
-    return ADJ_SUCCESS;
   }
-  default:
-    ADJ_CALL_MPI(MPI_Ireduce(root ? MPI_IN_PLACE : data, root ? data : NULL, count, b->type, MPI_SUM, 0, comm,
-                             request));
-    if (root) adj_op_count_recv(op, bytes);
-    else adj_op_count_send(op, bytes);
-    return ADJ_SUCCESS;
-  }
-}
-
-/* The gather of a reduce-scatter: the root's chunk is already in place. */
-static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm comm, bool root, void *data,
-                                 int count) {
-  adj_bcast *b = op->impl;
-  size_t esize = adj_dtype_size(op->dtype);
-  size_t own = (size_t)plan->counts[plan->rank] * esize, bytes = (size_t)count * esize;
-  MPI_Request *request = &b->requests[b->nrequests++];
-  if (root) {
-    ADJ_CALL_MPI(MPI_Igatherv(MPI_IN_PLACE, 0, b->type, data, plan->counts, plan->displs, b->type, 0, comm, request));
-    if (bytes > own) adj_op_count_recv(op, bytes - own);
-  } else {
-    ADJ_CALL_MPI(MPI_Igatherv(b->scratch, plan->counts[plan->rank], b->type, NULL, NULL, NULL, b->type, 0, comm,
-                              request));
-    if (own) adj_op_count_send(op, own);
-  }
+  void *sum = root ? data : NULL;
+  ADJ_CALL_MPI(request ? MPI_Ireduce(send, sum, count, b->type, MPI_SUM, 0, comm, request)
+                       : MPI_Reduce(send, sum, count, b->type, MPI_SUM, 0, comm));
+  if (root) adj_op_count_recv(op, bytes);
+  else adj_op_count_send(op, bytes);
   return ADJ_SUCCESS;
 }
+
 
 /* The sum starts from the source block: zero, or this worker's own copy, or
  * (accumulating) the block's contents plus that copy. */

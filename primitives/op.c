@@ -215,7 +215,7 @@ int adj_op_test(adj_op *op, int *done) {
  * message it guards (docs/checking.md).  On failure every rank returns the
  * same error, and the outputs hold what the movement wrote. */
 static bool adj_op_agrees_alongside(const adj_op *op, adj_direction direction) {
-  return op->check == ADJ_CHECK_FULL && !op->in_place && !op->accumulate[direction] && !op->pending;
+  return op->check == ADJ_CHECK_FULL && !op->in_place && !op->accumulate[direction];
 }
 
 static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
@@ -235,11 +235,20 @@ static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj
   return moved;
 }
 
-int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
-  if (op && adj_direction_valid(direction) && adj_op_agrees_alongside(op, direction))
-    return adj_op_apply_alongside(op, direction, in, out);
+static int adj_op_apply_blocking(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  if (adj_op_agrees_alongside(op, direction)) return adj_op_apply_alongside(op, direction, in, out);
   ADJ_CALL(adj_op_begin(op, direction, in, out));
   return adj_op_end(op);
+}
+
+int adj_op_apply(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
+  /* An outstanding split-phase application keeps its own completion; begin
+   * refuses the second one. */
+  if (!op || !adj_direction_valid(direction) || op->pending) return adj_op_begin(op, direction, in, out);
+  op->blocking = true;
+  int status = adj_op_apply_blocking(op, direction, in, out);
+  op->blocking = false;
+  return status;
 }
 
 int adj_op_forward(adj_op *op, const adj_tensor *x, adj_tensor *y) { return adj_op_apply(op, ADJ_FORWARD, x, y); }

@@ -33,6 +33,10 @@ struct adj_op {
   adj_wait_policy wait;  /* resolved: SPIN or YIELD */
   adj_check_level check;   /* resolved: FULL, FIRST or OFF */
   bool agreed[2];          /* FIRST: this direction's first application was agreed */
+  /* Set while a blocking application (adj_op_apply) runs begin and end back to
+   * back: where ranks spin, begin may then move its data with MPI's blocking
+   * calls, which MPICH serves by faster paths than its nonblocking schedules. */
+  bool blocking;
   char algorithm[48];      /* what the implementation chose at creation, for reports */
   adj_op_methods methods;
   /* Optional nonblocking progress of an outstanding application (adj_op_test);
@@ -53,6 +57,11 @@ struct adj_op {
 int adj_op_alloc(const char *name, MPI_Comm base, adj_dtype dtype, int domain_rank, const int64_t *domain_shape,
                  int range_rank, const int64_t *range_shape, const adj_op_methods *methods, void *impl,
                  adj_op **op);
+
+/* Whether begin may move its data with MPI's blocking calls: the application
+ * completes before the caller regains control, and ranks spin anyway (a
+ * blocking MPICH call busy-waits, which would starve an oversubscribed node). */
+static inline bool adj_op_may_block(const adj_op *op) { return op->blocking && op->wait == ADJ_WAIT_SPIN; }
 
 /* Counts one message of `bytes` payload sent (or received). */
 static inline void adj_op_count_send(adj_op *op, size_t bytes) {

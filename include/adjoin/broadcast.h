@@ -18,7 +18,9 @@
  * adj_op_end for the split-phase form (the sum-reduce direction is what a
  * trainer overlaps with backpropagation).  Creation is collective over the
  * partitions' base communicator; it builds one sub-communicator per source
- * block and completes with nonblocking MPI_Ibcast / MPI_Ireduce.
+ * block.  Blocking applications on ranks that spin use MPI's blocking
+ * calls, the others MPI_Ibcast / MPI_Ireduce and their kin
+ * (docs/primitive-algorithms.md).
  *
  * Both directions overwrite their output; input and output must be distinct
  * tensors.  A source worker that is not a destination of its own block
@@ -33,7 +35,7 @@
  * gather, or a pipelined chain of point-to-point messages (segments of
  * ADJ_CHAIN_SEGMENT_BYTES, default 64 KB, along the group, summed from the
  * last member towards the root), which when forced also copies, root -> 1 ->
- * 2 ...; otherwise the copying direction is MPI_Ibcast.
+ * 2 ...; otherwise the copying direction is MPI's broadcast.
  * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter|chain forces one
  * (except in the tensor-parallel layer of phantom.h, whose broadcast always
  * sums by all-reduce);

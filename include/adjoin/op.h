@@ -131,7 +131,7 @@ void adj_op_destroy(adj_op **op);
 
 const char *adj_op_name(const adj_op *op);
 /* The algorithm the operator chose at creation on this worker (e.g. a
- * sum-reduce's "ibcast, sum allreduce"); "direct" when it has no choice. */
+ * sum-reduce's "bcast, sum allreduce"); "direct" when it has no choice. */
 const char *adj_op_algorithm(const adj_op *op);
 adj_dtype adj_op_dtype(const adj_op *op);
 MPI_Comm adj_op_comm(const adj_op *op);

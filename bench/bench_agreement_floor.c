@@ -1,0 +1,111 @@
+/* What a per-application agreement costs at the least, in raw MPI.
+ *
+ * Check level full agrees on every application: every rank learns every
+ * other rank's status (docs/checking.md).  This times an 8 KB MPI_Bcast on
+ * two ranks alone and with the cheapest ways raw MPI has to exchange one
+ * integer status alongside or around it, so the ratio any agreeing
+ * implementation can reach is read off in one run.  Two ranks only: the
+ * point-to-point forms exchange with the one peer.
+ *
+ *   mpiexec -n 2 build/bench/bench-agreement-floor [doubles]   (default 1024) */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { REPETITIONS = 20000, TRIALS = 5, WAYS = 6 };
+
+static const char *const way_names[WAYS] = {
+    "MPI_Bcast alone",
+    "status Isend/Irecv around MPI_Bcast",
+    "status MPI_Iallreduce around MPI_Bcast",
+    "status MPI_Allreduce, then MPI_Bcast",
+    "data and status Isend/Irecv",
+    "MPI_Bcast, then status MPI_Sendrecv",
+};
+
+/* One application of way w: move `count` doubles from rank 0 and the status
+ * of each rank to the other.  `status_comm` keeps the status apart from the
+ * data, as the library's agreement uses its own communicator. */
+static void apply_way(int w, double *data, int count, MPI_Comm comm, MPI_Comm status_comm, int peer) {
+  int mine = 0, theirs = 0, rank;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Request requests[2];
+  MPI_Status statuses[2];
+  switch (w) {
+  case 0: MPI_Bcast(data, count, MPI_DOUBLE, 0, comm); break;
+  case 1:
+    MPI_Irecv(&theirs, 1, MPI_INT, peer, 0, status_comm, &requests[0]);
+    MPI_Isend(&mine, 1, MPI_INT, peer, 0, status_comm, &requests[1]);
+    MPI_Bcast(data, count, MPI_DOUBLE, 0, comm);
+    MPI_Waitall(2, requests, statuses);
+    break;
+  case 2:
+    MPI_Iallreduce(&mine, &theirs, 1, MPI_INT, MPI_MAX, status_comm, &requests[0]);
+    MPI_Bcast(data, count, MPI_DOUBLE, 0, comm);
+    MPI_Wait(&requests[0], statuses);
+    break;
+  case 3:
+    MPI_Allreduce(&mine, &theirs, 1, MPI_INT, MPI_MAX, status_comm);
+    MPI_Bcast(data, count, MPI_DOUBLE, 0, comm);
+    break;
+  case 4:
+    if (rank == 0) {
+      MPI_Irecv(&theirs, 1, MPI_INT, peer, 0, status_comm, &requests[0]);
+      MPI_Isend(data, count, MPI_DOUBLE, peer, 1, comm, &requests[1]);
+    } else {
+      MPI_Irecv(data, count, MPI_DOUBLE, peer, 1, comm, &requests[0]);
+      MPI_Isend(&mine, 1, MPI_INT, peer, 0, status_comm, &requests[1]);
+    }
+    MPI_Waitall(2, requests, statuses);
+    break;
+  default:
+    MPI_Bcast(data, count, MPI_DOUBLE, 0, comm);
+    MPI_Sendrecv(&mine, 1, MPI_INT, peer, 0, &theirs, 1, MPI_INT, peer, 0, status_comm, statuses);
+  }
+}
+
+/* Best over TRIALS of the mean over REPETITIONS, the slower rank's. */
+static double time_way(int w, double *data, int count, MPI_Comm comm, MPI_Comm status_comm, int peer) {
+  double best = 1e30;
+  for (int t = 0; t < TRIALS; t++) {
+    MPI_Barrier(comm);
+    double start = MPI_Wtime();
+    for (int i = 0; i < REPETITIONS; i++) apply_way(w, data, count, comm, status_comm, peer);
+    double mean = (MPI_Wtime() - start) / REPETITIONS;
+    MPI_Allreduce(MPI_IN_PLACE, &mean, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (mean < best) best = mean;
+  }
+  return best;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char *end = NULL;
+  long count = argc > 1 ? strtol(argv[1], &end, 10) : 1024;
+  if (size != 2 || (argc > 1 && (*end || count < 1 || count > (1 << 24)))) {
+    if (rank == 0)
+      fprintf(stderr, "bench-agreement-floor: needs exactly 2 ranks (got %d) and a count of 1..16777216 doubles%s%s\n",
+              size, argc > 1 ? ", got " : "", argc > 1 ? argv[1] : "");
+    MPI_Finalize();
+    return 2;
+  }
+  MPI_Comm comm, status_comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_dup(MPI_COMM_WORLD, &status_comm);
+  double *data = calloc((size_t)count, sizeof *data);
+  if (rank == 0) printf("bench-agreement-floor: 2 ranks, %ld doubles (%.1f KB)\n", count, count * 8 / 1024.0);
+  double alone = 0;
+  for (int w = 0; w < WAYS; w++) {
+    double seconds = time_way(w, data, (int)count, comm, status_comm, 1 - rank);
+    if (w == 0) alone = seconds;
+    if (rank == 0) printf("%-40s %7.2f us  %5.2fx\n", way_names[w], seconds * 1e6, seconds / alone);
+  }
+  free(data);
+  MPI_Comm_free(&comm);
+  MPI_Comm_free(&status_comm);
+  MPI_Finalize();
+  return 0;
+}

@@ -24,25 +24,43 @@ int adj_status_agree_choice(MPI_Comm comm, int status, bool choice, const char *
   return adj_status_agree_complete(&agreement, what, policy);
 }
 
-int adj_status_agree_post(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
-  *a = (adj_agreement){.comm = comm, .status = status, .size = 1, .request = MPI_REQUEST_NULL};
+/* This rank's proposals.  Lowest failing rank wins (ranks that did not fail
+ * propose size, no one); in the same reduction, the lowest rank that chose
+ * and the lowest that did not: both exist only when the ranks disagree.
+ * Returns whether there is anyone to agree with. */
+static bool adj_agreement_open(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
+  *a = (adj_agreement){.comm = comm, .status = status, .size = 1,
+                       .requests = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
   MPI_Comm_size(comm, &a->size);
-  if (a->size == 1) return ADJ_SUCCESS;
+  if (a->size == 1) return false;
   adj_agreements++;
   MPI_Comm_rank(comm, &a->rank);
-  /* Lowest failing rank wins (ranks that did not fail propose size, no one);
-   * in the same reduction, the lowest rank that chose and the lowest that did
-   * not: both exist only when the ranks disagree. */
   a->mine[0] = status ? a->rank : a->size;
   a->mine[1] = choice ? a->rank : a->size;
   a->mine[2] = choice ? a->size : a->rank;
-  ADJ_CALL_MPI(MPI_Iallreduce(a->mine, a->low, 3, MPI_INT, MPI_MIN, comm, &a->request));
+  return true;
+}
+
+int adj_status_agree_post(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
+  if (!adj_agreement_open(comm, status, choice, a)) return ADJ_SUCCESS;
+  ADJ_CALL_MPI(MPI_Iallreduce(a->mine, a->low, 3, MPI_INT, MPI_MIN, comm, &a->requests[0]));
+  return ADJ_SUCCESS;
+}
+
+int adj_status_agree_post_private(MPI_Comm comm, int status, adj_agreement *a) {
+  if (!adj_agreement_open(comm, status, false, a)) return ADJ_SUCCESS;
+  if (a->size != 2) return adj_status_agree_post(comm, status, false, a);
+  a->pair = true;
+  int peer = 1 - a->rank;
+  ADJ_CALL_MPI(MPI_Irecv(a->theirs, 3, MPI_INT, peer, ADJ_AGREEMENT_TAG, comm, &a->requests[1]));
+  ADJ_CALL_MPI(MPI_Isend(a->mine, 3, MPI_INT, peer, ADJ_AGREEMENT_TAG, comm, &a->requests[0]));
   return ADJ_SUCCESS;
 }
 
 int adj_status_agree_complete(adj_agreement *a, const char *what, adj_wait_policy policy) {
   if (a->size == 1) return a->status;
-  ADJ_CALL(adj_wait_all(1, &a->request, policy));
+  ADJ_CALL(adj_wait_all(a->pair ? 2 : 1, a->requests, policy));
+  for (int k = 0; a->pair && k < 3; k++) a->low[k] = a->mine[k] < a->theirs[k] ? a->mine[k] : a->theirs[k];
   if (a->low[0] < a->size) return adj_status_spread(a->comm, a->rank, a->low[0], a->status, policy);
   if (what && a->low[1] < a->size && a->low[2] < a->size)
     return adj_error_set(ADJ_ERR_ARG, "%s on some ranks and not on others (a collective choice): so on rank %d, not on "

@@ -113,6 +113,15 @@ static int adj_op_check_args(const adj_op *op, adj_direction direction, const ad
   return ADJ_SUCCESS;
 }
 
+/* An application's agreement, on the operator's own communicator: no
+ * receive of the caller's can match its messages there, so two ranks may
+ * exchange their statuses point to point (agree_impl.h). */
+static int adj_op_agree(adj_op *op, int status) {
+  adj_agreement agreement;
+  ADJ_CALL(adj_status_agree_post_private(op->comm, status, &agreement));
+  return adj_status_agree_complete(&agreement, NULL, op->wait);
+}
+
 static bool adj_direction_valid(adj_direction direction) {
   return direction == ADJ_FORWARD || direction == ADJ_ADJOINT;
 }
@@ -173,7 +182,7 @@ int adj_op_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_
   int status = adj_op_check_args(op, direction, in, out);
   bool agree = op->check == ADJ_CHECK_FULL || (op->check == ADJ_CHECK_FIRST && !op->agreed[direction]);
   if (agree) {
-    ADJ_CALL(adj_status_agree(op->comm, status, op->wait));
+    ADJ_CALL(adj_op_agree(op, status));
     op->agreed[direction] = true;
   } else if (status) {
     return adj_op_fallback(op, direction, status);
@@ -221,7 +230,7 @@ static bool adj_op_agrees_alongside(const adj_op *op, adj_direction direction) {
 static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   int status = adj_op_check_args(op, direction, in, out);
   adj_agreement agreement;
-  ADJ_CALL(adj_status_agree_post(op->comm, status, false, &agreement));
+  ADJ_CALL(adj_status_agree_post_private(op->comm, status, &agreement));
   int moved = ADJ_SUCCESS;
   if (status) {
     moved = adj_op_move_zeros(op, direction);
@@ -344,7 +353,7 @@ int adj_op_begin_after(int *prior, adj_op *op, adj_direction direction, const ad
   bool agree = valid && (op->check == ADJ_CHECK_FULL || (op->check == ADJ_CHECK_FIRST && !op->agreed[direction]));
   if (!agree) return adj_op_begin(op, direction, in, out);
   int status = *prior ? *prior : adj_op_check_args(op, direction, in, out);
-  status = adj_status_agree(op->comm, status, op->wait);
+  status = adj_op_agree(op, status);
   if (status) return *prior = status;
   op->agreed[direction] = true;
   adj_check_level level = op->check;

@@ -41,15 +41,18 @@ static bool adj_agreement_open(MPI_Comm comm, int status, bool choice, adj_agree
   return true;
 }
 
-int adj_status_agree_post(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
-  if (!adj_agreement_open(comm, status, choice, a)) return ADJ_SUCCESS;
-  ADJ_CALL_MPI(MPI_Iallreduce(a->mine, a->low, 3, MPI_INT, MPI_MIN, comm, &a->requests[0]));
+static int adj_agreement_reduce(adj_agreement *a) {
+  ADJ_CALL_MPI(MPI_Iallreduce(a->mine, a->low, 3, MPI_INT, MPI_MIN, a->comm, &a->requests[0]));
   return ADJ_SUCCESS;
+}
+
+int adj_status_agree_post(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
+  return adj_agreement_open(comm, status, choice, a) ? adj_agreement_reduce(a) : ADJ_SUCCESS;
 }
 
 int adj_status_agree_post_private(MPI_Comm comm, int status, adj_agreement *a) {
   if (!adj_agreement_open(comm, status, false, a)) return ADJ_SUCCESS;
-  if (a->size != 2) return adj_status_agree_post(comm, status, false, a);
+  if (a->size != 2) return adj_agreement_reduce(a);
   a->pair = true;
   int peer = 1 - a->rank;
   ADJ_CALL_MPI(MPI_Irecv(a->theirs, 3, MPI_INT, peer, ADJ_AGREEMENT_TAG, comm, &a->requests[1]));

@@ -73,10 +73,16 @@ static void check_levels_allsum(adj_test *t, const char *level) {
     check_sum(t, &y, bad, what);
   }
 
-  /* A good application is exact whatever came before. */
+  /* A good application is exact whatever came before, and makes one
+   * agreement (none on one rank) at full, and at first too: a failed
+   * agreement leaves the direction's first good application still to agree. */
+  uint64_t agreements = adj_status_agreements();
   ADJ_TEST_OK(t, adj_op_forward(op, &x, &y));
   snprintf(what, sizeof what, "ADJ_CHECK=%s, good application", level);
   check_sum(t, &y, -1, what);
+  uint64_t made = adj_status_agreements() - agreements, expected = want != ADJ_CHECK_OFF && t->size > 1;
+  ADJ_TEST_CHECK(t, made == expected, "%s: %llu agreements, expected %llu", what, (unsigned long long)made,
+                 (unsigned long long)expected);
 
   /* A later bad application: agreed only at full. */
   status = adj_op_forward(op, t->rank == bad ? &wrong : &x, &y);

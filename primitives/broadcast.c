@@ -388,8 +388,7 @@ static int adj_bcast_complete_chains(adj_op *op, bool copies, const adj_tensor *
 
 /* Whether this application may move its data with MPI's blocking calls
  * (adj_op_may_block) here: this worker is in one group only, so a blocking
- * call cannot wait on a member that first serves another group.  At 8 KB on 2
- * ranks MPI_Bcast takes about two thirds of MPI_Ibcast and a wait. */
+ * call cannot wait on a member that first serves another group. */
 static bool adj_bcast_blocks(const adj_op *op) {
   const adj_bcast *b = op->impl;
   return adj_op_may_block(op) && (b->root_comm == MPI_COMM_NULL) != (b->leaf_comm == MPI_COMM_NULL);
@@ -428,14 +427,14 @@ static int adj_bcast_post_copies(adj_op *op, const adj_tensor *source, adj_tenso
   return ADJ_SUCCESS;
 }
 
-/* The gather of a reduce-scatter: the root's chunk is already in place. */
+/* The gather of a reduce-scatter: the root's chunk is already in place; a
+ * leaf sends its chunk and receives nothing. */
 static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm comm, bool root, void *data,
                                  int count) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
   size_t own = (size_t)plan->counts[plan->rank] * esize, bytes = (size_t)count * esize;
   MPI_Request *request = adj_bcast_blocks(op) ? NULL : &b->requests[b->nrequests++];
-  /* The root's chunk is in place; a leaf sends its chunk and receives nothing. */
   const void *send = root ? MPI_IN_PLACE : b->scratch;
   int sent = root ? 0 : plan->counts[plan->rank];
   const int *counts = root ? plan->counts : NULL, *displs = root ? plan->displs : NULL;
@@ -448,9 +447,8 @@ static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm 
 }
 
 /* Sum-reduce direction: every destination's copy summed into the source block.
- * The root reduces in place, starting from its own copy when it is a
- * destination of its block (already there when the two share a buffer) and
- * from zero when it is not.  Counters follow what each algorithm moves, one
+ * The root reduces into its block, from `own` (its copy as a destination of
+ * the block) when given, else in place.  Counters follow what each algorithm moves, one
  * message per collective contribution: reduce, the leaf sends the block and
  * the root receives it; all-reduce, every member sends and receives the block;
  * reduce-scatter, every member sends the chunks the others own and receives
@@ -490,25 +488,22 @@ static int adj_bcast_post_sum(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
   return ADJ_SUCCESS;
 }
 
-
 /* The sum starts from the source block: zero, or this worker's own copy, or
  * (accumulating) the block's contents plus that copy. */
 static int adj_bcast_post_sums(adj_op *op, bool add, const adj_tensor *destination, adj_tensor *source) {
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype);
   bool root_sums = b->root_comm != MPI_COMM_NULL && b->source_count > 0;
-  /* A root that is its block's destination and overwrites the block gives
-   * MPI its copy as a separate send buffer instead of copying it in first
-   * (1 MB: about 20 us of 200); the chain adds into the block itself. */
-  const void *own = b->self_destination && !add && destination->data != source->data && root_sums &&
-                            b->root_sum.algorithm != ADJ_SUM_CHAIN
-                        ? destination->data
-                        : NULL;
+  bool starts_from_copy = b->self_destination && !add && destination->data != source->data;
+  /* Such a root gives MPI its copy as the separate send buffer instead of
+   * copying it into the block first; the chain adds into the block itself. */
+  const void *own =
+      starts_from_copy && root_sums && b->root_sum.algorithm != ADJ_SUM_CHAIN ? destination->data : NULL;
   if (!b->self_destination) {
     if (b->is_source && !add) adj_tensor_zero(source);
   } else if (add) {
     adj_dtype_add(op->dtype, source->data, destination->data, b->source_count);
-  } else if (destination->data != source->data && !own) {
+  } else if (starts_from_copy && !own) {
     memcpy(source->data, destination->data, (size_t)b->source_count * esize);
   }
   b->second_phase = false;

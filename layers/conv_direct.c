@@ -423,6 +423,7 @@ static void adj_direct_input_gradient(const adj_window_plan *p, const adj_conv_d
   } else {
     a.vectors = d->volume_rounded / adj_vector_length(d);
     a.out = buf->dx_grid, a.out_stride = d->volume_rounded;
+    a.row = d->grid.padded[2];
   }
   ADJ_KERNEL(d, correlate)(&a);
   if (!in_place)

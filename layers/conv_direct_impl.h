@@ -22,6 +22,8 @@ typedef struct adj_correlation {
   const int64_t *offset, *in_at, *out_at, *tap_lo, *tap_hi;
   const void *w, *bias, *in;
   int64_t w_out, w_in, in_stride, out_stride;
+  int64_t row; /* without tables: the grid's row length, when a multiple of the vector
+                * length, so that blocks of rows share the rows they read (0: none) */
   void *out;
 } adj_correlation;
 

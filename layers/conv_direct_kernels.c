@@ -31,6 +31,9 @@ enum {
   ADJ_CHANNEL_POSITIONS = 12, /* channel forward: 12 positions x 2 vectors = 24 sums + 2 w + 1 x */
   ADJ_BATCH_CHANNELS = 6,     /* batch input gradient: 6 channels x 2 vectors = 12 sums + 2 dy + 1 w */
   ADJ_BATCH_VECTORS = 2,
+  ADJ_ROW_BLOCKS = 1,
+  ADJ_ROW_BLOCK_ROWS = 8,     /* one channel by rows: 8 rows x 2 vectors = 16 sums + 7 weights + 2 inputs */
+  ADJ_ROW_BLOCK_VECTORS = 2,
 };
 #elif ADJ_KERNEL_LEVEL == 3
 #define ADJ_LEVEL_TABLE adj_direct_kernels_v3
@@ -45,6 +48,9 @@ enum {
   ADJ_CHANNEL_POSITIONS = 6,  /* 6 x 2 = 12 sums + 2 w + 1 x = 15 */
   ADJ_BATCH_CHANNELS = 6,     /* 6 x 2 = 12 sums + 2 dy + 1 w = 15 */
   ADJ_BATCH_VECTORS = 2,
+  ADJ_ROW_BLOCKS = 1,
+  ADJ_ROW_BLOCK_ROWS = 8,     /* 8 x 1 = 8 sums + 5 weights (kh 5) + 1 input = 14 */
+  ADJ_ROW_BLOCK_VECTORS = 1,
 };
 #elif ADJ_KERNEL_LEVEL == 0
 #define ADJ_LEVEL_TABLE adj_direct_kernels_baseline
@@ -60,6 +66,9 @@ enum {
   ADJ_BATCH_CHANNELS = 6,     /* 6 x 2 = 12 sums + 2 dy + 1 w + 1 product = 16, no spills (the product
                                * reuses the weight's register): 1.4x faster than 6 x 1 */
   ADJ_BATCH_VECTORS = 2,
+  ADJ_ROW_BLOCKS = 0,         /* one channel by rows: no faster here, in 8 x 1 or 4 x 2 blocks */
+  ADJ_ROW_BLOCK_ROWS = 1,
+  ADJ_ROW_BLOCK_VECTORS = 1,
 };
 #else
 #error "ADJ_KERNEL_LEVEL must be 4, 3 or 0"
@@ -70,6 +79,11 @@ enum {
  * every level's 16 registers. */
 enum { ADJ_NARROW_VECTORS = 8 };
 _Static_assert(ADJ_NARROW_VECTORS <= 2 * ADJ_DIRECT_CHANNELS, "a one-channel block's sums must fit the block's array");
+
+/* The one-channel row blocks take taps of up to this many rows (kernel
+ * height), whose weights stay in registers, and at most ADJ_ROW_WEIGHTS
+ * weights laid out densely (input channels x tap columns x rows). */
+enum { ADJ_ROW_TAPS = 7, ADJ_ROW_WEIGHTS = 512 };
 
 /* The weight gradient's tap switch lists blocks of 1-4 taps and runs a
  * level's own block size as its default case. */

@@ -68,6 +68,19 @@ static const conv_case cases[] = {
     {"direct rows 3d width 17 k(1,2,3) d(1,1,2) pad(0,1,1|1,0,2)", 2, 3, 5, {3, 4, 16},
      {.spatial_dims = 3, .kernel = {1, 2, 3}, .dilation = {1, 1, 2}, .padding_left = {0, 1, 1},
       .padding_right = {1, 0, 2}}, false},
+    /* The input gradient of one input channel on a grid of whole-vector rows
+     * (32 wide) loads each dy row once for a block of output rows (8 at
+     * x86-64-v4 and v3): kernels of 3 and 7 rows, the smallest and largest
+     * of the kernel's cases, taps 2 rows apart (a middle row of zero
+     * weights), and grid heights of 23 and 19 rows, which leave rows after
+     * the last whole block to the one-channel vector blocks. */
+    {"direct dx rows C_in 1 k3 pad 1 21x30", 2, 1, 4, {21, 30},
+     {.spatial_dims = 2, .kernel = {3, 3}, .padding_left = {1, 1}, .padding_right = {1, 1}}, true},
+    {"direct dx rows C_in 1 k7 pad 3 13x26", 2, 1, 3, {13, 26},
+     {.spatial_dims = 2, .kernel = {7, 7}, .padding_left = {3, 3}, .padding_right = {3, 3}}, false},
+    {"direct dx rows C_in 1 k(2,3) d(2,1) pad 1 6x30", 3, 1, 2, {6, 30},
+     {.spatial_dims = 2, .kernel = {2, 3}, .dilation = {2, 1}, .padding_left = {1, 1}, .padding_right = {1, 1}},
+     true},
     /* No padding: x is read and dx written in place (every image but the
      * last); N=9 makes several backward chunks, so some chunks read x in
      * place and the last copies it. */

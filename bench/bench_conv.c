@@ -166,6 +166,7 @@ int main(int argc, char **argv) {
   /* OpenBLAS picks its kernels for the CPU, not for the level adj kernels were
    * built for; OPENBLAS_CORETYPE (e.g. Haswell) holds it to another. */
   printf("sgemm 2048^3: %.1f GFLOP/s (OpenBLAS kernels %s)\n", sgemm, openblas_get_corename());
+  bench_blas_note(stdout);
   adj_rng *rng;
   if (adj_rng_create(7, &rng)) return 1;
   /* [shape][algorithm][fwd, fwd+bwd]; the algorithm each plan ran (a forced

@@ -24,6 +24,11 @@ void bench_cpu_model(char *text, size_t size) {
   fclose(f);
 }
 
+void bench_blas_note(FILE *out) {
+  char advice[256];
+  if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(out, "note: %s\n", advice);
+}
+
 bool bench_parse_count(const char *program, const char *what, const char *text, long long min, long long max,
                        bool say, long long *value) {
   char *end = NULL;

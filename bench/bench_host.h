@@ -6,9 +6,15 @@
 #include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* The CPU's model name (/proc/cpuinfo; "?" where unknown) into text. */
 void bench_cpu_model(char *text, size_t size);
+
+/* A line "note: ..." on out when OpenBLAS runs kernels below this CPU's
+ * (adj_blas_kernels_behind): its GEMMs, and the sgemm reference, are then
+ * slower than the host allows. */
+void bench_blas_note(FILE *out);
 
 /* A positional argument `what` read as a whole number in [min, max] into
  * *value; false, with a line on stderr naming the argument and the text given

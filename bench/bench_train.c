@@ -16,6 +16,7 @@
  * PyTorch twin is tools/bench_pytorch_lenet.py (same network, batch and
  * optimizer); the README compares the two.  For float32 it also prints each
  * stage's forward and backward time per batch, to show where the time goes. */
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +144,13 @@ int main(int argc, char **argv) {
   char host[64] = "?", cpu[256];
   gethostname(host, sizeof host);
   bench_cpu_model(cpu, sizeof cpu);
-  if (rank == 0)
-    printf("bench-train: host %s, CPU %s, kernels %s, %ld online cores, %d ranks x %d kernel threads, LeNet-5 %s, "
-           "batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu, adj_kernels_isa(),
-           sysconf(_SC_NPROCESSORS_ONLN), size, threads, layout, (long long)batch, (long long)images, repetitions);
+  if (rank == 0) {
+    printf("bench-train: host %s, CPU %s, kernels %s, OpenBLAS kernels %s, %ld online cores, %d ranks x %d kernel "
+           "threads, LeNet-5 %s, batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu,
+           adj_kernels_isa(), openblas_get_corename(), sysconf(_SC_NPROCESSORS_ONLN), size, threads, layout,
+           (long long)batch, (long long)images, repetitions);
+    bench_blas_note(stdout);
+  }
   int failed = !data;
   for (int d = 0; d < 2 && data; d++) {
     adj_dtype dtype = d == 0 ? ADJ_FLOAT32 : ADJ_FLOAT64;

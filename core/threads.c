@@ -5,7 +5,12 @@
 #include <unistd.h>
 
 #include <cblas.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+#include <strings.h>
 
+#include "adjoin/kernels.h"
 #include "adjoin/threads.h"
 #include "error_impl.h"
 #include "threads_impl.h"
@@ -79,4 +84,49 @@ void adj_blas_leave_threads_to_teams(int team) {
 void adj_blas_threads_share(int threads) {
   const char *chosen = getenv("OPENBLAS_NUM_THREADS");
   if (!(chosen && atoi(chosen) > 0)) openblas_set_num_threads(threads);
+}
+
+/* ---- OpenBLAS's kernels against the CPU (adjoin/kernels.h) ------------------------------- */
+
+/* OpenBLAS's x86-64 kernels with AVX2 and FMA (its names, compared without case). */
+static const char *const adj_blas_avx2_cores[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
+                                                  "Excavator"};
+
+bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretype, const char *cpu, char *advice,
+                            size_t size) {
+  if (advice && size) advice[0] = '\0';
+  if (coretype || cpu_level < 3 || !core) return false;
+  for (size_t i = 0; i < sizeof adj_blas_avx2_cores / sizeof *adj_blas_avx2_cores; i++)
+    if (strcasecmp(core, adj_blas_avx2_cores[i]) == 0) return false;
+  if (advice && size)
+    snprintf(advice, size,
+             "OpenBLAS runs its %s kernels on this %s CPU (%s), as an OpenBLAS older than the CPU does; "
+             "set OPENBLAS_CORETYPE=%s before starting for its kernels with %s",
+             core, cpu_level == 4 ? "x86-64-v4" : "x86-64-v3", cpu, cpu_level == 4 ? "SkylakeX" : "Haswell",
+             cpu_level == 4 ? "AVX-512" : "AVX2 and FMA");
+  return true;
+}
+
+/* The CPU's x86-64 level (4, 3, else 0) and family/model, as the judgement takes them. */
+static int adj_cpu_level(char *cpu, size_t size) {
+  snprintf(cpu, size, "?");
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+    unsigned family = (eax >> 8) & 0xf, model = (eax >> 4) & 0xf;
+    if (family == 6 || family == 15) model |= ((eax >> 16) & 0xf) << 4;
+    if (family == 15) family += (eax >> 20) & 0xff;
+    snprintf(cpu, size, "family %u model %u", family, model);
+  }
+  if (__builtin_cpu_supports("x86-64-v4")) return 4;
+  if (__builtin_cpu_supports("x86-64-v3")) return 3;
+#endif
+  return 0;
+}
+
+bool adj_blas_kernels_behind(char *advice, size_t size) {
+  char cpu[64];
+  int level = adj_cpu_level(cpu, sizeof cpu);
+  return adj_blas_kernels_judge(openblas_get_corename(), level, getenv("OPENBLAS_CORETYPE"), cpu, advice, size);
 }

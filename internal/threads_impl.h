@@ -4,6 +4,8 @@
 #ifndef ADJOIN_CORE_THREADS_IMPL_H
 #define ADJOIN_CORE_THREADS_IMPL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Below this many elements (or multiply-adds) a call runs on the calling
@@ -26,5 +28,12 @@ void adj_blas_leave_threads_to_teams(int team);
 
 /* Gives OpenBLAS `threads` threads unless OPENBLAS_NUM_THREADS already chose. */
 void adj_blas_threads_share(int threads);
+
+/* adj_blas_kernels_behind's judgement of OpenBLAS kernels named `core` on a
+ * CPU of x86-64 level `cpu_level` (4, 3, or 0 for anything less or another
+ * architecture), given OPENBLAS_CORETYPE's value (NULL when unset) and the
+ * CPU's description for the advice. */
+bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretype, const char *cpu, char *advice,
+                            size_t size);
 
 #endif

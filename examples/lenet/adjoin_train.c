@@ -471,6 +471,8 @@ static void print_header(const train_run *r) {
          (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
   printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
          (long long)r->test->count);
+  char advice[256];
+  if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(stderr, "adjoin-train: note: %s\n", advice);
   if (o->replicas > 1 || o->micro_batches > 1) {
     adj_gradient_reducer *red = adj_trainer_reducer(r->trainer);
     printf("data parallel: %lld replica%s of %s, %lld micro-batch%s per step, %d gradient bucket%s%s\n",

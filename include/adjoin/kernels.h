@@ -33,6 +33,7 @@
 #ifndef ADJOIN_KERNELS_H
 #define ADJOIN_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -174,6 +175,20 @@ const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm);
 /* The instruction-set level of the direct kernels this CPU runs:
  * "x86-64-v4", "x86-64-v3" or "baseline". */
 const char *adj_kernels_isa(void);
+
+/* Whether OpenBLAS, whose GEMMs the affine layers and the shifted and im2col
+ * convolutions run, uses kernels below what this CPU runs.  A DYNAMIC_ARCH
+ * OpenBLAS picks its kernels from the CPU's family and model when it loads;
+ * a version older than the CPU does not know the model and falls back to its
+ * oldest x86-64 kernels (Debian 12's OpenBLAS 0.3.21 on a Xeon of model 207
+ * runs Prescott's, SSE3, at a fifth of the AVX-512 kernels' sgemm rate,
+ * bench/RESULTS.md).  It chooses before main runs, so adjoin can only say so:
+ * the environment variable OPENBLAS_CORETYPE, set before the program starts,
+ * names the kernels instead.  True when OpenBLAS's kernels lack AVX2 and FMA
+ * on a CPU that has them and OPENBLAS_CORETYPE is not set; `advice` (size
+ * bytes, may be NULL) then receives one line naming the kernels, the CPU and
+ * the value to set (SkylakeX with AVX-512, Haswell with AVX2), else "". */
+bool adj_blas_kernels_behind(char *advice, size_t size);
 
 /* As adj_conv_forward / _jvp / _backward, on tensors of the plan's shapes. */
 int adj_conv_plan_forward(const adj_conv_plan *plan, const adj_tensor *x, const adj_tensor *w,

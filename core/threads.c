@@ -92,12 +92,24 @@ void adj_blas_threads_share(int threads) {
 static const char *const adj_blas_avx2_cores[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
                                                   "Excavator"};
 
+static bool adj_blas_core_has_avx2(const char *core) {
+  for (size_t i = 0; core && i < sizeof adj_blas_avx2_cores / sizeof *adj_blas_avx2_cores; i++)
+    if (strcasecmp(core, adj_blas_avx2_cores[i]) == 0) return true;
+  return false;
+}
+
+/* OpenBLAS chooses its kernels once, as it loads. */
+bool adj_blas_kernels_fast(void) {
+  static int fast = -1;
+  int known = __atomic_load_n(&fast, __ATOMIC_RELAXED);
+  if (known < 0) __atomic_store_n(&fast, known = adj_blas_core_has_avx2(openblas_get_corename()), __ATOMIC_RELAXED);
+  return known;
+}
+
 bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretype, const char *cpu, char *advice,
                             size_t size) {
   if (advice && size) advice[0] = '\0';
-  if (coretype || cpu_level < 3 || !core) return false;
-  for (size_t i = 0; i < sizeof adj_blas_avx2_cores / sizeof *adj_blas_avx2_cores; i++)
-    if (strcasecmp(core, adj_blas_avx2_cores[i]) == 0) return false;
+  if (coretype || cpu_level < 3 || !core || adj_blas_core_has_avx2(core)) return false;
   if (advice && size)
     snprintf(advice, size,
              "OpenBLAS runs its %s kernels on this %s CPU (%s), as an OpenBLAS older than the CPU does; "

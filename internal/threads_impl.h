@@ -29,6 +29,10 @@ void adj_blas_leave_threads_to_teams(int team);
 /* Gives OpenBLAS `threads` threads unless OPENBLAS_NUM_THREADS already chose. */
 void adj_blas_threads_share(int threads);
 
+/* Whether OpenBLAS runs kernels with AVX2 and FMA (whatever the CPU): the
+ * convolution's rule prefers its own kernels to GEMMs otherwise. */
+bool adj_blas_kernels_fast(void);
+
 /* adj_blas_kernels_behind's judgement of OpenBLAS kernels named `core` on a
  * CPU of x86-64 level `cpu_level` (4, 3, or 0 for anything less or another
  * architecture), given OPENBLAS_CORETYPE's value (NULL when unset) and the

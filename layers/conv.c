@@ -53,14 +53,20 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
   adj_conv_direct d;
   adj_shift_plan s;
   bool any = requested != ADJ_CONV_ALGORITHM_AUTO;
+  /* The rule assumes GEMMs with AVX2 and FMA.  OpenBLAS kernels without them
+   * (an OpenBLAS older than the CPU falls back to SSE3) run shifted and
+   * im2col at a fifth of that rate: the direct kernels of x86-64-v3 and v4
+   * then take every shape they run (the 64->64 layer: 200 GFLOP/s against
+   * 56), and the baseline's keep what they win alone (bench/RESULTS.md). */
+  bool fast_blas = adj_blas_kernels_fast(), wide = adj_direct_kernels_select()->vector_bytes >= 32;
   bool direct = (!any || requested == ADJ_CONV_ALGORITHM_DIRECT) &&
-                adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any, &d);
+                adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any || (!fast_blas && wide), &d);
   /* With 16-byte vectors (the baseline level) the direct kernels fall behind
    * shifted GEMM from a few input channels on (LeNet-5's conv2 and up), so
    * there shifted takes any such shape it can run; with one input channel
    * (conv1), and on planes so small that their grids drop most positions
    * (a dist4 worker's conv2 block), direct stays ahead (bench/RESULTS.md). */
-  bool narrow = direct && !any && d.kernels->vector_bytes < 32 && cp->win.channels > 1 && d.dense_grid;
+  bool narrow = direct && !any && fast_blas && !wide && cp->win.channels > 1 && d.dense_grid;
   bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
   if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
   if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;

@@ -131,7 +131,11 @@ int adj_conv_backward(const adj_window_geometry *g,
  *   shifted  one GEMM per kernel tap on the padded grid (unit strides);
  *   im2col   im2col + GEMM on tiles of images (any geometry; the jvp's).
  * The rule (ADJ_CONV_ALGORITHM_AUTO): direct below 16 input channels,
- * shifted from 16, when their grids waste few positions; im2col otherwise.
+ * shifted from 16, when their grids waste few positions; im2col otherwise;
+ * at the baseline level shifted also from 2 input channels on dense grids.
+ * It assumes GEMMs with AVX2 and FMA: when OpenBLAS runs older kernels
+ * (see adj_blas_kernels_behind) the direct kernels of x86-64-v3 and v4 take
+ * every unit-stride shape and the baseline's stay below 16 channels.
  * A forced algorithm (config or the environment variable ADJ_CONV_ALGORITHM
  * = auto|direct|shifted|im2col|measure, which a config's AUTO defers to) runs
  * wherever it can: direct and shifted need unit strides, else im2col runs.

@@ -131,8 +131,12 @@ static int adj_cpu_level(char *cpu, size_t size) {
     if (family == 15) family += (eax >> 20) & 0xff;
     snprintf(cpu, size, "family %u model %u", family, model);
   }
-  if (__builtin_cpu_supports("x86-64-v4")) return 4;
-  if (__builtin_cpu_supports("x86-64-v3")) return 3;
+  /* The levels by their defining features: clang 14 knows no level names. */
+  bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+  if (v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return 4;
+  if (v3) return 3;
 #endif
   return 0;
 }

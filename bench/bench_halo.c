@@ -8,7 +8,10 @@
  *
  *   mpiexec -n 2 build/bench/bench-halo [--seconds 0.3] [--trials 5]
  *   mpiexec -n 4 build/bench/bench-halo
+ *   ADJ_HALO_ALGORITHM=nested|direct mpiexec -n 4 build/bench/bench-halo
  *
+ * The last column names the algorithm adjoin's exchange took (halo.h); the
+ * environment variable forces one. *
  * The grid is the most square factorisation of the rank count over the first
  * dimensions.  Timing alternates the two exchanges trial by trial and keeps the
  * best of each (one-off noise on a shared machine does not decide a ratio); a
@@ -227,11 +230,11 @@ static void bench_shape(const bench_options *o, int rank, const int64_t *shape, 
     char s[64], q[64];
     int64_t pp[ADJ_MAX_RANK];
     for (int d = 0; d < rank; d++) pp[d] = parts[d];
-    printf("%-16s %-10s %9.1f KB  %10.2f %10.2f %10.2f  %6.3f %6.3f  %10.2f  %s\n",
+    printf("%-16s %-10s %9.1f KB  %10.2f %10.2f %10.2f  %6.3f %6.3f  %10.2f  %-4s  %s\n",
            adj_shape_format(s, sizeof s, rank, shape), adj_shape_format(q, sizeof q, rank, pp), total * 8.0 / 1024.0,
            1e6 * unchecked[RUN_HANDWRITTEN], 1e6 * unchecked[RUN_OP_FORWARD], 1e6 * checked[RUN_OP_FORWARD],
            unchecked[RUN_OP_FORWARD] / unchecked[RUN_HANDWRITTEN], checked[RUN_OP_FORWARD] / checked[RUN_HANDWRITTEN],
-           1e6 * unchecked[RUN_OP_ADJOINT], same ? "yes" : "NO");
+           1e6 * unchecked[RUN_OP_ADJOINT], same ? "yes" : "NO", adj_op_algorithm(b.op));
   }
   handwritten_destroy(&b.hand);
   adj_tensor_destroy(&b.x);
@@ -265,8 +268,8 @@ int main(int argc, char **argv) {
     printf("bench-halo: %s, %ld online cores, %d ranks, float64, k=5 pad 2 in every dimension, wait policy %s\n", host,
            sysconf(_SC_NPROCESSORS_ONLN), size, policy ? policy : "auto");
     printf("times in microseconds per forward exchange (best of %d trials); ratio = adjoin / MPI_Sendrecv\n", o.trials);
-    printf("%-16s %-10s %12s  %10s %10s %10s  %6s %6s  %10s  %s\n", "global shape", "grid", "halo total", "Sendrecv",
-           "adjoin", "+checks", "ratio", "+chk", "adjoint", "same");
+    printf("%-16s %-10s %12s  %10s %10s %10s  %6s %6s  %10s  %-4s  %s\n", "global shape", "grid", "halo total",
+           "Sendrecv", "adjoin", "+checks", "ratio", "+chk", "adjoint", "same", "algorithm");
   }
   static const int64_t shapes2[][2] = {{512, 512}, {2048, 2048}};
   static const int64_t shapes3[][3] = {{48, 48, 48}, {128, 128, 128}};

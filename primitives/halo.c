@@ -1,15 +1,26 @@
 /* Halo exchange: the nested, unbalanced exchange of eq. 11 and its adjoint
- * (eq. 12), planned once from the geometry.
+ * (eq. 12), planned once from the geometry, in one of two algorithms.
  *
- * Phase i (one per tensor dimension) moves, between workers that differ only in
- * coordinate i, boxes that span: in dimension i the overlap of the receiver's
- * halo with the sender's bulk; in dimensions j < i the whole local range (bulk
- * and the halos received in earlier phases, hence the corners); in dimensions
- * j > i the bulk.  Workers on a line along dimension i share their geometry in
- * every other dimension, so a box means the same global region on both ends.
- * Every halo entry is written by exactly one phase (the last dimension in which
- * it lies outside the bulk), which is what makes the adjoint a clean
- * add-and-clear in reverse order.
+ * Nested: phase i (one per tensor dimension) moves, between workers that
+ * differ only in coordinate i, boxes that span: in dimension i the overlap of
+ * the receiver's halo with the sender's bulk; in dimensions j < i the whole
+ * local range (bulk and the halos received in earlier phases, hence the
+ * corners); in dimensions j > i the bulk.  Workers on a line along dimension i
+ * share their geometry in every other dimension, so a box means the same
+ * global region on both ends.  Every halo entry is written by exactly one
+ * phase (the last dimension in which it lies outside the bulk), which is what
+ * makes the adjoint a clean add-and-clear in reverse order.
+ *
+ * Direct: one round in which every worker receives each halo region straight
+ * from the worker whose bulk holds it, corners from the diagonal neighbours,
+ * so nothing is relayed and nothing waits for an earlier phase.  It moves the
+ * same entries (an entry is received exactly when, in every dimension, some
+ * worker's bulk holds its index) and its adjoint adds every halo copy into the
+ * one bulk entry it came from, so both algorithms are the same operator; the
+ * adjoint's sums may associate differently, within rounding.  It sends more,
+ * smaller messages (up to 3^d - 1 peers against 2d) and posts all of them at
+ * once: begin returns without waiting, which the nested exchange cannot do
+ * beyond its last phase.  halo.h says which one the operator takes.
  *
  * Each box travels in place as an MPI datatype made at creation (a contiguous
  * box as a run of elements, any other as a subarray of the local tensor), as a
@@ -40,7 +51,7 @@ typedef struct adj_halo_phase {
 } adj_halo_phase;
 
 typedef struct adj_halo {
-  int phases; /* tensor rank (0 when inactive) */
+  int phases; /* nested: the tensor rank; direct: 1 (phase[0]); 0 when inactive */
   adj_halo_phase phase[ADJ_MAX_RANK];
   size_t esize;
   MPI_Datatype type;    /* element type */
@@ -152,16 +163,85 @@ static int adj_halo_plan_phase(adj_halo *h, const adj_partition *partition, cons
   return ADJ_SUCCESS;
 }
 
-static int adj_halo_plan(adj_halo *h, adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g) {
+/* Dimension `dim` of a direct message between this worker (coordinate
+ * `mine`) and the worker at `other`, as a global range: where the two share
+ * the coordinate, the common bulk; else the overlap of the receiver's halos
+ * with the sender's bulk (this worker receives when `receiving`). */
+static void adj_halo_direct_range(const adj_halo_geometry *g, int dim, int mine, int other, bool receiving,
+                                  int64_t *lo, int64_t *hi) {
+  const adj_halo_dim *me = adj_halo_geometry_dim(g, dim, mine);
+  if (other == mine) {
+    *lo = me->bulk[0], *hi = me->bulk[1];
+    return;
+  }
+  const adj_halo_dim *them = adj_halo_geometry_dim(g, dim, other);
+  if (receiving) adj_halo_overlap(me, them, lo, hi);
+  else adj_halo_overlap(them, me, lo, hi);
+}
+
+/* The region of the local tensor that a direct message with the worker at
+ * `peer` fills (receiving) or reads (sending); empty when any dimension is. */
+static adj_box adj_halo_direct_box(const adj_halo_geometry *g, const adj_halo_local *local, const int *coords,
+                                   const int *peer, bool receiving) {
+  adj_box box = {.rank = local->rank};
+  for (int j = 0; j < local->rank; j++) {
+    int64_t lo, hi;
+    adj_halo_direct_range(g, j, coords[j], peer[j], receiving, &lo, &hi);
+    if (hi <= lo) return (adj_box){.rank = local->rank};
+    box.start[j] = lo - local->input.start[j];
+    box.extent[j] = hi - lo;
+  }
+  return box;
+}
+
+/* The direct exchange's messages, all in phase[0]: one each way with every
+ * other worker whose bulk meets this worker's halos or whose halos meet its
+ * bulk, in rank order of the grid (which fixes the adjoint's order of sums). */
+static int adj_halo_plan_direct(adj_halo *h, const adj_partition *partition, const adj_halo_geometry *g,
+                                const int *coords, adj_halo_sizes *sizes) {
+  const int *parts = adj_halo_geometry_parts(g);
+  int rank = h->local.rank, workers = 1;
+  for (int j = 0; j < rank; j++) workers *= parts[j];
+  adj_halo_phase *ph = &h->phase[0];
+  ph->bulk = malloc(sizeof *ph->bulk * (size_t)workers);
+  ph->halo = malloc(sizeof *ph->halo * (size_t)workers);
+  ADJ_CHECK(ph->bulk && ph->halo, ADJ_ERR_MEM, "halo: out of memory planning %d peers", workers);
+  int64_t bulk_total = 0, halo_total = 0;
+  for (int w = 0; w < workers; w++) {
+    int peer[ADJ_MAX_RANK], rest = w;
+    bool self = true;
+    for (int j = rank - 1; j >= 0; j--) {
+      peer[j] = rest % parts[j], rest /= parts[j];
+      self &= peer[j] == coords[j];
+    }
+    if (self) continue;
+    int peer_rank = adj_partition_rank_at(partition, peer);
+    ADJ_CALL(adj_halo_add_message(h, ph->halo, &ph->n_halo, peer_rank,
+                                  adj_halo_direct_box(g, &h->local, coords, peer, true), &halo_total));
+    ADJ_CALL(adj_halo_add_message(h, ph->bulk, &ph->n_bulk, peer_rank,
+                                  adj_halo_direct_box(g, &h->local, coords, peer, false), &bulk_total));
+  }
+  sizes->bulk = bulk_total;
+  sizes->requests = ph->n_bulk + ph->n_halo;
+  h->phases = 1;
+  return ADJ_SUCCESS;
+}
+
+static int adj_halo_plan(adj_halo *h, adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g,
+                         adj_halo_algorithm algorithm) {
   h->esize = adj_dtype_size(dtype);
   h->type = adj_dtype_mpi(dtype);
   bool active = adj_partition_active(partition);
   adj_halo_geometry_local(g, active ? adj_partition_coords(partition) : NULL, &h->local);
   if (!active) return ADJ_SUCCESS;
-  h->phases = adj_halo_geometry_rank(g);
   adj_halo_sizes sizes = {0};
-  for (int dim = 0; dim < h->phases; dim++)
-    ADJ_CALL(adj_halo_plan_phase(h, partition, g, adj_partition_coords(partition), dim, &sizes));
+  if (algorithm == ADJ_HALO_DIRECT) {
+    ADJ_CALL(adj_halo_plan_direct(h, partition, g, adj_partition_coords(partition), &sizes));
+  } else {
+    h->phases = adj_halo_geometry_rank(g);
+    for (int dim = 0; dim < h->phases; dim++)
+      ADJ_CALL(adj_halo_plan_phase(h, partition, g, adj_partition_coords(partition), dim, &sizes));
+  }
   /* One extra element keeps the pointers non-NULL when nothing moves. */
   h->buffer = malloc((size_t)(sizes.bulk + 1) * h->esize);
   h->requests = malloc(sizeof(MPI_Request) * (size_t)(sizes.requests + 1));
@@ -299,19 +379,47 @@ static int adj_halo_agree_geometry(MPI_Comm base, adj_wait_policy policy, int64_
   ADJ_CALL_MPI(MPI_Iallreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, base, &request));
   ADJ_CALL(adj_wait_all(1, &request, policy));
   if (!local && (most[0] != fingerprint || -most[1] != fingerprint))
-    local = adj_error_set(ADJ_ERR_ARG, "halo: ranks passed different geometries (dtype, shape, cuts or kernel)");
+    local = adj_error_set(ADJ_ERR_ARG, "halo: ranks passed different geometries (dtype, shape, cuts or kernel) or algorithms");
   return adj_status_agree(base, local, policy);
 }
 
+static const char *const adj_halo_algorithm_names[] = {"auto", "nested", "direct"};
+
+/* AUTO resolved: the environment's choice, else nested (halo.h says why).
+ * The environment is the same on every rank under mpiexec, so a bad value
+ * fails alike everywhere. */
+static int adj_halo_algorithm_resolve(adj_halo_algorithm requested, adj_halo_algorithm *resolved) {
+  *resolved = requested;
+  const char *env = getenv("ADJ_HALO_ALGORITHM");
+  if (requested == ADJ_HALO_AUTO && env && *env) {
+    int a = 0;
+    while (a < 3 && strcmp(env, adj_halo_algorithm_names[a])) a++;
+    ADJ_CHECK(a < 3, ADJ_ERR_ARG, "ADJ_HALO_ALGORITHM='%s' is not one of auto, nested, direct", env);
+    *resolved = (adj_halo_algorithm)a;
+  }
+  if (*resolved == ADJ_HALO_AUTO) *resolved = ADJ_HALO_NESTED;
+  return ADJ_SUCCESS;
+}
+
 int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g, adj_op **op) {
+  return adj_halo_create_with_algorithm(dtype, partition, g, ADJ_HALO_AUTO, op);
+}
+
+int adj_halo_create_with_algorithm(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *g,
+                                   adj_halo_algorithm algorithm, adj_op **op) {
   ADJ_CHECK(op, ADJ_ERR_ARG, "halo: output operator pointer is NULL");
   *op = NULL;
   ADJ_CHECK(partition && g, ADJ_ERR_ARG, "halo: partition and geometry are required");
+  ADJ_CHECK(algorithm >= ADJ_HALO_AUTO && algorithm <= ADJ_HALO_DIRECT, ADJ_ERR_ARG,
+            "halo: algorithm %d is not ADJ_HALO_AUTO, ADJ_HALO_NESTED or ADJ_HALO_DIRECT", (int)algorithm);
   ADJ_CALL(adj_halo_check_args(dtype, partition, g));
+  adj_halo_algorithm chosen;
+  ADJ_CALL(adj_halo_algorithm_resolve(algorithm, &chosen));
   MPI_Comm base = adj_partition_base_comm(partition);
   adj_halo *h = calloc(1, sizeof *h);
-  int status = h ? adj_halo_plan(h, dtype, partition, g) : adj_error_set(ADJ_ERR_MEM, "halo: out of memory");
-  status = adj_halo_agree_geometry(base, adj_partition_wait_policy(partition), adj_halo_fingerprint(dtype, g), status);
+  int status = h ? adj_halo_plan(h, dtype, partition, g, chosen) : adj_error_set(ADJ_ERR_MEM, "halo: out of memory");
+  int64_t fingerprint = adj_fnv((uint64_t)adj_halo_fingerprint(dtype, g), chosen) >> 1;
+  status = adj_halo_agree_geometry(base, adj_partition_wait_policy(partition), fingerprint, status);
   if (status) {
     adj_halo_free(h);
     return status;
@@ -328,5 +436,6 @@ int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_h
   }
   (*op)->in_place = true;
   (*op)->identity = adj_halo_is_identity(h);
+  snprintf((*op)->algorithm, sizeof (*op)->algorithm, "%s", adj_halo_algorithm_names[chosen]);
   return ADJ_SUCCESS;
 }

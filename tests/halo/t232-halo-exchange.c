@@ -2,6 +2,7 @@
  * workers (ranks beyond a case's workers are inactive): after the forward every
  * halo entry, corners included, holds the owner's value; after the adjoint every
  * bulk entry holds its own value plus every halo copy of it, and halos are 0. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "halo_common.h"
@@ -105,6 +106,14 @@ static void check_from_decomposition(adj_test *t, const halo_setup *s) {
   adj_decomposition_destroy(&decomposition);
 }
 
+/* The algorithm taken: the one ADJ_HALO_ALGORITHM forces, else nested (halo.h). */
+static const char *check_algorithm(adj_test *t, const halo_setup *s) {
+  const char *forced = getenv("ADJ_HALO_ALGORITHM"), *chosen = adj_op_algorithm(s->op);
+  const char *want = forced && *forced && strcmp(forced, "auto") ? forced : "nested";
+  ADJ_TEST_CHECK(t, !strcmp(chosen, want), "%s: the exchange took '%s', expected '%s'", s->c->name, chosen, want);
+  return chosen;
+}
+
 /* Every dtype on one partition and geometry (uint8 values wrap at 256, in the
  * reference as in the operator). */
 static void run_case(adj_test *t, const halo_case *c) {
@@ -112,6 +121,8 @@ static void run_case(adj_test *t, const halo_case *c) {
   int status = halo_setup_create(c, ADJ_FLOAT64, &s);
   ADJ_TEST_CHECK(t, status == 0, "%s: setup failed: %s", c->name, adj_last_error());
   if (!status) check_from_decomposition(t, &s);
+  char algorithm[48] = "none"; /* the op is remade for each dtype */
+  if (!status) snprintf(algorithm, sizeof algorithm, "%s", check_algorithm(t, &s));
   for (int i = 0; !status && i < ADJ_TEST_MOVEMENT_DTYPES; i++) {
     adj_dtype dtype = adj_test_movement_dtypes[i];
     if (i > 0) ADJ_TEST_OK(t, status = halo_setup_retype(&s, dtype));
@@ -119,8 +130,8 @@ static void run_case(adj_test *t, const halo_case *c) {
     long long halo = check_forward(t, &s, dtype);
     check_adjoint(t, &s, dtype);
     char text[160];
-    adj_test_report(t, "%s, %d of %d ranks, %s: forward and adjoint exact, %lld halo entries",
-                    halo_case_describe(c, text, sizeof text), s.workers, t->size, adj_dtype_name(dtype),
+    adj_test_report(t, "%s, %d of %d ranks, %s, %s: forward and adjoint exact, %lld halo entries",
+                    halo_case_describe(c, text, sizeof text), s.workers, t->size, algorithm, adj_dtype_name(dtype),
                     halo_sum(t->comm, halo));
   }
   halo_setup_destroy(&s);

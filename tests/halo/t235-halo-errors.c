@@ -1,8 +1,11 @@
 /* Impossible halo configurations fail at creation on every rank with the same
  * message and no rank hangs: a kernel wider than the padded input, a partition
  * that does not match the geometry, ranks passing different geometries, an
- * invalid dtype, and a wrongly shaped tensor on one rank at application.  A
- * valid exchange still works afterwards. */
+ * invalid dtype, an algorithm that is not one (by argument or in
+ * ADJ_HALO_ALGORITHM), ranks choosing different algorithms, and a wrongly
+ * shaped tensor on one rank at application.  A valid exchange still works
+ * afterwards. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "halo_common.h"
@@ -48,6 +51,35 @@ static void ranks_disagree(adj_test *t, adj_partition *row) {
   adj_halo_geometry_destroy(&g);
 }
 
+/* An algorithm outside the enum, a bad ADJ_HALO_ALGORITHM (restored after),
+ * and rank 0 forcing nested while the others force direct. */
+static void bad_algorithms(adj_test *t, adj_partition *row) {
+  int64_t shape[2] = {4, 5 * t->size};
+  int parts[2] = {1, t->size};
+  adj_halo_geometry *g = NULL;
+  adj_op *op = NULL;
+  ADJ_TEST_OK(t, adj_halo_geometry_create(2, shape, parts, NULL, &(adj_halo_kernel){.size = {3, 3}}, &g));
+  adj_test_expect_error(t, "algorithm out of range",
+                        adj_halo_create_with_algorithm(ADJ_FLOAT64, row, g, (adj_halo_algorithm)9, &op), ADJ_ERR_ARG,
+                        "halo: algorithm 9 is not ADJ_HALO_AUTO, ADJ_HALO_NESTED or ADJ_HALO_DIRECT");
+  const char *forced = getenv("ADJ_HALO_ALGORITHM");
+  char saved[32] = "";
+  if (forced) snprintf(saved, sizeof saved, "%s", forced);
+  setenv("ADJ_HALO_ALGORITHM", "diagonal", 1);
+  adj_test_expect_error(t, "ADJ_HALO_ALGORITHM=diagonal", adj_halo_create(ADJ_FLOAT64, row, g, &op), ADJ_ERR_ARG,
+                        "ADJ_HALO_ALGORITHM='diagonal' is not one of auto, nested, direct");
+  if (forced) setenv("ADJ_HALO_ALGORITHM", saved, 1);
+  else unsetenv("ADJ_HALO_ALGORITHM");
+  if (t->size > 1) {
+    adj_halo_algorithm mine = t->rank == 0 ? ADJ_HALO_NESTED : ADJ_HALO_DIRECT;
+    adj_test_expect_error(t, "ranks choose different algorithms",
+                          adj_halo_create_with_algorithm(ADJ_FLOAT64, row, g, mine, &op), ADJ_ERR_ARG,
+                          "ranks passed different geometries (dtype, shape, cuts or kernel) or algorithms");
+  }
+  ADJ_TEST_CHECK(t, op == NULL, "a failed creation must leave the operator NULL");
+  adj_halo_geometry_destroy(&g);
+}
+
 /* A wrongly shaped tensor on the last rank fails the application everywhere;
  * then the same operator runs correctly. */
 static void bad_tensor_then_valid(adj_test *t, adj_partition *row) {
@@ -87,6 +119,7 @@ int main(int argc, char **argv) {
   kernel_too_wide(&t);
   partition_mismatch(&t, row);
   ranks_disagree(&t, row);
+  bad_algorithms(&t, row);
   bad_tensor_then_valid(&t, row);
   adj_partition_destroy(&row);
   return adj_test_finish(&t);

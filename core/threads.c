@@ -5,13 +5,11 @@
 #include <unistd.h>
 
 #include <cblas.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
 #include <strings.h>
 
 #include "adjoin/kernels.h"
 #include "adjoin/threads.h"
+#include "cpu_impl.h"
 #include "error_impl.h"
 #include "threads_impl.h"
 
@@ -119,30 +117,9 @@ bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretyp
   return true;
 }
 
-/* The CPU's x86-64 level (4, 3, else 0) and family/model, as the judgement takes them. */
-static int adj_cpu_level(char *cpu, size_t size) {
-  snprintf(cpu, size, "?");
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  unsigned eax, ebx, ecx, edx;
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
-    unsigned family = (eax >> 8) & 0xf, model = (eax >> 4) & 0xf;
-    if (family == 6 || family == 15) model |= ((eax >> 16) & 0xf) << 4;
-    if (family == 15) family += (eax >> 20) & 0xff;
-    snprintf(cpu, size, "family %u model %u", family, model);
-  }
-  /* The levels by their defining features: clang 14 knows no level names. */
-  bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
-  if (v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    return 4;
-  if (v3) return 3;
-#endif
-  return 0;
-}
-
 bool adj_blas_kernels_behind(char *advice, size_t size) {
   char cpu[64];
-  int level = adj_cpu_level(cpu, sizeof cpu);
-  return adj_blas_kernels_judge(openblas_get_corename(), level, getenv("OPENBLAS_CORETYPE"), cpu, advice, size);
+  adj_cpu_family_model(cpu, sizeof cpu);
+  return adj_blas_kernels_judge(openblas_get_corename(), adj_cpu_x86_level(), getenv("OPENBLAS_CORETYPE"), cpu,
+                                advice, size);
 }

@@ -31,6 +31,7 @@
 
 #include "conv_direct_impl.h"
 #include "conv_impl.h"
+#include "cpu_impl.h"
 
 enum {
   ADJ_DIRECT_MAX_CHANNELS = 16, /* from 16 input channels the shifted GEMMs are faster */
@@ -52,14 +53,11 @@ const adj_direct_kernels *adj_direct_kernels_select(void) {
 #if defined(ADJ_DIRECT_HAVE_BASELINE)
   k = &adj_direct_kernels_baseline;
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-#endif
 #if defined(ADJ_DIRECT_HAVE_V3)
-  if (!k || __builtin_cpu_supports("x86-64-v3")) k = &adj_direct_kernels_v3;
+  if (!k || adj_cpu_x86_level() >= 3) k = &adj_direct_kernels_v3;
 #endif
 #if defined(ADJ_DIRECT_HAVE_V4)
-  if (!k || __builtin_cpu_supports("x86-64-v4")) k = &adj_direct_kernels_v4;
+  if (!k || adj_cpu_x86_level() >= 4) k = &adj_direct_kernels_v4;
 #endif
   __atomic_store_n(&chosen, k, __ATOMIC_RELEASE);
   return k;

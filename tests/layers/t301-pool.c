@@ -22,6 +22,13 @@ static const pool_case cases[] = {
     /* Odd extents: the windows leave a last row and column out, so the 2x2
      * forward path does not apply (the plain interior loops do). */
     {"max 2d k2 s2 13x11", ADJ_POOL_MAX, 2, 3, {13, 11}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    /* Rows of 3, 8, 16 and 21 outputs: the float32 backward one window at a
+     * time, and in vectors, whole and with a last one overlapping the one
+     * before. */
+    {"max 2d k2 s2 8x6", ADJ_POOL_MAX, 3, 2, {8, 6}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    {"max 2d k2 s2 4x16", ADJ_POOL_MAX, 2, 3, {4, 16}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    {"max 2d k2 s2 6x32", ADJ_POOL_MAX, 2, 2, {6, 32}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
+    {"max 2d k2 s2 4x42", ADJ_POOL_MAX, 3, 2, {4, 42}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
     {"avg 2d k2 s2 (LeNet)", ADJ_POOL_AVG, 3, 4, {12, 12}, {.spatial_dims = 2, .kernel = {2, 2}, .stride = {2, 2}}},
     {"max 2d k3 s2 pad(1,0|1,1)", ADJ_POOL_MAX, 2, 3, {9, 8},
      {.spatial_dims = 2, .kernel = {3, 3}, .stride = {2, 2}, .padding_left = {1, 0}, .padding_right = {1, 1}}},

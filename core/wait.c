@@ -57,6 +57,21 @@ static void adj_wait_policy_cache(MPI_Comm comm, adj_wait_policy policy) {
   MPI_Comm_set_attr(comm, adj_wait_keyval, (void *)(intptr_t)policy);
 }
 
+/* The ranks of the whole job on this node, as the launcher tells each process
+ * (MPICH's hydra: MPI_LOCALNRANKS; Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE), 0
+ * when it does not.  A communicator of two ranks still shares the node's cores
+ * with the job's other ranks, which the communicator alone cannot see. */
+static long adj_job_ranks_on_node(void) {
+  static const char *const names[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *text = getenv(names[i]);
+    char *end;
+    long value = text && *text ? strtol(text, &end, 10) : 0;
+    if (value > 0 && *end == '\0') return value;
+  }
+  return 0;
+}
+
 int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved) {
   adj_wait_policy policy = requested;
   /* The environment is the same on every rank under mpiexec, so a bad value is
@@ -73,8 +88,9 @@ int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_p
   ADJ_CALL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   MPI_Comm_size(node, &on_node);
   MPI_Comm_free(&node);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int local = on_node > cores ? ADJ_WAIT_YIELD : ADJ_WAIT_SPIN, agreed = local;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN), job = adj_job_ranks_on_node();
+  long sharing = job > on_node ? job : on_node;
+  int local = sharing > cores ? ADJ_WAIT_YIELD : ADJ_WAIT_SPIN, agreed = local;
   /* Ranks on different nodes could disagree; yielding is the safe common choice.
    * The agreement itself yields: on an oversubscribed node a spinning
    * MPI_Allreduce is exactly the cost this policy exists to avoid. */

@@ -8,7 +8,11 @@
  * adjoin primitive posts nonblocking MPI and completes it here.
  *
  * ADJ_WAIT_AUTO picks yield when the ranks on this node outnumber its online
- * cores, else spin.  The environment variable ADJ_WAIT_POLICY=spin|yield|auto
+ * cores, else spin.  The ranks counted are the communicator's on this node or,
+ * when the launcher says how many of the job's ranks share the node
+ * (MPI_LOCALNRANKS from MPICH's hydra, OMPI_COMM_WORLD_LOCAL_SIZE from Open
+ * MPI), those if more: a sub-communicator of 2 ranks on a 2-core node that
+ * runs 4 must yield too.  The environment variable ADJ_WAIT_POLICY=spin|yield|auto
  * overrides what the program asked for. */
 #ifndef ADJOIN_WAIT_H
 #define ADJOIN_WAIT_H

@@ -11,7 +11,8 @@
  *   ADJ_HALO_ALGORITHM=nested|direct mpiexec -n 4 build/bench/bench-halo
  *
  * The last column names the algorithm adjoin's exchange took (halo.h); the
- * environment variable forces one. *
+ * environment variable forces one.
+ *
  * The grid is the most square factorisation of the rank count over the first
  * dimensions.  Timing alternates the two exchanges trial by trial and keeps the
  * best of each (one-off noise on a shared machine does not decide a ratio); a

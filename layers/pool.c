@@ -21,9 +21,8 @@ typedef enum adj_pool_pass {
  * four results interleaved back).  No clearing pass is needed (the windows
  * tile the input), and rows of 4 outputs or more need no scalar tail: their
  * last vector overlaps the one before it and rewrites the same values.  The
- * vectors are 16 bytes, which every level holds in one register: 32-byte
- * ones were 3.6x slower than the scalar loop in the baseline build, whose
- * SSE2 splits them.  Ties and NaNs go as in the scalar loops (strict >, the
+ * vectors are 16 bytes, which every level holds in one register (the
+ * baseline's SSE2 would split 32-byte shuffles into slow sequences).  Ties and NaNs go as in the scalar loops (strict >, the
  * first tap wins), and +0.0f is added to the chosen dy as the scalar path's
  * add into a cleared dx does, so even a -0.0 gradient comes out bit for bit
  * the same.  Used from the typed kernel's clones (pool_typed.inc), so it is
@@ -56,30 +55,12 @@ static inline __attribute__((always_inline)) void adj_pool_scatter4(const float 
   memcpy(d1 + 2 * o, &r2, sizeof r2), memcpy(d1 + 2 * o + 4, &r3, sizeof r3);
 }
 
-/* One window of the same, for rows shorter than a vector: the taps cleared,
- * then dy stored at the first largest, chosen with masks (no branches). */
-static inline void adj_pool_scatter1(const float *x0, const float *x1, float *d0, float *d1, float dy, int64_t o) {
-  int64_t at = 2 * o, below = (x1 - x0) + at;
-  float v0 = x0[at], v1 = x0[at + 1], v2 = x1[at], v3 = x1[at + 1];
-  int64_t best = at + (v1 > v0);
-  float top = v1 > v0 ? v1 : v0;
-  int64_t take = -(int64_t)(v2 > top);
-  best = (best & ~take) | (below & take), top = v2 > top ? v2 : top;
-  take = -(int64_t)(v3 > top);
-  best = (best & ~take) | ((below + 1) & take);
-  d0[at] = d0[at + 1] = d1[at] = d1[at + 1] = 0.0f;
-  d0[best] = dy + 0.0f;
-}
-
+/* Rows of at least 4 outputs (shorter ones take the float64 loop). */
 static inline __attribute__((always_inline)) void adj_pool_2x2_scatter_floats(int64_t rows, int64_t w, const float *x,
                                                                              float *dx, const float *dy) {
   for (int64_t r = 0; r < rows; r++) {
     const float *x0 = x + 4 * r * w, *x1 = x0 + 2 * w, *g = dy + r * w;
     float *d0 = dx + 4 * r * w, *d1 = d0 + 2 * w;
-    if (w < 4) {
-      for (int64_t o = 0; o < w; o++) adj_pool_scatter1(x0, x1, d0, d1, g[o], o);
-      continue;
-    }
     for (int64_t o = 0; o + 4 <= w; o += 4) adj_pool_scatter4(x0, x1, d0, d1, g, o);
     if (w % 4) adj_pool_scatter4(x0, x1, d0, d1, g, w - 4);
   }

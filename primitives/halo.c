@@ -351,8 +351,8 @@ static uint64_t adj_fnv(uint64_t hash, int64_t value) {
 }
 
 /* A fingerprint of everything that shapes the message plan. */
-static int64_t adj_halo_fingerprint(adj_dtype dtype, const adj_halo_geometry *g) {
-  uint64_t hash = adj_fnv(14695981039346656037ull, dtype);
+static int64_t adj_halo_fingerprint(adj_dtype dtype, const adj_halo_geometry *g, adj_halo_algorithm algorithm) {
+  uint64_t hash = adj_fnv(adj_fnv(14695981039346656037ull, dtype), algorithm);
   const adj_halo_kernel *k = adj_halo_geometry_kernel(g);
   for (int i = 0; i < adj_halo_geometry_rank(g); i++) {
     int64_t values[] = {adj_halo_geometry_input_shape(g)[i],
@@ -379,11 +379,13 @@ static int adj_halo_agree_geometry(MPI_Comm base, adj_wait_policy policy, int64_
   ADJ_CALL_MPI(MPI_Iallreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, base, &request));
   ADJ_CALL(adj_wait_all(1, &request, policy));
   if (!local && (most[0] != fingerprint || -most[1] != fingerprint))
-    local = adj_error_set(ADJ_ERR_ARG, "halo: ranks passed different geometries (dtype, shape, cuts or kernel) or algorithms");
+    local = adj_error_set(ADJ_ERR_ARG,
+                          "halo: ranks passed different geometries (dtype, shape, cuts or kernel) or algorithms");
   return adj_status_agree(base, local, policy);
 }
 
 static const char *const adj_halo_algorithm_names[] = {"auto", "nested", "direct"};
+enum { ADJ_HALO_ALGORITHMS = sizeof adj_halo_algorithm_names / sizeof adj_halo_algorithm_names[0] };
 
 /* AUTO resolved: the environment's choice, else nested (halo.h says why).
  * The environment is the same on every rank under mpiexec, so a bad value
@@ -393,8 +395,8 @@ static int adj_halo_algorithm_resolve(adj_halo_algorithm requested, adj_halo_alg
   const char *env = getenv("ADJ_HALO_ALGORITHM");
   if (requested == ADJ_HALO_AUTO && env && *env) {
     int a = 0;
-    while (a < 3 && strcmp(env, adj_halo_algorithm_names[a])) a++;
-    ADJ_CHECK(a < 3, ADJ_ERR_ARG, "ADJ_HALO_ALGORITHM='%s' is not one of auto, nested, direct", env);
+    while (a < ADJ_HALO_ALGORITHMS && strcmp(env, adj_halo_algorithm_names[a])) a++;
+    ADJ_CHECK(a < ADJ_HALO_ALGORITHMS, ADJ_ERR_ARG, "ADJ_HALO_ALGORITHM='%s' is not one of auto, nested, direct", env);
     *resolved = (adj_halo_algorithm)a;
   }
   if (*resolved == ADJ_HALO_AUTO) *resolved = ADJ_HALO_NESTED;
@@ -418,8 +420,8 @@ int adj_halo_create_with_algorithm(adj_dtype dtype, const adj_partition *partiti
   MPI_Comm base = adj_partition_base_comm(partition);
   adj_halo *h = calloc(1, sizeof *h);
   int status = h ? adj_halo_plan(h, dtype, partition, g, chosen) : adj_error_set(ADJ_ERR_MEM, "halo: out of memory");
-  int64_t fingerprint = adj_fnv((uint64_t)adj_halo_fingerprint(dtype, g), chosen) >> 1;
-  status = adj_halo_agree_geometry(base, adj_partition_wait_policy(partition), fingerprint, status);
+  status = adj_halo_agree_geometry(base, adj_partition_wait_policy(partition),
+                                   adj_halo_fingerprint(dtype, g, chosen), status);
   if (status) {
     adj_halo_free(h);
     return status;

@@ -104,6 +104,9 @@ bool adj_blas_kernels_fast(void) {
   return known;
 }
 
+/* OpenBLAS's name for its kernels of x86-64 level 4 or 3. */
+static const char *adj_blas_level_coretype(int cpu_level) { return cpu_level == 4 ? "SkylakeX" : "Haswell"; }
+
 bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretype, const char *cpu, char *advice,
                             size_t size) {
   if (advice && size) advice[0] = '\0';
@@ -112,7 +115,7 @@ bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretyp
     snprintf(advice, size,
              "OpenBLAS runs its %s kernels on this %s CPU (%s), as an OpenBLAS older than the CPU does; "
              "set OPENBLAS_CORETYPE=%s before starting for its kernels with %s",
-             core, cpu_level == 4 ? "x86-64-v4" : "x86-64-v3", cpu, cpu_level == 4 ? "SkylakeX" : "Haswell",
+             core, cpu_level == 4 ? "x86-64-v4" : "x86-64-v3", cpu, adj_blas_level_coretype(cpu_level),
              cpu_level == 4 ? "AVX-512" : "AVX2 and FMA");
   return true;
 }
@@ -122,4 +125,8 @@ bool adj_blas_kernels_behind(char *advice, size_t size) {
   adj_cpu_family_model(cpu, sizeof cpu);
   return adj_blas_kernels_judge(openblas_get_corename(), adj_cpu_x86_level(), getenv("OPENBLAS_CORETYPE"), cpu,
                                 advice, size);
+}
+
+const char *adj_blas_kernels_coretype(void) {
+  return adj_blas_kernels_behind(NULL, 0) ? adj_blas_level_coretype(adj_cpu_x86_level()) : NULL;
 }

@@ -87,7 +87,11 @@ static const char usage[] =
     "  --resume              continue from --checkpoint (a fresh start if it does not exist yet)\n"
     "  --metrics FILE.csv    per-epoch metrics; the plot goes to FILE.svg\n"
     "  --train-limit N, --test-limit N   use only the first N samples\n"
-    "  --stop-after-batches N  stop after N training batches without saving (simulates a crash)\n";
+    "  --stop-after-batches N  stop after N training batches without saving (simulates a crash)\n"
+    "\n"
+    "       adjoin-train --openblas-coretype\n"
+    "  prints the OPENBLAS_CORETYPE value to export before mpiexec when this OpenBLAS\n"
+    "  would run kernels below the CPU's level (a line SkylakeX or Haswell), else nothing\n";
 
 /* ---- options ------------------------------------------------------------------------------ */
 
@@ -601,8 +605,18 @@ static void teardown(train_run *r) {
   adj_dataset_destroy(&r->test);
 }
 
+/* --openblas-coretype, alone: answered without MPI, since a launcher asks it
+ * before starting the ranks (OpenBLAS reads the variable only as it loads). */
+static bool print_openblas_coretype(int argc, char **argv) {
+  if (argc != 2 || strcmp(argv[1], "--openblas-coretype") != 0) return false;
+  const char *coretype = adj_blas_kernels_coretype();
+  if (coretype) puts(coretype);
+  return true;
+}
+
 int main(int argc, char **argv) {
   static train_run r; /* the metrics history is large for the stack */
+  if (print_openblas_coretype(argc, argv)) return 0;
   if (adj_init(&argc, &argv, &r.rank, &r.ranks)) {
     fprintf(stderr, "adjoin-train: %s\n", adj_last_error());
     return 1;

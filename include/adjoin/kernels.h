@@ -194,6 +194,12 @@ const char *adj_kernels_isa(void);
  * the value to set (SkylakeX with AVX-512, Haswell with AVX2), else "". */
 bool adj_blas_kernels_behind(char *advice, size_t size);
 
+/* The OPENBLAS_CORETYPE value adj_blas_kernels_behind advises ("SkylakeX" or
+ * "Haswell"), or NULL when it advises nothing.  A launcher script asks for it
+ * (`adjoin-train --openblas-coretype`) and exports it before starting the
+ * ranks, since OpenBLAS reads it only as it loads. */
+const char *adj_blas_kernels_coretype(void);
+
 /* As adj_conv_forward / _jvp / _backward, on tensors of the plan's shapes. */
 int adj_conv_plan_forward(const adj_conv_plan *plan, const adj_tensor *x, const adj_tensor *w,
                           const adj_tensor *b, adj_tensor *y, adj_workspace *ws);

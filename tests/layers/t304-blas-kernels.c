@@ -3,7 +3,7 @@
  * OPENBLAS_CORETYPE value of the level, and stays quiet when the CPU is below
  * v3, when the kernels have AVX2 (any case of their name) and when the user
  * has set OPENBLAS_CORETYPE; then this host's own answer, which agrees with
- * what OpenBLAS reports. */
+ * what OpenBLAS reports, and the value to export names what the advice says. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +61,15 @@ int main(int argc, char **argv) {
                   getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset", behind ? "behind" : "fine",
                   advice);
   ADJ_TEST_CHECK(&t, !behind || strstr(advice, core), "advice '%s' does not name the kernels %s", advice, core);
+  const char *coretype = adj_blas_kernels_coretype();
+  char wanted[32] = "";
+  if (coretype) snprintf(wanted, sizeof wanted, "OPENBLAS_CORETYPE=%s ", coretype);
+  adj_test_report(&t, "this host: the value to export is %s", coretype ? coretype : "(none)");
+  ADJ_TEST_CHECK(&t, behind == (coretype != NULL) && (!coretype || strstr(advice, wanted)),
+                 "adj_blas_kernels_coretype '%s' against the advice '%s'", coretype ? coretype : "(none)", advice);
   setenv("OPENBLAS_CORETYPE", core, 1); /* the user's choice stands */
+  ADJ_TEST_CHECK(&t, adj_blas_kernels_coretype() == NULL, "with OPENBLAS_CORETYPE set: the value to export is %s",
+                 adj_blas_kernels_coretype());
   ADJ_TEST_CHECK(&t, !adj_blas_kernels_behind(advice, sizeof advice) && advice[0] == '\0',
                  "with OPENBLAS_CORETYPE set: advice '%s'", advice);
   ADJ_TEST_CHECK(&t, !adj_blas_kernels_behind(NULL, 0), "a NULL advice buffer");

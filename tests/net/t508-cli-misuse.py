@@ -29,9 +29,9 @@ def check(ok, message):
         print("FAIL:", message)
 
 
-def run(args, ranks=1, timeout=120):
+def run(args, ranks=1, timeout=120, env=None):
     cmd = [mpiexec, "-n", str(ranks), *args] if ranks else args
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     return r.returncode, r.stdout + r.stderr
 
 
@@ -140,6 +140,23 @@ for args, want, phrase in ((["--min-ranks", "abc"], 2, "--min-ranks needs an int
                            (["--filter", "no-such-case"], 1, "no case matches")):
     code, out = run([dottest, *args])
     expect(f"adjoin-dottest {' '.join(args)}", code, out, want, phrase)
+
+# --openblas-coretype answers without mpiexec: the kernels a training run's
+# note advises (one OpenBLAS name) or nothing when it advises none, and
+# nothing once OPENBLAS_CORETYPE is set, since the user's choice stands.
+env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+r = subprocess.run([train, "--openblas-coretype"], capture_output=True, text=True, timeout=60, env=env)
+answer = r.stdout.strip()
+code, out = run([*small, "--epochs", "1"], env=env)
+note = next((l for l in out.splitlines() if "OPENBLAS_CORETYPE=" in l), "")
+advised = note.split("OPENBLAS_CORETYPE=")[1].split()[0] if note else ""
+check(r.returncode == 0 and r.stderr == "" and answer in ("", "SkylakeX", "Haswell") and answer == advised,
+      f"--openblas-coretype: exit {r.returncode}, printed '{r.stdout}' '{r.stderr}', a run's note advises '{advised}'")
+print(f"{'adjoin-train --openblas-coretype':44s} exit {r.returncode}: '{answer}' (a run advises '{advised}')")
+r = subprocess.run([train, "--openblas-coretype"], capture_output=True, text=True, timeout=60,
+                   env=dict(env, OPENBLAS_CORETYPE="Prescott"))
+check(r.returncode == 0 and r.stdout == "", f"--openblas-coretype with OPENBLAS_CORETYPE set printed '{r.stdout}'")
+print(f"{'  ... with OPENBLAS_CORETYPE=Prescott':44s} exit {r.returncode}: '{r.stdout.strip()}'")
 
 # adjoin-halo: sizes that overflow 64-bit indices or an int worker count.
 code, out = run([halo, "--shape", "9223372036854775807", "--kernel", "3", "--padding", "9223372036854775807"], ranks=0)

@@ -29,8 +29,7 @@ int adj_status_agree_choice(MPI_Comm comm, int status, bool choice, const char *
  * and the lowest that did not: both exist only when the ranks disagree.
  * Returns whether there is anyone to agree with. */
 static bool adj_agreement_open(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
-  *a = (adj_agreement){.comm = comm, .status = status, .size = 1,
-                       .requests = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+  *a = (adj_agreement){.comm = comm, .status = status, .size = 1, .requests = {MPI_REQUEST_NULL}};
   MPI_Comm_size(comm, &a->size);
   if (a->size == 1) return false;
   adj_agreements++;
@@ -50,25 +49,39 @@ int adj_status_agree_post(MPI_Comm comm, int status, bool choice, adj_agreement 
   return adj_agreement_open(comm, status, choice, a) ? adj_agreement_reduce(a) : ADJ_SUCCESS;
 }
 
-int adj_status_agree_post_private(MPI_Comm comm, int status, adj_agreement *a) {
-  if (!adj_agreement_open(comm, status, false, a)) return ADJ_SUCCESS;
-  if (a->size != 2) return adj_agreement_reduce(a);
-  a->pair = true;
-  int peer = 1 - a->rank;
-  ADJ_CALL_MPI(MPI_Irecv(a->theirs, 3, MPI_INT, peer, ADJ_AGREEMENT_TAG, comm, &a->requests[1]));
-  ADJ_CALL_MPI(MPI_Isend(a->mine, 3, MPI_INT, peer, ADJ_AGREEMENT_TAG, comm, &a->requests[0]));
+int adj_status_agree_post_private(MPI_Comm comm, int status, bool choice, adj_agreement *a) {
+  if (!adj_agreement_open(comm, status, choice, a)) return ADJ_SUCCESS;
+  if (a->size > ADJ_AGREEMENT_EXCHANGE_MAX) return adj_agreement_reduce(a);
+  /* Peer k of size - 1: receive from rank - k, send to rank + k, so every
+   * rank's k-th receive matches the k-th send of the rank it names. */
+  for (int k = 1; k < a->size; k++, a->peers++) {
+    int from = (a->rank - k + a->size) % a->size, to = (a->rank + k) % a->size;
+    ADJ_CALL_MPI(MPI_Irecv(a->theirs[k - 1], 3, MPI_INT, from, ADJ_AGREEMENT_TAG, comm, &a->requests[2 * k - 2]));
+    ADJ_CALL_MPI(MPI_Isend(a->mine, 3, MPI_INT, to, ADJ_AGREEMENT_TAG, comm, &a->requests[2 * k - 1]));
+  }
   return ADJ_SUCCESS;
 }
 
 int adj_status_agree_complete(adj_agreement *a, const char *what, adj_wait_policy policy) {
   if (a->size == 1) return a->status;
-  ADJ_CALL(adj_wait_all(a->pair ? 2 : 1, a->requests, policy));
-  for (int k = 0; a->pair && k < 3; k++) a->low[k] = a->mine[k] < a->theirs[k] ? a->mine[k] : a->theirs[k];
+  ADJ_CALL(adj_wait_all(a->peers ? 2 * a->peers : 1, a->requests, policy));
+  if (a->peers) {
+    for (int k = 0; k < 3; k++) a->low[k] = a->mine[k];
+    for (int p = 0; p < a->peers; p++)
+      for (int k = 0; k < 3; k++)
+        if (a->theirs[p][k] < a->low[k]) a->low[k] = a->theirs[p][k];
+  }
   if (a->low[0] < a->size) return adj_status_spread(a->comm, a->rank, a->low[0], a->status, policy);
   if (what && a->low[1] < a->size && a->low[2] < a->size)
     return adj_error_set(ADJ_ERR_ARG, "%s on some ranks and not on others (a collective choice): so on rank %d, not on "
                          "rank %d", what, a->low[1], a->low[2]);
   return ADJ_SUCCESS;
+}
+
+int adj_status_agree_private(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy) {
+  adj_agreement agreement;
+  ADJ_CALL(adj_status_agree_post_private(comm, status, choice, &agreement));
+  return adj_status_agree_complete(&agreement, what, policy);
 }
 
 static int adj_status_spread(MPI_Comm comm, int rank, int failing, int status, adj_wait_policy policy) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "adjoin/repartition.h"
+#include "agree_impl.h"
 #include "fault_impl.h"
 #include "layer_impl.h"
 
@@ -119,12 +120,12 @@ static int adj_layer_check_pair(int prior, const adj_layer *l, const adj_tensor 
     status = adj_layer_check(l, in_shaped, in_role, l->input_rank, l->input_shape);
   if (!status && (out_shaped || !out_optional))
     status = adj_layer_check(l, out_shaped, out_role, l->output_rank, l->output_shape);
-  if (!in_optional) return adj_status_agree(l->comm, status, l->wait);
+  if (!in_optional) return adj_status_agree_private(l->comm, status, false, NULL, l->wait);
   /* Leaving the optional tensor out is a collective choice (layer.h): held
    * to it here, in the same agreement, so the methods may trust it. */
   char what[200];
   snprintf(what, sizeof what, "%s: the %s is NULL", l->name, in_role);
-  return adj_status_agree_choice(l->comm, status, in_shaped == NULL, what, l->wait);
+  return adj_status_agree_private(l->comm, status, in_shaped == NULL, what, l->wait);
 }
 
 /* The stage calls run the method with neither argument check nor agreement
@@ -175,19 +176,19 @@ int adj_layer_backward_open(int prior, adj_layer *l, const adj_tensor *dy, adj_t
 int adj_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   bool agreed;
   int status = adj_layer_forward_open(ADJ_SUCCESS, l, x, y, &agreed);
-  return agreed ? status : adj_status_agree(l->comm, status, l->wait);
+  return agreed ? status : adj_status_agree_private(l->comm, status, false, NULL, l->wait);
 }
 
 int adj_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   int status = l->input ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
   ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "jvp input perturbation", dy, false, "jvp output"));
-  return adj_status_agree(l->comm, adj_layer_jvp_stage(ADJ_SUCCESS, l, dx, dy), l->wait);
+  return adj_status_agree_private(l->comm, adj_layer_jvp_stage(ADJ_SUCCESS, l, dx, dy), false, NULL, l->wait);
 }
 
 int adj_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   bool agreed;
   int status = adj_layer_backward_open(ADJ_SUCCESS, l, dy, dx, &agreed);
-  return agreed ? status : adj_status_agree(l->comm, status, l->wait);
+  return agreed ? status : adj_status_agree_private(l->comm, status, false, NULL, l->wait);
 }
 
 const char *adj_layer_name(const adj_layer *l) { return l->name; }

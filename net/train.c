@@ -8,6 +8,7 @@
 #include "adjoin/loss_layer.h"
 #include "adjoin/threads.h"
 #include "adjoin/train.h"
+#include "agree_impl.h"
 #include "error_impl.h"
 #include "layer_impl.h"
 #include "threads_impl.h"
@@ -194,6 +195,13 @@ int64_t adj_trainer_batch(const adj_trainer *t) { return t->batch; }
 
 /* ---- batches ------------------------------------------------------------------------------- */
 
+/* The trainer's agreements: point to point on the network's own
+ * communicator; a reduction on the replicas' (the caller's communicator). */
+static int trainer_agree(adj_trainer *t, int status) {
+  return t->config.replicas ? adj_status_agree(t->comm, status, ADJ_WAIT_YIELD)
+                            : adj_status_agree_private(t->comm, status, false, NULL, ADJ_WAIT_YIELD);
+}
+
 /* Rank 0: the last training step's loss must be finite.  Checked inside the
  * next agreement (trainer_fill, trainer_check_finite), so divergence costs no
  * collective of its own. */
@@ -223,7 +231,7 @@ static int trainer_check_finite(adj_trainer *t) {
         break;
       }
   }
-  return adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+  return trainer_agree(t, status);
 }
 
 /* Rank 0 copies `count` samples into the input, zeroes the padding rows and
@@ -245,7 +253,7 @@ static int trainer_fill_local(adj_trainer *t, const adj_dataset *data, const int
 
 /* Agreed, so a bad index fails everywhere. */
 static int trainer_fill(adj_trainer *t, const adj_dataset *data, const int64_t *indices, int64_t count) {
-  return adj_status_agree(t->comm, trainer_fill_local(t, data, indices, count), ADJ_WAIT_YIELD);
+  return trainer_agree(t, trainer_fill_local(t, data, indices, count));
 }
 
 /* Adds the last forward's figures to stats (rank 0 holds them). */
@@ -290,7 +298,7 @@ static int trainer_pass(adj_trainer *t, const int64_t *indices, int64_t n, int64
   t->reducing = t->reducer && m == t->micro - 1 && !t->config.reduce_after_backward;
   status = adj_layer_backward_open(status, net, &t->dy, NULL, &agreed);
   t->reducing = false;
-  return agreed ? status : adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
+  return agreed ? status : trainer_agree(t, status);
 }
 
 /* One optimizer step on the global batch order[0..count): this replica's

@@ -118,7 +118,7 @@ static int adj_op_check_args(const adj_op *op, adj_direction direction, const ad
  * exchange their statuses point to point (agree_impl.h). */
 static int adj_op_agree(adj_op *op, int status) {
   adj_agreement agreement;
-  ADJ_CALL(adj_status_agree_post_private(op->comm, status, &agreement));
+  ADJ_CALL(adj_status_agree_post_private(op->comm, status, false, &agreement));
   return adj_status_agree_complete(&agreement, NULL, op->wait);
 }
 
@@ -230,7 +230,7 @@ static bool adj_op_agrees_alongside(const adj_op *op, adj_direction direction) {
 static int adj_op_apply_alongside(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   int status = adj_op_check_args(op, direction, in, out);
   adj_agreement agreement;
-  ADJ_CALL(adj_status_agree_post_private(op->comm, status, &agreement));
+  ADJ_CALL(adj_status_agree_post_private(op->comm, status, false, &agreement));
   int moved = ADJ_SUCCESS;
   if (status) {
     moved = adj_op_move_zeros(op, direction);

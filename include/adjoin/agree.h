@@ -6,7 +6,9 @@
  * rank should report the same clear error.  Operators, layers, networks and the
  * trainer agree on their status at the points collective-safety.md lists,
  * each with one small nonblocking all-reduce (and a broadcast of the message
- * on the failure path only). */
+ * on the failure path only); on a communicator the library owns (an
+ * operator's or a layer's) of up to 8 ranks, with point-to-point messages
+ * from every rank to every other instead (docs/checking.md). */
 #ifndef ADJOIN_AGREE_H
 #define ADJOIN_AGREE_H
 

@@ -56,6 +56,10 @@ int adj_layer_backward(adj_layer *layer, const adj_tensor *dy, adj_tensor *dx);
 
 const char *adj_layer_name(const adj_layer *layer);
 adj_dtype adj_layer_dtype(const adj_layer *layer);
+/* The layer's own duplicate of the communicator it was created on.  The
+ * layer's collectives and agreements run on it (its agreements as
+ * point-to-point messages, agree.h): use it for collectives of the same ranks,
+ * not for point-to-point messages of the caller's own. */
 MPI_Comm adj_layer_comm(const adj_layer *layer);
 /* Local input / output block shapes on this worker. */
 int adj_layer_input_rank(const adj_layer *layer);

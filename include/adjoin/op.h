@@ -134,6 +134,9 @@ const char *adj_op_name(const adj_op *op);
  * sum-reduce's "bcast, sum allreduce"); "direct" when it has no choice. */
 const char *adj_op_algorithm(const adj_op *op);
 adj_dtype adj_op_dtype(const adj_op *op);
+/* The operator's own duplicate of its base communicator, on which it moves
+ * data and agrees (as adj_layer_comm: no point-to-point messages of the
+ * caller's on it). */
 MPI_Comm adj_op_comm(const adj_op *op);
 /* Local domain / range shapes on this worker. */
 int adj_op_domain_rank(const adj_op *op);

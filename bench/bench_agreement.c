@@ -22,6 +22,7 @@
 
 #include "adjoin/adjoin.h"
 #include "agree_impl.h"
+#include "bench_host.h"
 
 enum { WAYS = 2, MAX_TRIALS = 99 };
 
@@ -37,21 +38,14 @@ static int agree_once(int w, MPI_Comm comm, adj_wait_policy wait) {
 
 /* The slowest rank's mean seconds per agreement over `repetitions`. */
 static double time_trial(int w, long repetitions, MPI_Comm comm, adj_wait_policy wait) {
-  MPI_Barrier(comm);
+  bench_barrier(comm);
   double start = MPI_Wtime();
   for (long i = 0; i < repetitions; i++)
     if (agree_once(w, comm, wait)) {
       fprintf(stderr, "bench-agreement: %s\n", adj_last_error());
       MPI_Abort(comm, 1);
     }
-  double mean = (MPI_Wtime() - start) / (double)repetitions;
-  MPI_Allreduce(MPI_IN_PLACE, &mean, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return mean;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+  return bench_max(comm, (MPI_Wtime() - start) / (double)repetitions);
 }
 
 static int parse_args(int argc, char **argv, double *seconds, int *trials) {
@@ -97,7 +91,7 @@ int main(int argc, char **argv) {
            wait == ADJ_WAIT_YIELD ? "yield" : "spin", trials, repetitions, (int)ADJ_AGREEMENT_EXCHANGE_MAX);
     double best[WAYS];
     for (int w = 0; w < WAYS; w++) {
-      qsort(times[w], (size_t)trials, sizeof times[w][0], compare_doubles);
+      qsort(times[w], (size_t)trials, sizeof times[w][0], bench_compare_doubles);
       best[w] = times[w][0];
       printf("%-28s best %8.2f us  median %8.2f us\n", way_names[w], best[w] * 1e6, times[w][trials / 2] * 1e6);
     }

@@ -124,15 +124,10 @@ static int epoch(bench_run *run, bool record, int64_t images) {
   return status;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median(const double *v, int n) {
   double sorted[MAX_EPOCHS];
   memcpy(sorted, v, (size_t)n * sizeof *v);
-  qsort(sorted, (size_t)n, sizeof *sorted, compare_doubles);
+  qsort(sorted, (size_t)n, sizeof *sorted, bench_compare_doubles);
   return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 

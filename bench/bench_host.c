@@ -67,3 +67,8 @@ double bench_max(MPI_Comm comm, double value) {
   adj_wait_all(1, &request, policy);
   return largest;
 }
+
+int bench_compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}

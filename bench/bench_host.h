@@ -29,4 +29,7 @@ bool bench_parse_count(const char *program, const char *what, const char *text, 
 void bench_barrier(MPI_Comm comm);
 double bench_max(MPI_Comm comm, double value);
 
+/* qsort's comparison of two doubles, ascending. */
+int bench_compare_doubles(const void *a, const void *b);
+
 #endif

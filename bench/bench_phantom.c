@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "adjoin/adjoin.h"
+#include "bench_host.h"
 
 enum { MAX_K = 8, MAX_ROUNDS = 64, MAX_LAYERS = 16 };
 
@@ -246,11 +247,6 @@ static stack_totals stack_totals_get(stack *s) {
 
 /* ---- step benchmark --------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Configurations in run order: 0 TP, 1 the 1.5D layer, then PP at each k. */
 enum { CONFIG_TP = 0, CONFIG_MP15 = 1, CONFIG_PP = 2, MAX_CONFIGS = MAX_K + CONFIG_PP };
 
@@ -289,8 +285,8 @@ static step_row step_row_of(const bench_args *a, int p, int c, const step_figure
   double sorted[MAX_ROUNDS], comms[MAX_ROUNDS];
   memcpy(sorted, slowest->step[c], sizeof(double) * (size_t)a->rounds);
   memcpy(comms, slowest->comm[c], sizeof(double) * (size_t)a->rounds);
-  qsort(sorted, (size_t)a->rounds, sizeof(double), cmp_double);
-  qsort(comms, (size_t)a->rounds, sizeof(double), cmp_double);
+  qsort(sorted, (size_t)a->rounds, sizeof(double), bench_compare_doubles);
+  qsort(comms, (size_t)a->rounds, sizeof(double), bench_compare_doubles);
   step_row w = {.min = sorted[0], .med = sorted[a->rounds / 2], .max = sorted[a->rounds - 1],
                 .t_comm = comms[a->rounds / 2], .bytes = (double)bytes_all / p};
   w.t_comp = fmax(w.med - w.t_comm, 0);

@@ -110,7 +110,7 @@ static void raw_pack(const raw_arg *a) {
              (const double *)a->send + (size_t)i * width + (size_t)q * cols, sizeof(double) * (size_t)cols);
 }
 
-/* The blocking call of a raw way, or its nonblocking twin waited by yielding. */
+/* A raw way by MPI's blocking call. */
 static int run_raw_blocking(raw_arg *a) {
   switch (a->kind) {
   case 0: return MPI_Bcast(a->send, (int)a->n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -131,6 +131,7 @@ static int run_raw_blocking(raw_arg *a) {
   }
 }
 
+/* The same by the nonblocking twin, waited by yielding. */
 static int run_raw_yielding(raw_arg *a) {
   MPI_Request r;
   switch (a->kind) {
@@ -169,8 +170,10 @@ static int die(const char *what) {
 static void bench_row(const bench_ctx *ctx, const char *name, size_t bytes, op_arg *ours, int nraw, raw_arg *raw) {
   int reps_ours = bench_reps(ctx, run_op, ours), reps_raw[4];
   double t_ours = 1e30, t_raw[4] = {1e30, 1e30, 1e30, 1e30};
-  for (int k = 0; k < nraw; k++) raw[k].yield = ctx->raw_yield;
-  for (int k = 0; k < nraw; k++) reps_raw[k] = bench_reps(ctx, run_raw, &raw[k]);
+  for (int k = 0; k < nraw; k++) {
+    raw[k].yield = ctx->raw_yield;
+    reps_raw[k] = bench_reps(ctx, run_raw, &raw[k]);
+  }
   for (int trial = 0; trial < ctx->trials; trial++) {
     double a = bench_run(run_op, ours, reps_ours);
     if (a < t_ours) t_ours = a;

@@ -114,12 +114,10 @@ static int adj_op_check_args(const adj_op *op, adj_direction direction, const ad
 }
 
 /* An application's agreement, on the operator's own communicator: no
- * receive of the caller's can match its messages there, so two ranks may
+ * receive of the caller's can match its messages there, so the ranks may
  * exchange their statuses point to point (agree_impl.h). */
 static int adj_op_agree(adj_op *op, int status) {
-  adj_agreement agreement;
-  ADJ_CALL(adj_status_agree_post_private(op->comm, status, false, &agreement));
-  return adj_status_agree_complete(&agreement, NULL, op->wait);
+  return adj_status_agree_private(op->comm, status, false, NULL, op->wait);
 }
 
 static bool adj_direction_valid(adj_direction direction) {

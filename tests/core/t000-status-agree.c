@@ -12,10 +12,6 @@
 
 typedef int (*agree_fn)(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy);
 
-static int agree_private(MPI_Comm comm, int status, bool choice, const char *what, adj_wait_policy policy) {
-  return adj_status_agree_private(comm, status, choice, what, policy);
-}
-
 static void check_failures(adj_test *t, MPI_Comm comm, agree_fn agree, const char *how) {
   ADJ_TEST_CHECK(t, agree(comm, ADJ_SUCCESS, false, NULL, ADJ_WAIT_YIELD) == ADJ_SUCCESS,
                  "%s: success must agree to success", how);
@@ -63,14 +59,13 @@ static void check_in_flight(adj_test *t, MPI_Comm comm) {
   int first_bad = t->size - 1, second_bad = t->size / 2;
   adj_agreement first, second;
   adj_clear_error();
-  int a = ADJ_SUCCESS, b = ADJ_SUCCESS;
   ADJ_TEST_OK(t, adj_status_agree_post_private(comm, t->rank == first_bad ? ADJ_ERR_IO : ADJ_SUCCESS, false, &first));
   ADJ_TEST_OK(t, adj_status_agree_post_private(comm, t->rank == second_bad ? ADJ_ERR_DTYPE : ADJ_SUCCESS, false,
                                                &second));
   if (t->rank == first_bad) adj_error_set(ADJ_ERR_IO, "first");
-  a = adj_status_agree_complete(&first, NULL, ADJ_WAIT_YIELD);
+  int a = adj_status_agree_complete(&first, NULL, ADJ_WAIT_YIELD);
   if (t->rank == second_bad) adj_error_set(ADJ_ERR_DTYPE, "second");
-  b = adj_status_agree_complete(&second, NULL, ADJ_WAIT_YIELD);
+  int b = adj_status_agree_complete(&second, NULL, ADJ_WAIT_YIELD);
   ADJ_TEST_CHECK(t, a == ADJ_ERR_IO && b == ADJ_ERR_DTYPE && strstr(adj_last_error(), "second"),
                  "two agreements in flight: %s then %s, last message '%s'", adj_status_name(a), adj_status_name(b),
                  adj_last_error());
@@ -82,7 +77,7 @@ int main(int argc, char **argv) {
   check_failures(&t, t.comm, adj_status_agree_choice, "reduction");
   MPI_Comm own;
   ADJ_TEST_OK(&t, adj_comm_dup(t.comm, &own));
-  check_failures(&t, own, agree_private, "private");
+  check_failures(&t, own, adj_status_agree_private, "private");
   check_in_flight(&t, own);
   MPI_Comm_free(&own);
   adj_test_report(&t, "status agreement on %d ranks, each failing in turn: through the reduction and the private "

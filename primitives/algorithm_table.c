@@ -87,7 +87,7 @@ int adj_algorithm_table_load(MPI_Comm comm, adj_algorithm_table *table) {
     char path[1024];
     adj_algorithm_table_path(path, sizeof path);
     if (path[0] && adj_algorithm_table_read(path, table))
-      fprintf(stderr, "adjoin: warning: ignoring the algorithm table (%s); using the fixed 64 KB rule\n",
+      fprintf(stderr, "adjoin: warning: ignoring the algorithm table (%s); using the fixed rule by block size\n",
               adj_last_error());
   }
   ADJ_CALL_MPI(MPI_Bcast(&table->n, 1, MPI_INT, 0, comm));

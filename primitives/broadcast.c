@@ -177,12 +177,14 @@ static int adj_bcast_count(const char *name, int rank, const int64_t *shape, int
 
 /* ---- algorithm choice ------------------------------------------------------------- */
 
-/* Blocks of at least this many bytes sum through an all-reduce, smaller ones
- * through MPI_Ireduce.  Issue 18 measured MPICH's reduce to one root at 1.09x
- * (1 MB) to 1.30x (64 KB) the time of the operator's old MPI_Ireduce path and
- * 3-6x its all-reduce at 1-8 MB; the exact crossover between 8 and 64 KB is
- * still to be measured on a quiet host (bench/RESULTS.md, issue 18). */
-enum { ADJ_SUM_ALLREDUCE_FROM = 65536 };
+/* The fixed rule without a measured table: MPI_Ireduce below 64 KB, an
+ * all-reduce from 64 KB, reduce-scatter + gather from 1 MB.  MPICH's reduce
+ * to one root measured 3-6x slower than its all-reduce at 1-8 MB (issue 18),
+ * and calibrations on 2, 3 and 4 ranks of a 2-core host timed
+ * reduce-scatter + gather below the all-reduce at every size from 1 to 64 MB
+ * (bench/RESULTS.md, fourteenth session).  The chain, often fastest alone,
+ * is left to a table: chosen for small blocks it slowed dist4 training. */
+enum { ADJ_SUM_ALLREDUCE_FROM = 65536, ADJ_SUM_REDUCE_SCATTER_FROM = 1 << 20 };
 
 /* Bytes per chain segment: small enough that a member starts forwarding soon
  * after the first segment arrives, large enough that per-message costs stay
@@ -252,8 +254,9 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_cho
   adj_sum_algorithm measured = (adj_sum_algorithm)adj_algorithm_table_choose(choice->table, plan->size, (int64_t)bytes);
   plan->algorithm = choice->forced != ADJ_SUM_AUTO ? choice->forced
                     : measured != ADJ_SUM_AUTO     ? measured
-                    : bytes >= ADJ_SUM_ALLREDUCE_FROM ? ADJ_SUM_ALLREDUCE
-                                                      : ADJ_SUM_REDUCE;
+                    : bytes >= ADJ_SUM_REDUCE_SCATTER_FROM ? ADJ_SUM_REDUCE_SCATTER
+                    : bytes >= ADJ_SUM_ALLREDUCE_FROM      ? ADJ_SUM_ALLREDUCE
+                                                           : ADJ_SUM_REDUCE;
   size_t scratch = 0;
   plan->chain_copies = choice->forced == ADJ_SUM_CHAIN;
   if (plan->algorithm == ADJ_SUM_CHAIN) {

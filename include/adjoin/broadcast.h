@@ -29,13 +29,14 @@
  * The summing direction (a broadcast's adjoint, a sum-reduce's forward) picks
  * an algorithm per group at creation from the group size and the block's
  * bytes, by the table `bench-primitives --calibrate` measured on this machine
- * (docs/primitive-algorithms.md), else by a fixed rule: MPI_Ireduce, or
- * MPI_Iallreduce for blocks of 64 KB and more (MPICH's reduce to one root
- * measured 3-6x slower than its all-reduce at 1-8 MB), or reduce-scatter +
- * gather, or a pipelined chain of point-to-point messages (segments of
- * ADJ_CHAIN_SEGMENT_BYTES, default 64 KB, along the group, summed from the
- * last member towards the root), which when forced also copies, root -> 1 ->
- * 2 ...; otherwise the copying direction is MPI's broadcast.
+ * (docs/primitive-algorithms.md), else by a fixed rule: MPI_Ireduce below
+ * 64 KB, MPI_Iallreduce from 64 KB (MPICH's reduce to one root measured 3-6x
+ * slower than its all-reduce at 1-8 MB), reduce-scatter + gather from 1 MB.
+ * The fourth algorithm is a pipelined chain of point-to-point messages
+ * (segments of ADJ_CHAIN_SEGMENT_BYTES, default 64 KB, along the group,
+ * summed from the last member towards the root), which when forced also
+ * copies, root -> 1 -> 2 ...; otherwise the copying direction is MPI's
+ * broadcast.
  * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter|chain forces one
  * (except in the tensor-parallel layer of phantom.h, whose broadcast always
  * sums by all-reduce);

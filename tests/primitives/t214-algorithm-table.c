@@ -1,7 +1,7 @@
 /* t214: the measured algorithm table of the summing primitives: the cache
  * file's round trip, the lookup, every rank choosing what rank 0's file says
  * (the others' files are ignored), and a corrupt file ignored with the fixed
- * rule in force. */
+ * rule in force, and that rule's choice at each size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +56,11 @@ static void check_round_trip(adj_test *t) {
                   adj_sum_algorithm_names[got[3]], adj_sum_algorithm_names[got[4]]);
 }
 
-/* A sum-reduce of 10 float64 over the world onto rank 0: its algorithm, and
- * the sum of ones (the world size) checked on the root. */
-static void sum_reduce_algorithm(adj_test *t, char *algorithm, size_t size) {
+/* A sum-reduce of `count` float64 over the world onto rank 0: its algorithm,
+ * and the sum of ones (the world size) checked on the root. */
+static void sum_reduce_algorithm(adj_test *t, int64_t count, char *algorithm, size_t size) {
   sum_to_root w;
-  sum_to_root_create(t, 10, &w);
+  sum_to_root_create(t, count, &w);
   adj_op *op = w.op;
   if (!op) {
     sum_to_root_destroy(&w);
@@ -70,11 +70,11 @@ static void sum_reduce_algorithm(adj_test *t, char *algorithm, size_t size) {
   adj_tensor in, out;
   adj_op_create_domain_tensor(op, &in);
   adj_op_create_range_tensor(op, &out);
-  for (int64_t i = 0; i < 10; i++) ((double *)in.data)[i] = 1.0;
+  for (int64_t i = 0; i < count; i++) ((double *)in.data)[i] = 1.0;
   ADJ_TEST_OK(t, adj_op_forward(op, &in, &out));
   if (t->rank == 0)
-    ADJ_TEST_CHECK(t, ((double *)out.data)[9] == t->size, "sum by '%s': %g, expected %d", algorithm,
-                   ((double *)out.data)[9], t->size);
+    ADJ_TEST_CHECK(t, ((double *)out.data)[count - 1] == t->size, "sum by '%s': %g, expected %d", algorithm,
+                   ((double *)out.data)[count - 1], t->size);
   adj_tensor_destroy(&in), adj_tensor_destroy(&out);
   sum_to_root_destroy(&w);
 }
@@ -89,7 +89,7 @@ static void check_every_rank_agrees(adj_test *t) {
   snprintf(text, sizeof text, "sum %d 0 chain\n", t->size);
   write_text(t, path, text);
   setenv("ADJ_ALGORITHM_CACHE", t->rank == 0 ? path : "/nonexistent/adjoin-t214", 1);
-  sum_reduce_algorithm(t, algorithm, sizeof algorithm);
+  sum_reduce_algorithm(t, 10, algorithm, sizeof algorithm);
   int chain = strstr(algorithm, "sum chain") != NULL, all = 0;
   MPI_Allreduce(&chain, &all, 1, MPI_INT, MPI_SUM, t->comm);
   ADJ_TEST_CHECK(t, all == t->size, "rank 0's table says chain; %d of %d ranks chose it (this one '%s')", all,
@@ -115,9 +115,29 @@ static void check_corrupt(adj_test *t) {
   setenv("ADJ_ALGORITHM_CACHE", path, 1);
   ADJ_TEST_OK(t, adj_algorithm_table_load(t->comm, &table));
   ADJ_TEST_CHECK(t, table.n == 0, "a corrupt table loaded %d entries", table.n);
-  sum_reduce_algorithm(t, algorithm, sizeof algorithm);
+  sum_reduce_algorithm(t, 10, algorithm, sizeof algorithm);
   if (t->size > 1) ADJ_TEST_CHECK(t, strstr(algorithm, "sum reduce") != NULL, "corrupt table: chose '%s'", algorithm);
   adj_test_report(t, "corrupt table ignored: %d entries, sum-reduce chose '%s'", table.n, algorithm);
+}
+
+/* Without a table (the cache names a file that does not exist) the fixed
+ * rule decides by the block's bytes: reduce below 64 KB, allreduce from
+ * 64 KB, reduce-scatter from 1 MB. */
+static void check_fixed_rule(adj_test *t) {
+  if (t->size < 2) return;
+  char path[512], algorithm[64];
+  table_path(t, "missing", path, sizeof path);
+  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  const int64_t counts[] = {10, 8191, 8192, 131071, 131072};
+  const char *const want[] = {"reduce", "reduce", "allreduce", "allreduce", "reduce-scatter"};
+  for (int i = 0; i < 5; i++) {
+    sum_reduce_algorithm(t, counts[i], algorithm, sizeof algorithm);
+    const char *sum = strstr(algorithm, "sum ");
+    ADJ_TEST_CHECK(t, sum && !strcmp(sum + 4, want[i]), "no table, %lld float64: chose '%s', expected 'sum %s'",
+                   (long long)counts[i], algorithm, want[i]);
+    adj_test_report(t, "no table, %lld float64 (%lld bytes): '%s'", (long long)counts[i], (long long)counts[i] * 8,
+                    algorithm);
+  }
 }
 
 /* Removes this run's files and their directory. */
@@ -140,6 +160,7 @@ int main(int argc, char **argv) {
   check_round_trip(&t);
   check_every_rank_agrees(&t);
   check_corrupt(&t);
+  check_fixed_rule(&t);
   remove_files(&t);
   return adj_test_finish(&t);
 }

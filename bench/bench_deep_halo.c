@@ -114,20 +114,18 @@ static void step(adj_layer *layer, buffers *b, bool backward) {
 }
 
 static double slowest_since(double start) {
-  double elapsed = MPI_Wtime() - start, worst;
-  MPI_Allreduce(&elapsed, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return worst;
+  return bench_max(MPI_COMM_WORLD, MPI_Wtime() - start);
 }
 
 /* Seconds per step over one trial of about `seconds`: one timed step sets the
  * repeat count, the same on every rank (every step is collective). */
 static double trial(adj_layer *layer, buffers *b, bool backward, double seconds) {
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
   step(layer, b, backward);
   double once = slowest_since(start);
   int reps = once > 0 ? (int)fmin(1e6, fmax(1, seconds / once)) : 1;
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier(MPI_COMM_WORLD);
   start = MPI_Wtime();
   for (int i = 0; i < reps; i++) step(layer, b, backward);
   return slowest_since(start) / reps;

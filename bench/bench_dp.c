@@ -105,7 +105,7 @@ static int epoch(bench_run *run, bool record, int64_t images) {
   adj_train_stats stats = {0};
   if (run->active) {
     run->threads = adj_train_share_cores(run->cores_comm);
-    MPI_Barrier(run->cores_comm);
+    bench_barrier(run->cores_comm);
     status = adj_trainer_run(run->trainer, -1, NULL, NULL, &stats);
   }
   sleep_barrier();

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "adjoin/adjoin.h"
+#include "bench_host.h"
 
 typedef struct bench_options {
   double seconds;
@@ -45,12 +46,6 @@ typedef struct handwritten {
   /* Per dimension: [0] to the left, [1] to the right, as sent and received. */
   region send[ADJ_MAX_RANK][2], recv[ADJ_MAX_RANK][2];
 } handwritten;
-
-static void quiet_barrier(void) {
-  MPI_Request r;
-  MPI_Ibarrier(MPI_COMM_WORLD, &r);
-  adj_wait_all(1, &r, ADJ_WAIT_YIELD);
-}
 
 /* `box` of a tensor of `shape`: nothing when empty (subarray types may not have
  * zero extents), a run of doubles when contiguous, else a subarray. */
@@ -159,7 +154,7 @@ static void run(bench_case *b, run_kind kind, int reps) {
 static void bench_times(bench_case *b, const bench_options *o, double *best) {
   run(b, RUN_OP_FORWARD, 2);
   run(b, RUN_HANDWRITTEN, 2);
-  quiet_barrier();
+  bench_barrier_yielding(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   run(b, RUN_HANDWRITTEN, 3);
   double once = (MPI_Wtime() - t0) / 3, slowest;
@@ -169,7 +164,7 @@ static void bench_times(bench_case *b, const bench_options *o, double *best) {
   for (int kind = 0; kind < 3; kind++) best[kind] = 1e30;
   for (int trial = 0; trial < o->trials; trial++)
     for (int kind = 0; kind < 3; kind++) {
-      quiet_barrier();
+      bench_barrier_yielding(MPI_COMM_WORLD);
       t0 = MPI_Wtime();
       run(b, (run_kind)kind, reps);
       double per = (MPI_Wtime() - t0) / reps, worst;

@@ -59,6 +59,12 @@ void bench_barrier(MPI_Comm comm) {
   adj_wait_all(1, &request, policy);
 }
 
+void bench_barrier_yielding(MPI_Comm comm) {
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+}
+
 double bench_max(MPI_Comm comm, double value) {
   adj_wait_policy policy = bench_policy(comm);
   double largest = value;

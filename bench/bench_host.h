@@ -29,6 +29,12 @@ bool bench_parse_count(const char *program, const char *what, const char *text, 
 void bench_barrier(MPI_Comm comm);
 double bench_max(MPI_Comm comm, double value);
 
+/* A barrier on comm completed by yielding whatever the policy: for the
+ * benchmarks whose timed calls always yield between their own (bench-halo and
+ * bench-primitives), where a spinning barrier on 2 ranks would change what
+ * the next call finds the other rank doing. */
+void bench_barrier_yielding(MPI_Comm comm);
+
 /* qsort's comparison of two doubles, ascending. */
 int bench_compare_doubles(const void *a, const void *b);
 

@@ -265,7 +265,7 @@ static void time_rounds(const bench_args *a, stack *stacks, int configs, step_fi
     for (int c = 0; c < configs; c++) {
       stack *s = &stacks[c];
       stack_reset_counters(s);
-      MPI_Barrier(MPI_COMM_WORLD);
+      bench_barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       if (adj_layer_forward(s->net, &s->x, &s->y) || adj_layer_backward(s->net, &s->dy, &s->dx)) die("step");
       double t = MPI_Wtime() - t0;
@@ -419,7 +419,7 @@ static void run_teacher(const bench_args *a, const adj_decomposition *input, int
     adj_phantom_size size = k ? adj_phantom_layer_size(a->n, a->n, p, k, -1) : adj_tp_layer_size(a->n, a->n, p, -1);
     res->params += size.weights + size.biases;
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  bench_barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   for (int step = 0; step < a->max_steps; step++) {
     take_batch(&gx, step * a->batch, &block, &s.x);

@@ -36,6 +36,7 @@
 
 #include "adjoin/adjoin.h"
 #include "algorithm_table_impl.h"
+#include "bench_host.h"
 
 typedef struct bench_ctx {
   int rank, size;
@@ -46,18 +47,12 @@ typedef struct bench_ctx {
 
 typedef int (*bench_fn)(void *arg);
 
-static void quiet_barrier(void) {
-  MPI_Request r;
-  MPI_Ibarrier(MPI_COMM_WORLD, &r);
-  adj_wait_all(1, &r, ADJ_WAIT_YIELD);
-}
-
 /* Calls per timed run, so a run lasts about ctx->seconds: chosen from one timed
  * call after a warm-up, agreed (max over ranks) so every rank makes the same
  * calls. */
 static int bench_reps(const bench_ctx *ctx, bench_fn fn, void *arg) {
   fn(arg);
-  quiet_barrier();
+  bench_barrier_yielding(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   fn(arg);
   double once = MPI_Wtime() - t0, slowest;
@@ -69,7 +64,7 @@ static int bench_reps(const bench_ctx *ctx, bench_fn fn, void *arg) {
 /* Seconds per call of one run of `reps` calls, the slowest rank's.  No
  * collective runs inside the timed loop besides the calls themselves. */
 static double bench_run(bench_fn fn, void *arg, int reps) {
-  quiet_barrier();
+  bench_barrier_yielding(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   for (int k = 0; k < reps; k++) fn(arg);
   double per = (MPI_Wtime() - t0) / reps, worst;

@@ -4,9 +4,11 @@
  *
  *   mpiexec.mpich -n 1 bench-train                 the sequential network
  *   mpiexec.mpich -n 4 bench-train dist4           Table 1's 4-worker layout
- *   bench-train [layout [images [repetitions [batch [f32|f64|both]]]]]
+ *   bench-train [--deep-halos] [layout [images [repetitions [batch [f32|f64|both]]]]]
  *       defaults: sequential on 1 rank, distN on N ranks; 8192 images; 3;
- *       256; both (one dtype alone is for profiling)
+ *       256; both (one dtype alone is for profiling).  --deep-halos fuses
+ *       the convolution blocks over one halo exchange (docs/deep-halos.md),
+ *       as adjoin-train's flag of that name does.
  *
  * The images are synthetic (their values do not change the work), so the
  * benchmark needs no data set.  Each figure is the best of `repetitions`
@@ -76,9 +78,10 @@ static void breakdown(adj_layer *net, int rank, int repetitions) {
 }
 
 /* LeNet-5 in `layout` with Adam and a trainer over `data`. */
-static int setup(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, adj_layer **net,
-                 adj_optimizer **opt, adj_trainer **trainer) {
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
+static int setup(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, const adj_dataset *data,
+                 adj_layer **net, adj_optimizer **opt, adj_trainer **trainer) {
+  adj_lenet_config lc = {
+      .comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch, .deep_halos = deep_halos};
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
   int status = adj_lenet_create(&lc, net);
   if (!status) status = adj_network_init_uniform(*net, 1);
@@ -90,11 +93,12 @@ static int setup(const char *layout, adj_dtype dtype, int64_t batch, const adj_d
 
 /* Best images/s over `repetitions` epochs after a warm-up (0 on failure),
  * then, for float32, the per-stage breakdown. */
-static double measure(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, int repetitions) {
+static double measure(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, const adj_dataset *data,
+                      int repetitions) {
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
   adj_trainer *trainer = NULL;
-  int status = setup(layout, dtype, batch, data, &net, &opt, &trainer);
+  int status = setup(layout, deep_halos, dtype, batch, data, &net, &opt, &trainer);
   double best = 0;
   for (int r = 0; r <= repetitions && !status; r++) {
     adj_train_stats stats;
@@ -119,6 +123,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-train: %s\n", adj_last_error());
     return 1;
   }
+  bool deep_halos = argc > 1 && !strcmp(argv[1], "--deep-halos");
+  if (deep_halos) argv[1] = argv[0], argv++, argc--; /* the positional arguments follow */
   char fallback[16];
   snprintf(fallback, sizeof fallback, size == 1 ? "sequential" : "dist%d", size);
   const char *layout = argc > 1 ? argv[1] : fallback;
@@ -133,7 +139,7 @@ int main(int argc, char **argv) {
     ok = false;
   }
   if (!ok) {
-    if (say) fprintf(stderr, "usage: bench-train [LAYOUT [IMAGES [EPOCHS [BATCH [f32|f64|both]]]]]\n");
+    if (say) fprintf(stderr, "usage: bench-train [--deep-halos] [LAYOUT [IMAGES [EPOCHS [BATCH [f32|f64|both]]]]]\n");
     adj_finalize();
     return 2;
   }
@@ -146,16 +152,16 @@ int main(int argc, char **argv) {
   bench_cpu_model(cpu, sizeof cpu);
   if (rank == 0) {
     printf("bench-train: host %s, CPU %s, kernels %s, OpenBLAS kernels %s, %ld online cores, %d ranks x %d kernel "
-           "threads, LeNet-5 %s, batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu,
+           "threads, LeNet-5 %s%s, batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu,
            adj_kernels_isa(), openblas_get_corename(), sysconf(_SC_NPROCESSORS_ONLN), size, threads, layout,
-           (long long)batch, (long long)images, repetitions);
+           deep_halos ? " (deep halos)" : "", (long long)batch, (long long)images, repetitions);
     bench_blas_note(stdout);
   }
   int failed = !data;
   for (int d = 0; d < 2 && data; d++) {
     adj_dtype dtype = d == 0 ? ADJ_FLOAT32 : ADJ_FLOAT64;
     if (strcmp(dtypes, "both") && strcmp(dtypes, d == 0 ? "f32" : "f64")) continue;
-    double rate = measure(layout, dtype, batch, data, repetitions);
+    double rate = measure(layout, deep_halos, dtype, batch, data, repetitions);
     failed |= rate == 0;
     if (rank == 0) printf("  %-10s %s  %8.0f images/s  (%.2f s per 8000-image epoch)\n", layout, adj_dtype_name(dtype),
                           rate, rate > 0 ? 8000 / rate : 0);

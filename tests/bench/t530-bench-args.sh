@@ -27,11 +27,18 @@ expect_refusal "bench-train 0 epochs" "EPOCHS '0' is not a whole number from 1" 
 expect_refusal "bench-train 12x images" "IMAGES '12x' is not a whole number" "$mpiexec" -n 1 "$train" sequential 12x
 expect_refusal "bench-train dtype f16" "DTYPES 'f16' is not one of f32, f64, both" \
   "$mpiexec" -n 1 "$train" sequential 64 1 32 f16
+expect_refusal "bench-train --deep-halos 0 epochs" "EPOCHS '0' is not a whole number from 1" \
+  "$mpiexec" -n 2 "$train" --deep-halos dist2 64 0
 expect_refusal "bench-conv -3" "REPETITIONS '-3' is not a whole number" "$conv" -3
 expect_refusal "bench-dp replicas two" "REPLICAS 'two' is not a whole number" "$mpiexec" -n 2 "$dp" sequential two
 
 "$mpiexec" -n 1 "$train" sequential 64 1 32 f32 > "$work/out" 2>&1 || fail "a good bench-train call failed: $(cat "$work/out")"
 grep -q "sequential float32 *[0-9]* images/s" "$work/out" || fail "a good bench-train call printed no rate: $(cat "$work/out")"
+"$mpiexec" -n 2 "$train" --deep-halos dist2 64 1 32 f32 > "$work/out" 2>&1 ||
+  fail "a good bench-train --deep-halos call failed: $(cat "$work/out")"
+grep -q "LeNet-5 dist2 (deep halos)" "$work/out" && grep -q "conv blocks (deep halo)" "$work/out" &&
+  grep -q "dist2 *float32 *[0-9]* images/s" "$work/out" ||
+  fail "bench-train --deep-halos did not say so, fuse the blocks or print a rate: $(cat "$work/out")"
 
 [ "$errors" -eq 0 ] && echo "t530: all refusals name their argument" && exit 0
 exit 1

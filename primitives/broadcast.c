@@ -15,7 +15,7 @@
  *
  * The summing direction has several algorithms, chosen per group at creation
  * from the group size and the block's bytes by the measured table rank 0
- * broadcast (algorithm_table_impl.h), else by a fixed threshold; the same on
+ * broadcast (algorithm_table_impl.h), else by the fixed rule; the same on
  * every member, so a group agrees without further communication: MPI_Ireduce;
  * MPI_Iallreduce, whose result the leaves drop into a scratch block (MPICH's
  * reduce to one root measured 3-6x slower than its all-reduce of the same
@@ -237,7 +237,7 @@ static int adj_chain_plan(const char *name, int segment, int count, size_t esize
 }
 
 /* What decides a group's algorithm: the creator or the environment (forced),
- * else the measured table, else the fixed threshold. */
+ * else the measured table, else the fixed rule by block size. */
 typedef struct adj_sum_choice {
   adj_sum_algorithm forced;
   int segment; /* chain segment, elements */

@@ -25,8 +25,9 @@ typedef enum adj_pool_pass {
  * baseline's SSE2 would split 32-byte shuffles into slow sequences).  Ties
  * and NaNs go as in the scalar loops (strict >, the first tap wins), and
  * +0.0f is added to the chosen dy as the scalar path's add into a cleared dx
- * does, so even a -0.0 gradient comes out bit for bit the same.  Used from the typed kernel's clones (pool_typed.inc), so it is
- * compiled for each level. */
+ * does, so even a -0.0 gradient comes out bit for bit the same.  Used from
+ * the typed kernel's clones (pool_typed.inc), so it is compiled for each
+ * level. */
 typedef float adj_pool_floats __attribute__((vector_size(16)));
 typedef int32_t adj_pool_lanes __attribute__((vector_size(16)));
 

@@ -52,18 +52,15 @@ static adj_wait_policy bench_policy(MPI_Comm comm) {
   return policy;
 }
 
-void bench_barrier(MPI_Comm comm) {
-  adj_wait_policy policy = bench_policy(comm);
+static void barrier_waiting(MPI_Comm comm, adj_wait_policy policy) {
   MPI_Request request;
   MPI_Ibarrier(comm, &request);
   adj_wait_all(1, &request, policy);
 }
 
-void bench_barrier_yielding(MPI_Comm comm) {
-  MPI_Request request;
-  MPI_Ibarrier(comm, &request);
-  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
-}
+void bench_barrier(MPI_Comm comm) { barrier_waiting(comm, bench_policy(comm)); }
+
+void bench_barrier_yielding(MPI_Comm comm) { barrier_waiting(comm, ADJ_WAIT_YIELD); }
 
 double bench_max(MPI_Comm comm, double value) {
   adj_wait_policy policy = bench_policy(comm);

@@ -49,21 +49,27 @@ MPI_Datatype adj_dtype_mpi(adj_dtype dtype) {
 
 /* One loop per element type; T is the stored type, U the type the add runs in
  * (the unsigned twin for signed integers, so wraparound is defined C). */
-#define ADJ_ADD_LOOP(T, U)                                                                        \
+#define ADJ_ADD_ROWS_LOOP(T, U)                                                                   \
   do {                                                                                            \
     T *d = dst;                                                                                   \
     const T *s = src;                                                                             \
-    for (int64_t i = 0; i < n; i++) d[i] = (T)((U)d[i] + (U)s[i]);                                \
+    for (int64_t r = 0; r < rows; r++, d += dst_stride, s += src_stride)                          \
+      for (int64_t i = 0; i < n; i++) d[i] = (T)((U)d[i] + (U)s[i]);                              \
   } while (0)
 
-void adj_dtype_add(adj_dtype dtype, void *dst, const void *src, int64_t n) {
+void adj_dtype_add_rows(adj_dtype dtype, void *dst, int64_t dst_stride, const void *src, int64_t src_stride,
+                        int64_t n, int64_t rows) {
   switch (dtype) {
-  case ADJ_FLOAT32: ADJ_ADD_LOOP(float, float); break;
-  case ADJ_FLOAT64: ADJ_ADD_LOOP(double, double); break;
-  case ADJ_INT32: ADJ_ADD_LOOP(int32_t, uint32_t); break;
-  case ADJ_INT64: ADJ_ADD_LOOP(int64_t, uint64_t); break;
-  case ADJ_UINT8: ADJ_ADD_LOOP(uint8_t, uint8_t); break;
+  case ADJ_FLOAT32: ADJ_ADD_ROWS_LOOP(float, float); break;
+  case ADJ_FLOAT64: ADJ_ADD_ROWS_LOOP(double, double); break;
+  case ADJ_INT32: ADJ_ADD_ROWS_LOOP(int32_t, uint32_t); break;
+  case ADJ_INT64: ADJ_ADD_ROWS_LOOP(int64_t, uint64_t); break;
+  case ADJ_UINT8: ADJ_ADD_ROWS_LOOP(uint8_t, uint8_t); break;
   }
+}
+
+void adj_dtype_add(adj_dtype dtype, void *dst, const void *src, int64_t n) {
+  adj_dtype_add_rows(dtype, dst, n, src, n, n, 1);
 }
 
 int adj_dtype_check_compute(const char *who, const char *what, adj_dtype dtype) {

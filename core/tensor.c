@@ -263,50 +263,77 @@ static bool adj_run_next(const adj_run_walker *a, const adj_run_walker *b, int64
   return false;
 }
 
-typedef void (*adj_run_fn)(char *tensor_run, char *buffer_run, size_t bytes, adj_dtype dtype, void *ctx);
+/* The walker's innermost outer dimension as a row of runs, `stride` elements
+ * apart: the walker then advances over the dimensions outside it, and each
+ * step moves a whole row, so a box of short runs (a halo's columns) costs one
+ * call per row of them rather than one per run. */
+typedef struct adj_run_rows {
+  int64_t rows, stride;
+} adj_run_rows;
+
+static adj_run_rows adj_run_rows_take(adj_run_walker *w) {
+  adj_run_rows r = {.rows = 1, .stride = 0};
+  if (w->outer > 0) {
+    w->outer--;
+    r.rows = w->count[w->outer], r.stride = w->stride[w->outer];
+  }
+  return r;
+}
+
+/* rows runs of `bytes` each, dst_stride and src_stride bytes apart, copied in
+ * order (memmove: the boxes of one tensor may overlap).  The run lengths of
+ * small boxes get a copy of known size, which the compiler inlines. */
+static void adj_move_rows(char *dst, int64_t dst_stride, const char *src, int64_t src_stride, size_t bytes,
+                          int64_t rows) {
+#define ADJ_MOVE_ROWS(N)                                                                                \
+  for (int64_t r = 0; r < rows; r++) memmove(dst + r * dst_stride, src + r * src_stride, N);             \
+  return
+  switch (bytes) {
+  case 4: ADJ_MOVE_ROWS(4);
+  case 8: ADJ_MOVE_ROWS(8);
+  case 16: ADJ_MOVE_ROWS(16);
+  case 32: ADJ_MOVE_ROWS(32);
+  default: ADJ_MOVE_ROWS(bytes);
+  }
+#undef ADJ_MOVE_ROWS
+}
+
+typedef enum adj_run_action { ADJ_RUN_PACK, ADJ_RUN_UNPACK_COPY, ADJ_RUN_UNPACK_ADD, ADJ_RUN_CLEAR } adj_run_action;
 
 static void adj_box_walk(char *tensor, const int64_t *shape, const adj_box *box, char *buffer, adj_dtype dtype,
-                         adj_run_fn fn, void *ctx) {
+                         adj_run_action action) {
   if (adj_box_volume(box) == 0) return;
-  size_t esize = adj_dtype_size(dtype);
+  int64_t esize = (int64_t)adj_dtype_size(dtype);
   adj_run_walker w = adj_run_walker_make(shape, box, adj_run_first(shape, box));
-  size_t run_bytes = (size_t)w.run * esize;
+  adj_run_rows r = adj_run_rows_take(&w);
+  int64_t run_bytes = w.run * esize, stride = r.stride * esize;
   int64_t index[ADJ_MAX_RANK] = {0};
   int64_t offset = w.base, unused = 0;
   do {
-    fn(tensor + offset * (int64_t)esize, buffer, run_bytes, dtype, ctx);
-    if (buffer) buffer += run_bytes;
+    char *t = tensor + offset * esize;
+    switch (action) {
+    case ADJ_RUN_PACK: adj_move_rows(buffer, run_bytes, t, stride, (size_t)run_bytes, r.rows); break;
+    case ADJ_RUN_UNPACK_COPY: adj_move_rows(t, stride, buffer, run_bytes, (size_t)run_bytes, r.rows); break;
+    case ADJ_RUN_UNPACK_ADD: adj_dtype_add_rows(dtype, t, r.stride, buffer, w.run, w.run, r.rows); break;
+    case ADJ_RUN_CLEAR:
+      for (int64_t k = 0; k < r.rows; k++) memset(t + k * stride, 0, (size_t)run_bytes);
+      break;
+    }
+    if (buffer) buffer += r.rows * run_bytes;
   } while (adj_run_next(&w, &w, index, &offset, &unused));
 }
 
-static void adj_run_pack(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
-  (void)dtype, (void)ctx;
-  memcpy(b, t, bytes);
-}
-static void adj_run_unpack_copy(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
-  (void)dtype, (void)ctx;
-  memcpy(t, b, bytes);
-}
-static void adj_run_unpack_add(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
-  (void)ctx;
-  adj_dtype_add(dtype, t, b, (int64_t)(bytes / adj_dtype_size(dtype)));
-}
-static void adj_run_clear(char *t, char *b, size_t bytes, adj_dtype dtype, void *ctx) {
-  (void)b, (void)dtype, (void)ctx;
-  memset(t, 0, bytes);
-}
-
 void adj_tensor_pack(const adj_tensor *t, const adj_box *box, void *buf) {
-  adj_box_walk(t->data, t->shape, box, buf, t->dtype, adj_run_pack, NULL);
+  adj_box_walk(t->data, t->shape, box, buf, t->dtype, ADJ_RUN_PACK);
 }
 
 void adj_tensor_unpack(adj_tensor *t, const adj_box *box, const void *buf, adj_unpack_mode mode) {
   adj_box_walk(t->data, t->shape, box, (char *)buf, t->dtype,
-               mode == ADJ_UNPACK_ADD ? adj_run_unpack_add : adj_run_unpack_copy, NULL);
+               mode == ADJ_UNPACK_ADD ? ADJ_RUN_UNPACK_ADD : ADJ_RUN_UNPACK_COPY);
 }
 
 void adj_tensor_clear_box(adj_tensor *t, const adj_box *box) {
-  adj_box_walk(t->data, t->shape, box, NULL, t->dtype, adj_run_clear, NULL);
+  adj_box_walk(t->data, t->shape, box, NULL, t->dtype, ADJ_RUN_CLEAR);
 }
 
 /* Box-to-box transfer: both boxes have the same extents and are walked in
@@ -318,15 +345,16 @@ void adj_tensor_copy_box(adj_tensor *dst, const adj_box *dbox, const adj_tensor 
   int first_d = adj_run_first(dst->shape, dbox), first_s = adj_run_first(src->shape, sbox);
   int first = first_d > first_s ? first_d : first_s;
   adj_run_walker wd = adj_run_walker_make(dst->shape, dbox, first), ws = adj_run_walker_make(src->shape, sbox, first);
-  size_t esize = adj_dtype_size(dst->dtype);
+  adj_run_rows rd = adj_run_rows_take(&wd), rs = adj_run_rows_take(&ws);
+  int64_t esize = (int64_t)adj_dtype_size(dst->dtype);
   int64_t index[ADJ_MAX_RANK] = {0};
   int64_t doff = wd.base, soff = ws.base;
   do {
-    char *d = (char *)dst->data + doff * (int64_t)esize;
-    const char *s = (const char *)src->data + soff * (int64_t)esize;
+    char *d = (char *)dst->data + doff * esize;
+    const char *s = (const char *)src->data + soff * esize;
     if (mode == ADJ_UNPACK_ADD)
-      adj_dtype_add(dst->dtype, d, s, wd.run);
+      adj_dtype_add_rows(dst->dtype, d, rd.stride, s, rs.stride, wd.run, rd.rows);
     else
-      memmove(d, s, (size_t)wd.run * esize);
+      adj_move_rows(d, rd.stride * esize, s, rs.stride * esize, (size_t)(wd.run * esize), rd.rows);
   } while (adj_run_next(&wd, &ws, index, &doff, &soff));
 }

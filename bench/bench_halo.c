@@ -157,10 +157,7 @@ static void bench_times(bench_case *b, const bench_options *o, double *best) {
   bench_barrier_yielding(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   run(b, RUN_HANDWRITTEN, 3);
-  double once = (MPI_Wtime() - t0) / 3, slowest;
-  MPI_Allreduce(&once, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  int reps = slowest > 0 ? (int)(o->seconds / slowest) : 1000;
-  reps = reps < 5 ? 5 : reps > 20000 ? 20000 : reps;
+  int reps = bench_repetitions(o->seconds, (MPI_Wtime() - t0) / 3, 5, 20000);
   for (int kind = 0; kind < 3; kind++) best[kind] = 1e30;
   for (int trial = 0; trial < o->trials; trial++)
     for (int kind = 0; kind < 3; kind++) {

@@ -71,6 +71,13 @@ double bench_max(MPI_Comm comm, double value) {
   return largest;
 }
 
+int bench_repetitions(double seconds, double once, int least, int most) {
+  double slowest;
+  MPI_Allreduce(&once, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int reps = slowest > 0 ? (int)(seconds / slowest) : 1000;
+  return reps < least ? least : reps > most ? most : reps;
+}
+
 int bench_compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -35,6 +35,12 @@ double bench_max(MPI_Comm comm, double value);
  * the next call finds the other rank doing. */
 void bench_barrier_yielding(MPI_Comm comm);
 
+/* How many calls make a timed run last about `seconds`, from this rank's
+ * time for one call: the slowest rank's time decides (a spinning
+ * MPI_Allreduce, outside any timed region), so every rank makes the same
+ * calls; clamped to [least, most]. */
+int bench_repetitions(double seconds, double once, int least, int most);
+
 /* qsort's comparison of two doubles, ascending. */
 int bench_compare_doubles(const void *a, const void *b);
 

@@ -55,10 +55,7 @@ static int bench_reps(const bench_ctx *ctx, bench_fn fn, void *arg) {
   bench_barrier_yielding(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   fn(arg);
-  double once = MPI_Wtime() - t0, slowest;
-  MPI_Allreduce(&once, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  int reps = slowest > 0 ? (int)(ctx->seconds / slowest) : 1000;
-  return reps < 3 ? 3 : reps > 10000 ? 10000 : reps;
+  return bench_repetitions(ctx->seconds, MPI_Wtime() - t0, 3, 10000);
 }
 
 /* Seconds per call of one run of `reps` calls, the slowest rank's.  No

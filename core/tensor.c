@@ -306,17 +306,17 @@ static void adj_box_walk(char *tensor, const int64_t *shape, const adj_box *box,
   int64_t esize = (int64_t)adj_dtype_size(dtype);
   adj_run_walker w = adj_run_walker_make(shape, box, adj_run_first(shape, box));
   adj_run_rows r = adj_run_rows_take(&w);
-  int64_t run_bytes = w.run * esize, stride = r.stride * esize;
+  int64_t run_bytes = w.run * esize, stride_bytes = r.stride * esize;
   int64_t index[ADJ_MAX_RANK] = {0};
   int64_t offset = w.base, unused = 0;
   do {
     char *t = tensor + offset * esize;
     switch (action) {
-    case ADJ_RUN_PACK: adj_move_rows(buffer, run_bytes, t, stride, (size_t)run_bytes, r.rows); break;
-    case ADJ_RUN_UNPACK_COPY: adj_move_rows(t, stride, buffer, run_bytes, (size_t)run_bytes, r.rows); break;
+    case ADJ_RUN_PACK: adj_move_rows(buffer, run_bytes, t, stride_bytes, (size_t)run_bytes, r.rows); break;
+    case ADJ_RUN_UNPACK_COPY: adj_move_rows(t, stride_bytes, buffer, run_bytes, (size_t)run_bytes, r.rows); break;
     case ADJ_RUN_UNPACK_ADD: adj_dtype_add_rows(dtype, t, r.stride, buffer, w.run, w.run, r.rows); break;
     case ADJ_RUN_CLEAR:
-      for (int64_t k = 0; k < r.rows; k++) memset(t + k * stride, 0, (size_t)run_bytes);
+      for (int64_t k = 0; k < r.rows; k++) memset(t + k * stride_bytes, 0, (size_t)run_bytes);
       break;
     }
     if (buffer) buffer += r.rows * run_bytes;

@@ -19,7 +19,8 @@
  * contracted multiply-adds (layers/meson.build).  The price is the
  * dropped grid positions (LeNet's conv2: 144 per channel for 100 outputs) and
  * the copies onto the grids.  Four refinements avoid most of both: output
- * rows at least a vector wide are computed in place (conv1's 28); without
+ * rows at least a vector wide are computed in place (conv1's 28), and at
+ * x86-64-v4 narrower ones too, as one vector with masked lanes; without
  * padding x and dx are their own grids (conv2); when C_out is a multiple
  * of the vector length (conv2's 16) the forward and the weight gradient put
  * the output channels along the vectors and visit only the real outputs; and
@@ -147,12 +148,23 @@ static size_t adj_direct_layout(const adj_conv_direct *d, void *ws, adj_direct_b
 
 /* Rows of at least one vector: ceil(width / vl) vectors each, the last one
  * ending with the row (so it repeats some lanes of the one before), which
- * computes as many positions as the grid's rows with their dropped columns. */
+ * computes as many positions as the grid's rows with their dropped columns.
+ * A narrower row is one vector of which only the row's lanes are written and
+ * read, where the kernels' level masks lanes at no cost and those vectors
+ * waste no more lanes than the grid's dropped positions: then the forward's
+ * output and the weight gradient's dy need no copies onto the grid (a dist4
+ * worker's conv1 block: 14-wide rows, 16 lanes, against 196 of 256 on the
+ * grid). */
 static void adj_direct_rows(const adj_window_plan *p, int64_t vl, adj_conv_direct *d) {
   int64_t width = p->out[2];
   d->rows = p->out[0] * p->out[1];
   d->row_vectors = width >= vl ? (width + vl - 1) / vl : 0;
   d->repeated = d->row_vectors ? d->row_vectors * vl - width : 0;
+  d->row_lanes = 0;
+  if (!d->row_vectors && d->kernels->masked_lanes && width * d->span_rounded >= p->out_volume * vl) {
+    d->row_vectors = 1;
+    d->row_lanes = width;
+  }
 }
 
 /* (q, k) pairs of one dimension with input q and tap k reading output
@@ -225,7 +237,7 @@ static void adj_direct_row_tables(const adj_window_plan *p, const adj_conv_direc
   int64_t width = p->out[2], vl = adj_vector_length(d);
   for (int64_t r = 0, v = 0; r < d->rows; r++)
     for (int64_t k = 0; k < d->row_vectors; k++, v++) {
-      int64_t column = k + 1 < d->row_vectors ? k * vl : width - vl;
+      int64_t column = k + 1 < d->row_vectors || d->row_lanes ? k * vl : width - vl;
       t->in_at[v] = ((r / p->out[1]) * d->grid.padded[1] + r % p->out[1]) * d->grid.padded[2] + column;
       t->out_at[v] = r * width + column;
       t->partial[v] = k > 0 && k + 1 == d->row_vectors && d->repeated > 0;
@@ -351,7 +363,7 @@ void adj_conv_direct_forward(const adj_window_plan *p, const adj_conv_direct *d,
                        .w_in = d->taps, .in_stride = d->grid.volume};
   if (rows) {
     a.vectors = d->rows * d->row_vectors, a.in_at = buf.t->in_at, a.out_at = buf.t->out_at;
-    a.out_stride = p->out_volume;
+    a.out_stride = p->out_volume, a.lanes = d->row_lanes;
   } else {
     a.vectors = d->span_rounded / adj_vector_length(d), a.out = buf.dy_grid;
     a.out_stride = d->span_rounded;
@@ -398,7 +410,8 @@ static void adj_direct_weight_gradient(const adj_conv_direct *d, const adj_direc
   if (dy_dense) {
     a.vectors = d->rows * d->row_vectors, a.dy_at = buf->t->out_at, a.in_at = buf->t->in_at;
     a.partial = buf->t->partial;
-    a.repeated = d->repeated, a.dy = dy_dense, a.dy_stride = d->positions, a.dy_image = d->c_out * d->positions;
+    a.repeated = d->repeated, a.lanes = d->row_lanes;
+    a.dy = dy_dense, a.dy_stride = d->positions, a.dy_image = d->c_out * d->positions;
   } else {
     a.vectors = d->span_rounded / adj_vector_length(d);
     a.dy = adj_at(buf->dy_grid, d->dtype, d->margin), a.dy_stride = d->dy_row, a.dy_image = d->c_out * d->dy_row;

@@ -9,6 +9,7 @@
 #ifndef ADJOIN_LAYERS_CONV_DIRECT_IMPL_H
 #define ADJOIN_LAYERS_CONV_DIRECT_IMPL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* For each vector v of positions, at in_at[v] on the input and out_at[v] on
@@ -24,15 +25,19 @@ typedef struct adj_correlation {
   int64_t w_out, w_in, in_stride, out_stride;
   int64_t row; /* without tables: the grid's row length, when a multiple of the vector
                 * length, so that blocks of rows share the rows they read (0: none) */
+  int64_t lanes; /* with tables: each vector's first `lanes` lanes are written, the rest
+                  * of the memory after them untouched (0: whole vectors) */
   void *out;
 } adj_correlation;
 
 /* dw[o * w_out + i * w_in + t] += sum_g sum_v sum_l dy[g * dy_image + o * dy_stride + dy_at[v] + l]
  *                                 * in[g * in_image + i * in_stride + in_at[v] + l + offset[t]],
  * the tables as above, and lanes l < repeated left out of the vectors flagged
- * in `partial` (NULL: none), which repeat positions of the vector before. */
+ * in `partial` (NULL: none), which repeat positions of the vector before.
+ * With `lanes` > 0 (tables only) the sum runs over l < lanes instead, and dy
+ * is read no further than that. */
 typedef struct adj_correlation_gradient {
-  int64_t n_out, n_in, taps, vectors, images, repeated;
+  int64_t n_out, n_in, taps, vectors, images, repeated, lanes;
   const int64_t *offset, *dy_at, *in_at;
   const unsigned char *partial;
   const void *dy, *in;
@@ -79,6 +84,7 @@ typedef struct adj_batch_gradient {
 typedef struct adj_direct_kernels {
   const char *isa;  /* "x86-64-v4", "x86-64-v3" or "baseline" */
   int vector_bytes; /* the width the kernels' vectors have at this level */
+  bool masked_lanes; /* moves of a vector's first lanes cost no more than whole ones (AVX-512) */
   void (*correlate[2])(const adj_correlation *a);
   void (*correlation_gradient[2])(const adj_correlation_gradient *a);
   void (*channel_gradient[2])(const adj_channel_gradient *a);

@@ -10,6 +10,9 @@
  * multiply-add step: accumulators + the operands kept in registers + one
  * broadcast scalar (+ one product temporary without FMA). */
 #include <string.h>
+#if ADJ_KERNEL_LEVEL == 4
+#include <immintrin.h>
+#endif
 
 #include "conv_direct_impl.h"
 #include "kernels_impl.h"
@@ -95,6 +98,7 @@ _Static_assert(ADJ_GRADIENT_TAPS <= 5, "a weight-gradient tap block above 5 need
 const adj_direct_kernels ADJ_LEVEL_TABLE = {
     .isa = ADJ_LEVEL_NAME,
     .vector_bytes = ADJ_VECTOR_BYTES,
+    .masked_lanes = ADJ_KERNEL_LEVEL == 4,
     .correlate = {correlate_f32, correlate_f64},
     .correlation_gradient = {correlation_gradient_f32, correlation_gradient_f64},
     .channel_gradient = {channel_gradient_f32, channel_gradient_f64},

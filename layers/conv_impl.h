@@ -114,11 +114,14 @@ typedef struct adj_conv_direct {
   int64_t volume_rounded; /* input-gradient outputs: the padded volume in whole vectors */
   int64_t margin;         /* zeros in front of each dy grid row: the largest tap offset */
   int64_t rows;           /* output rows (out[0] * out[1]) */
-  int64_t row_vectors;    /* vectors per output row when rows are at least a vector long: the
+  int64_t row_vectors;    /* vectors per output row when rows are at least a vector long (or,
+                           * with row_lanes, one for a narrower row): the
                            * forward then writes y and the weight gradient reads dy where
                            * they are, the last vector of a row overlapping the one before
                            * it by `repeated` lanes; 0 otherwise (both go through the grids) */
   int64_t repeated;
+  int64_t row_lanes;      /* a row narrower than a vector, in place as one vector of which
+                           * the first row_lanes are its (row_vectors 1); 0: rows fill theirs */
   bool input_is_grid;     /* no padding: an image's x block is its grid as it lies, so the
                            * forward and the weight gradient read x in place (all but the
                            * last image, whose tail read would leave the tensor) and ... */

@@ -105,11 +105,15 @@ static void conv_teardown(conv_run *r) {
   for (int a = 0; a < N_ALGORITHMS; a++) adj_conv_plan_destroy(&r->plans[a]);
 }
 
-/* Best forward and forward+backward times of each plan; y doubles as the
- * output gradient.  The plans take turns within each repetition, so a burst
- * of load on the shared machine hits all of them alike. */
-static int conv_time(conv_run *r, int reps, double forward[N_ALGORITHMS], double both[N_ALGORITHMS]) {
-  for (int a = 0; a < N_ALGORITHMS; a++) forward[a] = both[a] = 1e30;
+/* Best forward, forward+backward and first-layer backward times of each
+ * plan; y doubles as the output gradient.  A network's first layer computes
+ * no dx, and its weight gradient then reads dy where it lies instead of on
+ * the grid, a path the full backward never takes.  The plans take turns
+ * within each repetition, so a burst of load on the shared machine hits all
+ * of them alike. */
+static int conv_time(conv_run *r, int reps, double forward[N_ALGORITHMS], double both[N_ALGORITHMS],
+                     double first[N_ALGORITHMS]) {
+  for (int a = 0; a < N_ALGORITHMS; a++) forward[a] = both[a] = first[a] = 1e30;
   /* At least 0.3 s of runs: OpenBLAS's threads keep spinning for about 0.1 s
    * after the sgemm reference, and the first runs share the cores with them. */
   double start = now();
@@ -120,27 +124,31 @@ static int conv_time(conv_run *r, int reps, double forward[N_ALGORITHMS], double
       double t1 = now();
       if (!status) status = adj_conv_plan_backward(r->plans[a], &r->x, &r->w, &r->y, &r->dx, &r->dw, &r->db, &r->ws);
       double t2 = now();
+      if (!status) status = adj_conv_plan_backward(r->plans[a], &r->x, &r->w, &r->y, NULL, &r->dw, &r->db, &r->ws);
+      double t3 = now();
       if (status) return status;
       if (rep == 0) continue;
       if (t1 - t0 < forward[a]) forward[a] = t1 - t0;
       if (t2 - t0 < both[a]) both[a] = t2 - t0;
+      if (t3 - t2 < first[a]) first[a] = t3 - t2;
     }
   return ADJ_SUCCESS;
 }
 
-/* GFLOP/s forward and forward + backward of shape s under each plan, and the
- * algorithm each plan runs. */
-static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rates[N_ALGORITHMS][2],
+/* GFLOP/s forward, forward + backward and first-layer backward (dw and db)
+ * of shape s under each plan, and the algorithm each plan runs. */
+static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rates[N_ALGORITHMS][3],
                         adj_conv_algorithm ran[N_ALGORITHMS]) {
   conv_run r = {0};
-  double forward[N_ALGORITHMS], both[N_ALGORITHMS];
+  double forward[N_ALGORITHMS], both[N_ALGORITHMS], first[N_ALGORITHMS];
   int status = conv_setup(s, &r, rng);
-  if (!status) status = conv_time(&r, reps, forward, both);
+  if (!status) status = conv_time(&r, reps, forward, both, first);
   if (!status) {
     double flops = 2.0 * (double)(s->n * s->c_out * s->c_in * s->k * s->k * r.y.shape[2] * r.y.shape[3]);
     for (int a = 0; a < N_ALGORITHMS; a++) {
       rates[a][0] = flops / forward[a] * 1e-9;
       rates[a][1] = 3.0 * flops / both[a] * 1e-9;
+      rates[a][2] = flops / first[a] * 1e-9;
       ran[a] = adj_conv_plan_algorithm(r.plans[a]);
     }
   }
@@ -169,9 +177,9 @@ int main(int argc, char **argv) {
   bench_blas_note(stdout);
   adj_rng *rng;
   if (adj_rng_create(7, &rng)) return 1;
-  /* [shape][algorithm][fwd, fwd+bwd]; the algorithm each plan ran (a forced
+  /* [shape][algorithm][fwd, fwd+bwd, first-layer bwd]; the algorithm each plan ran (a forced
    * one that does not apply runs im2col and is not reported). */
-  double results[N_SHAPES][N_ALGORITHMS][2] = {{{0}}};
+  double results[N_SHAPES][N_ALGORITHMS][3] = {{{0}}};
   adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS];
   for (size_t i = 0; i < N_SHAPES; i++)
     if (conv_measure(&shapes[i], reps, rng, results[i], ran[i])) {
@@ -181,11 +189,11 @@ int main(int argc, char **argv) {
   double again = sgemm_rate(reps);
   printf("sgemm 2048^3 (after): %.1f GFLOP/s\n", again);
   if (again > sgemm) sgemm = again;
-  printf("%-46s %-8s %12s %16s %10s\n", "float32 convolution", "chosen", "fwd GFLOP/s", "fwd+bwd GFLOP/s",
-         "of sgemm");
+  printf("%-46s %-8s %12s %16s %10s %18s\n", "float32 convolution", "chosen", "fwd GFLOP/s", "fwd+bwd GFLOP/s",
+         "of sgemm", "bwd no dx GFLOP/s");
   for (size_t i = 0; i < N_SHAPES; i++)
-    printf("%-46s %-8s %12.1f %16.1f %9.0f%%\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
-           results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm);
+    printf("%-46s %-8s %12.1f %16.1f %9.0f%% %18.1f\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
+           results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm, results[i][0][2]);
   printf("each algorithm forced, fwd+bwd GFLOP/s (chosen / im2col: the choice against im2col + GEMM)\n");
   printf("%-46s %10s %10s %10s %16s\n", "", "direct", "shifted", "im2col", "chosen / im2col");
   for (size_t i = 0; i < N_SHAPES; i++) {

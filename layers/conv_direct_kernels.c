@@ -92,13 +92,16 @@ enum { ADJ_ROW_TAPS = 7, ADJ_ROW_WEIGHTS = 512 };
  * level's own block size as its default case. */
 _Static_assert(ADJ_GRADIENT_TAPS <= 5, "a weight-gradient tap block above 5 needs its case in conv_direct_typed.inc");
 
+/* AVX-512's masked moves make a vector's first lanes as cheap as all of them. */
+#define ADJ_MASKED_LANES (ADJ_KERNEL_LEVEL == 4)
+
 #define ADJ_TYPED_FILE "conv_direct_typed.inc"
 #include "instantiate.h"
 
 const adj_direct_kernels ADJ_LEVEL_TABLE = {
     .isa = ADJ_LEVEL_NAME,
     .vector_bytes = ADJ_VECTOR_BYTES,
-    .masked_lanes = ADJ_KERNEL_LEVEL == 4,
+    .masked_lanes = ADJ_MASKED_LANES,
     .correlate = {correlate_f32, correlate_f64},
     .correlation_gradient = {correlation_gradient_f32, correlation_gradient_f64},
     .channel_gradient = {channel_gradient_f32, channel_gradient_f64},

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <limits.h>
 
+#include "conv_direct_impl.h"
 #include "kernels_impl.h"
 
 #define ADJ_TYPED_FILE "blas_typed.inc"
@@ -51,8 +52,9 @@ void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t
   ADJ_DISPATCH(dtype, rows_fill, y, rows, cols, ld, b);
 }
 
+/* The level's vectors: a CPU's best, like the direct convolution's kernels. */
 void adj_rows_sum_add(adj_dtype dtype, const void *y, int64_t rows, int64_t cols, int64_t ld, void *b) {
-  ADJ_DISPATCH(dtype, rows_sum_add, y, rows, cols, ld, b);
+  adj_direct_kernels_select()->rows_sum_add[dtype == ADJ_FLOAT64](y, rows, cols, ld, b);
 }
 
 void adj_cols_sum_add(adj_dtype dtype, const void *y, int64_t rows, int64_t cols, void *b) {

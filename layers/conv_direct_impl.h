@@ -97,6 +97,8 @@ typedef struct adj_direct_kernels {
   void (*deinterleave[2])(int64_t count, int64_t lanes, int64_t rows, const void *in, void *out);
   /* out (cols, rows) = in (rows, cols)^T */
   void (*transpose[2])(int64_t rows, int64_t cols, const void *in, void *out);
+  /* b[r] += sum_c y[r * ld + c]: the bias gradient, for every algorithm (adj_rows_sum_add) */
+  void (*rows_sum_add[2])(const void *y, int64_t rows, int64_t cols, int64_t ld, void *b);
 } adj_direct_kernels;
 
 /* One table per level built (conv_direct_kernels.c). */

@@ -95,6 +95,12 @@ _Static_assert(ADJ_GRADIENT_TAPS <= 5, "a weight-gradient tap block above 5 need
 /* AVX-512's masked moves make a vector's first lanes as cheap as all of them. */
 #define ADJ_MASKED_LANES (ADJ_KERNEL_LEVEL == 4)
 
+/* The bias gradient's float64 partial sums: two vectors of the level's width
+ * (four were slower at x86-64-v3 and no faster at the others). */
+typedef double adj_sum_vec __attribute__((vector_size(ADJ_VECTOR_BYTES)));
+#define ADJ_SUM_LANES ((int)(ADJ_VECTOR_BYTES / sizeof(double)))
+enum { ADJ_SUM_VECTORS = 2 };
+
 #define ADJ_TYPED_FILE "conv_direct_typed.inc"
 #include "instantiate.h"
 
@@ -111,4 +117,5 @@ const adj_direct_kernels ADJ_LEVEL_TABLE = {
     .interleave = {interleave_f32, interleave_f64},
     .deinterleave = {deinterleave_f32, deinterleave_f64},
     .transpose = {transpose_f32, transpose_f64},
+    .rows_sum_add = {rows_sum_add_f32, rows_sum_add_f64},
 };

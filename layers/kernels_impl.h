@@ -133,7 +133,8 @@ int adj_check_blas_dim(const char *who, const char *what, int64_t value);
 /* y[r, c] = b[r] for a (rows, cols) matrix with leading dimension ld (bias
  * broadcast over positions). */
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b);
-/* b[r] += sum_c y[r, c]. */
+/* b[r] += sum_c y[r, c], summed in float64 in the vectors of the level the
+ * direct convolution's kernels run at (conv_direct_typed.inc). */
 void adj_rows_sum_add(adj_dtype dtype, const void *y, int64_t rows, int64_t cols, int64_t ld, void *b);
 /* b[c] += sum_r y[r, c]. */
 void adj_cols_sum_add(adj_dtype dtype, const void *y, int64_t rows, int64_t cols, void *b);

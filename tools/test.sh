@@ -26,7 +26,7 @@ meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
 v3_logs=
 if /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v3 (supported'; then
   [ -f build-v3/build.ninja ] || meson setup build-v3 --werror -Dkernel_isa=x86-64-v3 >/dev/null
-  v3_tests="t300-conv t301-pool t302-affine t303-activations-losses"
+  v3_tests="t300-conv t301-pool t302-affine t303-activations-losses t306-bias-sum"
   ninja -C build-v3 $(for t in $v3_tests; do printf 'tests/%s ' "$t"; done) >/dev/null
   meson test -C build-v3 --no-rebuild --print-errorlogs --num-processes 2 \
     $(for t in $v3_tests; do printf '%s-np1 ' "$t"; done)

@@ -156,6 +156,22 @@ static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rate
   return status;
 }
 
+/* Each algorithm forced, the rates of column `column` (1: forward +
+ * backward, 2: the first layer's backward), and the chosen plan's against
+ * im2col + GEMM's. */
+static void print_forced(double results[N_SHAPES][N_ALGORITHMS][3], adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS],
+                         int column, const char *what) {
+  printf("each algorithm forced, %s GFLOP/s (chosen / im2col: the choice against im2col + GEMM)\n", what);
+  printf("%-46s %10s %10s %10s %16s\n", "", "direct", "shifted", "im2col", "chosen / im2col");
+  for (size_t i = 0; i < N_SHAPES; i++) {
+    printf("%-46s", shapes[i].name);
+    for (int a = ADJ_CONV_ALGORITHM_DIRECT; a <= ADJ_CONV_ALGORITHM_IM2COL; a++)
+      if (ran[i][a] == (adj_conv_algorithm)a) printf(" %10.1f", results[i][a][column]);
+      else printf(" %10s", "n/a");
+    printf(" %15.2fx\n", results[i][0][column] / results[i][ADJ_CONV_ALGORITHM_IM2COL][column]);
+  }
+}
+
 int main(int argc, char **argv) {
   long long repetitions = 5;
   if (argc > 1 && !bench_parse_count("bench-conv", "REPETITIONS", argv[1], 1, 100000, true, &repetitions)) {
@@ -194,15 +210,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < N_SHAPES; i++)
     printf("%-46s %-8s %12.1f %16.1f %9.0f%% %18.1f\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
            results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm, results[i][0][2]);
-  printf("each algorithm forced, fwd+bwd GFLOP/s (chosen / im2col: the choice against im2col + GEMM)\n");
-  printf("%-46s %10s %10s %10s %16s\n", "", "direct", "shifted", "im2col", "chosen / im2col");
-  for (size_t i = 0; i < N_SHAPES; i++) {
-    printf("%-46s", shapes[i].name);
-    for (int a = ADJ_CONV_ALGORITHM_DIRECT; a <= ADJ_CONV_ALGORITHM_IM2COL; a++)
-      if (ran[i][a] == (adj_conv_algorithm)a) printf(" %10.1f", results[i][a][1]);
-      else printf(" %10s", "n/a");
-    printf(" %15.2fx\n", results[i][0][1] / results[i][ADJ_CONV_ALGORITHM_IM2COL][1]);
-  }
+  print_forced(results, ran, 1, "fwd+bwd");
+  print_forced(results, ran, 2, "bwd no dx");
   adj_rng_destroy(&rng);
   return 0;
 }

@@ -3,9 +3,9 @@
 # range exits 2 with a line naming the argument and the text given (one rank
 # says it; every rank exits alike), and a good call still runs.
 #
-#   sh t530-bench-args.sh BENCH_TRAIN BENCH_CONV BENCH_DP MPIEXEC
+#   sh t530-bench-args.sh BENCH_TRAIN BENCH_CONV BENCH_DP MPIEXEC BENCH_LEVELS_SH
 set -u
-train=$1 conv=$2 dp=$3 mpiexec=$4
+train=$1 conv=$2 dp=$3 mpiexec=$4 levels=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 errors=0
@@ -31,6 +31,8 @@ expect_refusal "bench-train --deep-halos 0 epochs" "EPOCHS '0' is not a whole nu
   "$mpiexec" -n 2 "$train" --deep-halos dist2 64 0
 expect_refusal "bench-conv -3" "REPETITIONS '-3' is not a whole number" "$conv" -3
 expect_refusal "bench-dp replicas two" "REPLICAS 'two' is not a whole number" "$mpiexec" -n 2 "$dp" sequential two
+expect_refusal "bench-levels.sh 5x rounds" "ROUNDS '5x' is not a whole number" sh "$levels" 5x
+expect_refusal "bench-levels.sh 0 rounds" "ROUNDS must be at least 1" sh "$levels" 0
 
 "$mpiexec" -n 1 "$train" sequential 64 1 32 f32 > "$work/out" 2>&1 || fail "a good bench-train call failed: $(cat "$work/out")"
 grep -q "sequential float32 *[0-9]* images/s" "$work/out" || fail "a good bench-train call printed no rate: $(cat "$work/out")"

@@ -1,0 +1,94 @@
+#!/bin/sh
+# Issue 11's per-level table on this host: alternating rounds, each running
+# PyTorch 1.13's LeNet-5 (tools/bench_pytorch_lenet.py), then at every
+# instruction-set level the CPU runs adjoin's sequential and dist4 training
+# (bench-train, float32, 8192 images, best of 3 epochs, batch 256).  Rounds
+# alternate so a slow spell of a shared machine falls on every column alike;
+# the summary gives medians of the rounds' own ratios.
+#
+#   sh tools/bench-levels.sh [ROUNDS]        default 5
+#
+# Each level is its own build, made here if missing: build-level-v4,
+# build-level-v3, build-level-baseline (meson -Dkernel_isa=...), only the
+# bench-train target.  OPENBLAS_CORETYPE is set as tools/main.sh sets it
+# when OpenBLAS is older than the CPU.  Without PyTorch the rounds still run
+# and the ratio to PyTorch is left out.
+set -eu
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+case "$rounds" in
+'' | *[!0-9]*) echo "bench-levels.sh: ROUNDS '$rounds' is not a whole number" >&2; exit 2 ;;
+esac
+[ "$rounds" -ge 1 ] || { echo "bench-levels.sh: ROUNDS must be at least 1" >&2; exit 2; }
+
+levels=baseline
+for level in x86-64-v3 x86-64-v4; do
+  if /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q "$level (supported"; then levels="$levels $level"; fi
+done
+for level in $levels; do
+  dir=build-level-${level#x86-64-}
+  [ -f "$dir/build.ninja" ] || meson setup "$dir" -Dkernel_isa="$level" >/dev/null
+  ninja -C "$dir" bench/bench-train >/dev/null
+done
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  ninja -C "build-level-${level#x86-64-}" examples/adjoin-train >/dev/null
+  coretype=$("build-level-${level#x86-64-}/examples/adjoin-train" --openblas-coretype)
+  [ -z "$coretype" ] || export OPENBLAS_CORETYPE="$coretype"
+fi
+torch=yes
+/usr/bin/python3 -c 'import torch' 2>/dev/null || torch=no
+echo "bench-levels.sh: $rounds rounds, levels $levels, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}," \
+  "PyTorch $torch, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+
+# bench-train's images/s of the float32 line.
+rate() { "$@" | awk '/images\/s/ { print $3 }'; }
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+r=1
+while [ "$r" -le "$rounds" ]; do
+  line="round $r"
+  if [ "$torch" = yes ]; then
+    pt=$(/usr/bin/python3 tools/bench_pytorch_lenet.py --epochs 3 2>/dev/null | sed -n 's/^images_per_s=//p')
+    line="$line pytorch ${pt:-0}"
+  fi
+  for level in $levels; do
+    dir=build-level-${level#x86-64-}
+    seq=$(rate "$dir/bench/bench-train" sequential 8192 3 256 f32)
+    dist=$(rate mpiexec.mpich -n 4 "$dir/bench/bench-train" dist4 8192 3 256 f32)
+    line="$line $level ${seq:-0} ${dist:-0}"
+  done
+  echo "$line" | tee -a "$log"
+  r=$((r + 1))
+done
+
+# Per level: medians of sequential and dist4 images/s, of dist4 / sequential
+# and of sequential / PyTorch, each ratio taken within its round.
+awk '
+function median(list, n,   i, j, t, a) {
+  for (i = 1; i <= n; i++) a[i] = list[i]
+  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
+  n++; first = 3; pt = 0
+  if ($3 == "pytorch") { pt = $4; first = 5; torch[n] = pt }
+  for (f = first; f + 2 <= NF; f += 3) {
+    level = $f
+    if (!(level in seen)) { seen[level] = 1; order[++levels] = level }
+    seq[level, n] = $(f + 1); dist[level, n] = $(f + 2)
+    ratio[level, n] = $(f + 1) > 0 ? $(f + 2) / $(f + 1) : 0
+    versus[level, n] = pt > 0 ? $(f + 1) / pt : 0
+  }
+}
+END {
+  if (n == 0) exit 1
+  if (first == 5) { for (i = 1; i <= n; i++) l[i] = torch[i]; printf "PyTorch: median %.0f images/s\n", median(l, n) }
+  printf "%-10s %12s %12s %14s %16s\n", "level", "sequential", "dist4", "dist4 / seq", "seq / PyTorch"
+  for (k = 1; k <= levels; k++) {
+    level = order[k]
+    for (i = 1; i <= n; i++) { s[i] = seq[level, i]; d[i] = dist[level, i]; q[i] = ratio[level, i]; v[i] = versus[level, i] }
+    printf "%-10s %12.0f %12.0f %14.3f %15s\n", level, median(s, n), median(d, n), median(q, n),
+      first == 5 ? sprintf("%.2fx", median(v, n)) : "-"
+  }
+}' "$log"

@@ -49,12 +49,14 @@ int main(int argc, char **argv) {
   adj_test_begin(&t, &argc, &argv, "t306-bias-sum");
   adj_rng *rng = NULL;
   ADJ_TEST_OK(&t, adj_rng_create(7, &rng));
-  /* float32: the float64 sum rounded once into the float32 b (two roundings
-   * in all, with the add); float64: a few ulps of the row's scale. */
+  /* float32: the float64 sum rounded into float32 and added to b, two
+   * roundings of float32; float64: the sum of the longest row and b, random
+   * data (tolerance.h). */
   const struct {
     adj_dtype dtype;
     double tolerance;
-  } cases[] = {{ADJ_FLOAT32, 2.5e-7}, {ADJ_FLOAT64, 1e-14}};
+  } cases[] = {{ADJ_FLOAT32, adj_test_tolerance(ADJ_FLOAT32, 1, 2)},
+               {ADJ_FLOAT64, adj_test_random_tolerance(ADJ_FLOAT64, MAX_COLS + 1, 4)}};
   for (int i = 0; rng && i < 2; i++) {
     double error = worst_error(cases[i].dtype, rng);
     adj_test_report(&t, "%s, kernels %s: rows of 0-%d elements, largest error %.3g of |b| + sum |y| (bound %.2g)",

@@ -9,8 +9,8 @@
 #   sh tools/bench-levels.sh [ROUNDS]        default 5
 #
 # Each level is its own build, made here if missing: build-level-v4,
-# build-level-v3, build-level-baseline (meson -Dkernel_isa=...), only the
-# bench-train target.  OPENBLAS_CORETYPE is set as tools/main.sh sets it
+# build-level-v3, build-level-baseline (meson -Dkernel_isa=...), only
+# bench-train (and adjoin-train in the best level's).  OPENBLAS_CORETYPE is set as tools/main.sh sets it
 # when OpenBLAS is older than the CPU.  Without PyTorch the rounds still run
 # and the ratio to PyTorch is left out.
 set -eu
@@ -30,9 +30,10 @@ for level in $levels; do
   [ -f "$dir/build.ninja" ] || meson setup "$dir" -Dkernel_isa="$level" >/dev/null
   ninja -C "$dir" bench/bench-train >/dev/null
 done
+best=$dir # the last level listed is the CPU's best
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-  ninja -C "build-level-${level#x86-64-}" examples/adjoin-train >/dev/null
-  coretype=$("build-level-${level#x86-64-}/examples/adjoin-train" --openblas-coretype)
+  ninja -C "$best" examples/adjoin-train >/dev/null
+  coretype=$("$best/examples/adjoin-train" --openblas-coretype)
   [ -z "$coretype" ] || export OPENBLAS_CORETYPE="$coretype"
 fi
 torch=yes

@@ -501,7 +501,8 @@ static void adj_direct_pair_input_gradient(const adj_window_plan *p, const adj_c
   int64_t dy_image = d->c_out * d->positions, dx_image = d->c_in * d->positions_in;
   for (int64_t n0 = 0; n0 < p->batch; n0 += d->lanes) {
     int64_t count = p->batch - n0 < d->lanes ? p->batch - n0 : d->lanes;
-    ADJ_KERNEL(d, interleave)(count, d->lanes, dy_image, adj_at_const(dy->data, d->dtype, n0 * dy_image), buf->batch_dy);
+    ADJ_KERNEL(d, interleave)(count, d->lanes, d->c_out, d->positions, adj_at_const(dy->data, d->dtype, n0 * dy_image),
+                              buf->batch_dy);
     ADJ_KERNEL(d, batch_gradient)(&a);
     ADJ_KERNEL(d, deinterleave)(count, d->lanes, dx_image, buf->batch_dx, adj_at(dx->data, d->dtype, n0 * dx_image));
   }

@@ -71,8 +71,10 @@ typedef struct adj_channel_forward {
 /* The input gradient with the images along the vectors, `lanes` images
  * interleaved (the level's batch_vectors times its vector length):
  *   dx_b[(i * positions_in + q) * lanes + l] = sum_{k in [pair_start[q], pair_start[q + 1])} sum_o
- *       w_b[(pair_tap[k] * c_out + o) * c_in + i] * dy_b[(o * positions + pair_at[k]) * lanes + l],
- * each input position q summing only the (tap, output) pairs that read it. */
+ *       w_b[(pair_tap[k] * c_out + o) * c_in + i] * dy_b[(pair_at[k] * c_out + o) * lanes + l],
+ * each input position q summing only the (tap, output) pairs that read it.
+ * dy_b holds a position's output channels next to each other, so the sum over
+ * o reads consecutive vectors. */
 typedef struct adj_batch_gradient {
   int64_t c_in, c_out, positions_in, positions;
   const int64_t *pair_start, *pair_tap, *pair_at;
@@ -91,8 +93,9 @@ typedef struct adj_direct_kernels {
   void (*channel_forward[2])(const adj_channel_forward *a);
   void (*batch_gradient[2])(const adj_batch_gradient *a);
   int batch_vectors; /* vectors of images the batch gradient interleaves */
-  /* out[r * lanes + l] = in[l * rows + r] for images l < count, 0 for l in [count, lanes) */
-  void (*interleave[2])(int64_t count, int64_t lanes, int64_t rows, const void *in, void *out);
+  /* out[(p * outer + o) * lanes + l] = in[(l * outer + o) * inner + p] for images l < count, 0 for l in
+   * [count, lanes): each image's (outer, inner) block transposed as it goes onto the lanes */
+  void (*interleave[2])(int64_t count, int64_t lanes, int64_t outer, int64_t inner, const void *in, void *out);
   /* out[l * rows + r] = in[r * lanes + l] for images l < count */
   void (*deinterleave[2])(int64_t count, int64_t lanes, int64_t rows, const void *in, void *out);
   /* out (cols, rows) = in (rows, cols)^T */

@@ -46,10 +46,11 @@ static int adj_conv_algorithm_from_env(const char *who, adj_conv_algorithm *algo
                        text);
 }
 
-/* The forward and backward algorithm for cp: the requested one where it
- * applies (direct and shifted need unit strides), else im2col; under AUTO
- * the rule of adjoin/kernels.h (each path's own test of whether it suits). */
-static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_algorithm requested) {
+/* The algorithm for cp's forward and backward with dx, or (first) for its
+ * backward without dx: the requested one where it applies (direct and shifted
+ * need unit strides), else im2col; under AUTO the rule of adjoin/kernels.h
+ * (each path's own test of whether it suits). */
+static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_algorithm requested, bool first) {
   adj_conv_direct d;
   adj_shift_plan s;
   bool any = requested != ADJ_CONV_ALGORITHM_AUTO;
@@ -58,15 +59,24 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
    * im2col at a fifth of that rate: the direct kernels of x86-64-v3 and v4
    * then take every shape they run (the 64->64 layer: 200 GFLOP/s against
    * 56), and the baseline's keep what they win alone (bench/RESULTS.md). */
-  bool fast_blas = adj_blas_kernels_fast(), wide = adj_direct_kernels_select()->vector_bytes >= 32;
+  int vector_bytes = adj_direct_kernels_select()->vector_bytes;
+  bool fast_blas = adj_blas_kernels_fast(), wide = vector_bytes >= 32;
   bool direct = (!any || requested == ADJ_CONV_ALGORITHM_DIRECT) &&
                 adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any || (!fast_blas && wide), &d);
+  /* Without dx the backward is the weight gradient alone, which x86-64-v4's
+   * direct kernels run faster than either GEMM from 16 input channels on too,
+   * where the grid drops few positions (the 64->64 layer: 231 GFLOP/s against
+   * 169-172; at x86-64-v3 141 against 168-171). */
+  if (!any && first && vector_bytes >= 64 && !direct &&
+      adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, true, &d) && d.dense_grid)
+    return ADJ_CONV_ALGORITHM_DIRECT;
   /* With 16-byte vectors (the baseline level) the direct kernels fall behind
    * shifted GEMM from a few input channels on (LeNet-5's conv2 and up), so
    * there shifted takes any such shape it can run; with one input channel
    * (conv1), and on planes so small that their grids drop most positions
-   * (a dist4 worker's conv2 block), direct stays ahead (bench/RESULTS.md). */
-  bool narrow = direct && !any && fast_blas && !wide && cp->win.channels > 1 && d.dense_grid;
+   * (a dist4 worker's conv2 block), direct stays ahead, but for the weight
+   * gradient alone only on the small planes (bench/RESULTS.md). */
+  bool narrow = direct && !any && fast_blas && !wide && (cp->win.channels > 1 || first) && d.dense_grid;
   bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
   if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
   if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;
@@ -104,7 +114,8 @@ static int adj_conv_shape_make(const char *who, const adj_window_geometry *g, co
   if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_from_env(who, &requested));
   cp->measure = requested == ADJ_CONV_ALGORITHM_MEASURE;
   cp->direct_tables = NULL;
-  cp->algorithm = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested);
+  cp->algorithm = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested, false);
+  cp->first = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested, true);
   return ADJ_SUCCESS;
 }
 
@@ -137,8 +148,13 @@ static size_t adj_conv_scratch_bytes(const adj_conv_shape *cp) {
   return adj_align64((size_t)(cp->c_out * cp->rows + cp->c_out) * adj_dtype_size(cp->dtype));
 }
 
-/* What one member working on `images` images would like: the larger of the
- * chosen algorithm's workspace and im2col's widest tiles (the jvp's). */
+/* Whether either path of cp runs `algorithm`. */
+static bool adj_conv_runs(const adj_conv_shape *cp, adj_conv_algorithm algorithm) {
+  return cp->algorithm == algorithm || cp->first == algorithm;
+}
+
+/* What one member working on `images` images would like: the largest of the
+ * chosen algorithms' workspaces and im2col's widest tiles (the jvp's). */
 static size_t adj_conv_member_bytes(const adj_conv_shape *cp, int64_t images) {
   adj_conv_shape share = *cp;
   share.win.batch = images;
@@ -146,12 +162,11 @@ static size_t adj_conv_member_bytes(const adj_conv_shape *cp, int64_t images) {
   adj_conv_tiling(&share, SIZE_MAX, &tile_images, &lines);
   size_t bytes = (size_t)(tile_images * lines * cp->line_bytes + cp->pad_bytes);
   adj_shift_plan s;
-  if (cp->algorithm == ADJ_CONV_ALGORITHM_SHIFTED && adj_shift_plan_make(&share, true, &s) &&
-      (size_t)s.bytes > bytes)
+  if (adj_conv_runs(cp, ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(&share, true, &s) && (size_t)s.bytes > bytes)
     bytes = (size_t)s.bytes;
   adj_conv_direct d;
-  if (cp->algorithm == ADJ_CONV_ALGORITHM_DIRECT && adj_conv_direct_make(&share.win, cp->c_out, cp->dtype, true, &d) &&
-      d.bytes > bytes)
+  if (adj_conv_runs(cp, ADJ_CONV_ALGORITHM_DIRECT) &&
+      adj_conv_direct_make(&share.win, cp->c_out, cp->dtype, true, &d) && d.bytes > bytes)
     bytes = d.bytes;
   return adj_align64(bytes);
 }
@@ -208,16 +223,16 @@ static void adj_conv_run_serial(const adj_conv_shape *cp, const adj_conv_call *c
     return;
   }
   bool forward = c->pass == ADJ_CONV_FORWARD;
+  adj_conv_algorithm algorithm = forward || c->gx ? cp->algorithm : cp->first;
   adj_conv_direct d;
-  if (cp->algorithm == ADJ_CONV_ALGORITHM_DIRECT && adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, true, &d) &&
+  if (algorithm == ADJ_CONV_ALGORITHM_DIRECT && adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, true, &d) &&
       ws->bytes >= d.bytes) {
     if (forward) adj_conv_direct_forward(&cp->win, &d, c->x, c->w, c->b, c->y, cp->direct_tables, ws->data);
     else adj_conv_direct_backward(&cp->win, &d, c->x, c->w, c->dy, c->gx, c->gw, c->gb, cp->direct_tables, ws->data);
     return;
   }
   adj_shift_plan s;
-  if (cp->algorithm == ADJ_CONV_ALGORITHM_SHIFTED && adj_shift_plan_make(cp, true, &s) &&
-      ws->bytes >= (size_t)s.bytes) {
+  if (algorithm == ADJ_CONV_ALGORITHM_SHIFTED && adj_shift_plan_make(cp, true, &s) && ws->bytes >= (size_t)s.bytes) {
     if (forward) adj_shift_forward(cp, &s, c->x, c->w, c->b, c->y, ws->data);
     else adj_shift_backward(cp, &s, c->x, c->w, c->dy, c->gx, c->gw, c->gb, ws->data);
     return;
@@ -420,7 +435,7 @@ static int adj_conv_time(const char *who, const adj_conv_shape *cp, adj_conv_scr
   return status;
 }
 
-/* Sets cp->algorithm to the fastest of the algorithms that apply to it. */
+/* Sets both of cp's paths to the algorithm of the fastest forward + backward. */
 static int adj_conv_measure(const char *who, adj_conv_shape *cp, const int64_t *x_shape, const int64_t *w_shape) {
   adj_conv_scratch s;
   ADJ_CALL(adj_conv_scratch_make(cp, x_shape, w_shape, &s));
@@ -431,21 +446,21 @@ static int adj_conv_measure(const char *who, adj_conv_shape *cp, const int64_t *
   int status = ADJ_SUCCESS;
   for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !status; i++) {
     adj_conv_shape trial = *cp;
-    trial.algorithm = adj_conv_choose(cp, candidates[i]);
+    trial.algorithm = trial.first = adj_conv_choose(cp, candidates[i], false);
     if (trial.algorithm != candidates[i]) continue; /* does not apply to this geometry */
     double seconds;
     status = adj_conv_time(who, &trial, &s, &seconds);
     if (!status && seconds < fastest_seconds) fastest = candidates[i], fastest_seconds = seconds;
   }
   adj_conv_scratch_free(&s);
-  cp->algorithm = fastest;
+  cp->algorithm = cp->first = fastest;
   return status;
 }
 
 /* The direct algorithm's tables, once for every call of the plan. */
 static int adj_conv_plan_tables(const char *who, adj_conv_plan *q) {
   adj_conv_direct d;
-  if (q->shape.algorithm != ADJ_CONV_ALGORITHM_DIRECT ||
+  if (!adj_conv_runs(&q->shape, ADJ_CONV_ALGORITHM_DIRECT) ||
       !adj_conv_direct_make(&q->shape.win, q->shape.c_out, q->shape.dtype, true, &d))
     return ADJ_SUCCESS;
   return adj_direct_tables_create(who, &q->shape.win, &d, &q->shape.direct_tables);

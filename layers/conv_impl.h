@@ -26,9 +26,11 @@ typedef struct adj_conv_shape {
   int64_t line_bytes; /* workspace one output line needs: its columns and its output */
   int64_t pad_bytes;  /* workspace a tile's last GEMM call may pad: ADJ_CONV_GEMM_COLUMNS positions' worth */
   int64_t y_shape[2 + ADJ_MAX_SPATIAL_DIMS];
-  adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL */
+  adj_conv_algorithm algorithm; /* DIRECT, SHIFTED or IM2COL: the forward and the backward with dx */
+  adj_conv_algorithm first;     /* the backward without dx (a network's first layer) */
   bool measure;                 /* MEASURE was asked for: a plan times the candidates */
-  adj_direct_tables *direct_tables; /* a plan's, which owns them, built once (DIRECT); NULL: each call builds them */
+  adj_direct_tables *direct_tables; /* a plan's, which owns them, built once (either path DIRECT); NULL: each call
+                                     * builds them */
 } adj_conv_shape;
 
 /* ---- im2col + GEMM (conv_im2col.c) -------------------------------------------------- */

@@ -114,8 +114,9 @@ static int adj_conv_shape_make(const char *who, const adj_window_geometry *g, co
   if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_from_env(who, &requested));
   cp->measure = requested == ADJ_CONV_ALGORITHM_MEASURE;
   cp->direct_tables = NULL;
-  cp->algorithm = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested, false);
-  cp->first = adj_conv_choose(cp, cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested, true);
+  adj_conv_algorithm rule = cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested; /* a plan measures later */
+  cp->algorithm = adj_conv_choose(cp, rule, false);
+  cp->first = adj_conv_choose(cp, rule, true);
   return ADJ_SUCCESS;
 }
 

@@ -38,6 +38,10 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
 fi
 torch=yes
 /usr/bin/python3 -c 'import torch' 2>/dev/null || torch=no
+# The PyTorch twin reads MNIST from data/mnist (tools/provision-data.sh mnist).
+if [ "$torch" = yes ] && [ ! -e data/mnist/train-images-idx3-ubyte ] && [ ! -e data/mnist/train-images-idx3-ubyte.gz ]; then
+  sh tools/provision-data.sh mnist >/dev/null
+fi
 echo "bench-levels.sh: $rounds rounds, levels $levels, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}," \
   "PyTorch $torch, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
 
@@ -45,13 +49,17 @@ echo "bench-levels.sh: $rounds rounds, levels $levels, OPENBLAS_CORETYPE=${OPENB
 rate() { "$@" | awk '/images\/s/ { print $3 }'; }
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.err"' EXIT
 r=1
 while [ "$r" -le "$rounds" ]; do
   line="round $r"
   if [ "$torch" = yes ]; then
-    pt=$(/usr/bin/python3 tools/bench_pytorch_lenet.py --epochs 3 2>/dev/null | sed -n 's/^images_per_s=//p')
-    line="$line pytorch ${pt:-0}"
+    pt=$(/usr/bin/python3 tools/bench_pytorch_lenet.py --epochs 3 2>"$log.err" | sed -n 's/^images_per_s=//p')
+    if [ -z "$pt" ]; then
+      echo "bench-levels.sh: tools/bench_pytorch_lenet.py printed no images_per_s: $(tail -n 1 "$log.err")" >&2
+      exit 1
+    fi
+    line="$line pytorch $pt"
   fi
   for level in $levels; do
     dir=build-level-${level#x86-64-}

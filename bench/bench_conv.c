@@ -138,7 +138,7 @@ static int conv_time(conv_run *r, int reps, double forward[N_ALGORITHMS], double
 /* GFLOP/s forward, forward + backward and first-layer backward (dw and db)
  * of shape s under each plan, and the algorithm each plan runs. */
 static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rates[N_ALGORITHMS][3],
-                        adj_conv_algorithm ran[N_ALGORITHMS]) {
+                        adj_conv_algorithm ran[N_ALGORITHMS], adj_conv_algorithm *ran_without_dx) {
   conv_run r = {0};
   double forward[N_ALGORITHMS], both[N_ALGORITHMS], first[N_ALGORITHMS];
   int status = conv_setup(s, &r, rng);
@@ -151,6 +151,7 @@ static int conv_measure(const conv_shape *s, int reps, adj_rng *rng, double rate
       rates[a][2] = flops / first[a] * 1e-9;
       ran[a] = adj_conv_plan_algorithm(r.plans[a]);
     }
+    *ran_without_dx = adj_conv_plan_algorithm_without_dx(r.plans[0]);
   }
   conv_teardown(&r);
   return status;
@@ -196,20 +197,21 @@ int main(int argc, char **argv) {
   /* [shape][algorithm][fwd, fwd+bwd, first-layer bwd]; the algorithm each plan ran (a forced
    * one that does not apply runs im2col and is not reported). */
   double results[N_SHAPES][N_ALGORITHMS][3] = {{{0}}};
-  adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS];
+  adj_conv_algorithm ran[N_SHAPES][N_ALGORITHMS], ran_without_dx[N_SHAPES];
   for (size_t i = 0; i < N_SHAPES; i++)
-    if (conv_measure(&shapes[i], reps, rng, results[i], ran[i])) {
+    if (conv_measure(&shapes[i], reps, rng, results[i], ran[i], &ran_without_dx[i])) {
       fprintf(stderr, "bench-conv: %s: %s\n", shapes[i].name, adj_last_error());
       return 1;
     }
   double again = sgemm_rate(reps);
   printf("sgemm 2048^3 (after): %.1f GFLOP/s\n", again);
   if (again > sgemm) sgemm = again;
-  printf("%-46s %-8s %12s %16s %10s %18s\n", "float32 convolution", "chosen", "fwd GFLOP/s", "fwd+bwd GFLOP/s",
-         "of sgemm", "bwd no dx GFLOP/s");
+  printf("%-46s %-8s %12s %16s %10s %18s  %s\n", "float32 convolution", "chosen", "fwd GFLOP/s", "fwd+bwd GFLOP/s",
+         "of sgemm", "bwd no dx GFLOP/s", "chosen");
   for (size_t i = 0; i < N_SHAPES; i++)
-    printf("%-46s %-8s %12.1f %16.1f %9.0f%% %18.1f\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
-           results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm, results[i][0][2]);
+    printf("%-46s %-8s %12.1f %16.1f %9.0f%% %18.1f  %s\n", shapes[i].name, adj_conv_algorithm_name(ran[i][0]),
+           results[i][0][0], results[i][0][1], 100.0 * results[i][0][1] / sgemm, results[i][0][2],
+           adj_conv_algorithm_name(ran_without_dx[i]));
   print_forced(results, ran, 1, "fwd+bwd");
   print_forced(results, ran, 2, "bwd no dx");
   adj_rng_destroy(&rng);

@@ -86,21 +86,25 @@ void adj_blas_threads_share(int threads) {
 
 /* ---- OpenBLAS's kernels against the CPU (adjoin/kernels.h) ------------------------------- */
 
-/* OpenBLAS's x86-64 kernels with AVX2 and FMA (its names, compared without case). */
-static const char *const adj_blas_avx2_cores[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
-                                                  "Excavator"};
+/* OpenBLAS's x86-64 kernels with AVX2 and FMA, and the width of their
+ * vectors (its names, compared without case). */
+static const struct {
+  const char *name;
+  int vector_bytes;
+} adj_blas_fma_cores[] = {{"SkylakeX", 64}, {"Cooperlake", 64}, {"SapphireRapids", 64},
+                          {"Haswell", 32},  {"Zen", 32},        {"Excavator", 32}};
 
-static bool adj_blas_core_has_avx2(const char *core) {
-  for (size_t i = 0; core && i < sizeof adj_blas_avx2_cores / sizeof *adj_blas_avx2_cores; i++)
-    if (strcasecmp(core, adj_blas_avx2_cores[i]) == 0) return true;
-  return false;
+int adj_blas_core_vector_bytes(const char *core) {
+  for (size_t i = 0; core && i < sizeof adj_blas_fma_cores / sizeof *adj_blas_fma_cores; i++)
+    if (strcasecmp(core, adj_blas_fma_cores[i].name) == 0) return adj_blas_fma_cores[i].vector_bytes;
+  return 16;
 }
 
 /* OpenBLAS chooses its kernels once, as it loads. */
-bool adj_blas_kernels_fast(void) {
-  static int fast = -1;
-  int known = __atomic_load_n(&fast, __ATOMIC_RELAXED);
-  if (known < 0) __atomic_store_n(&fast, known = adj_blas_core_has_avx2(openblas_get_corename()), __ATOMIC_RELAXED);
+int adj_blas_kernels_vector_bytes(void) {
+  static int bytes = 0;
+  int known = __atomic_load_n(&bytes, __ATOMIC_RELAXED);
+  if (!known) __atomic_store_n(&bytes, known = adj_blas_core_vector_bytes(openblas_get_corename()), __ATOMIC_RELAXED);
   return known;
 }
 
@@ -110,7 +114,7 @@ static const char *adj_blas_level_coretype(int cpu_level) { return cpu_level == 
 bool adj_blas_kernels_judge(const char *core, int cpu_level, const char *coretype, const char *cpu, char *advice,
                             size_t size) {
   if (advice && size) advice[0] = '\0';
-  if (coretype || cpu_level < 3 || !core || adj_blas_core_has_avx2(core)) return false;
+  if (coretype || cpu_level < 3 || !core || adj_blas_core_vector_bytes(core) >= 32) return false;
   if (advice && size)
     snprintf(advice, size,
              "OpenBLAS runs its %s kernels on this %s CPU (%s), as an OpenBLAS older than the CPU does; "

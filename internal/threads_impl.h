@@ -29,9 +29,14 @@ void adj_blas_leave_threads_to_teams(int team);
 /* Gives OpenBLAS `threads` threads unless OPENBLAS_NUM_THREADS already chose. */
 void adj_blas_threads_share(int threads);
 
-/* Whether OpenBLAS runs kernels with AVX2 and FMA (whatever the CPU): the
- * convolution's rule prefers its own kernels to GEMMs otherwise. */
-bool adj_blas_kernels_fast(void);
+/* The width in bytes of the vectors of OpenBLAS's GEMM kernels named `core`:
+ * 64 for its AVX-512 ones, 32 for those with AVX2 and FMA, 16 for anything
+ * else (older x86-64 kernels, unknown names, other architectures). */
+int adj_blas_core_vector_bytes(const char *core);
+
+/* adj_blas_core_vector_bytes of the kernels OpenBLAS runs (whatever the CPU):
+ * the convolution's rule weighs its own kernels against those GEMMs. */
+int adj_blas_kernels_vector_bytes(void);
 
 /* adj_blas_kernels_behind's judgement of OpenBLAS kernels named `core` on a
  * CPU of x86-64 level `cpu_level` (4, 3, or 0 for anything less or another

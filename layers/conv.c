@@ -59,8 +59,8 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
    * im2col at a fifth of that rate: the direct kernels of x86-64-v3 and v4
    * then take every shape they run (the 64->64 layer: 200 GFLOP/s against
    * 56), and the baseline's keep what they win alone (bench/RESULTS.md). */
-  int vector_bytes = adj_direct_kernels_select()->vector_bytes;
-  bool fast_blas = adj_blas_kernels_fast(), wide = vector_bytes >= 32;
+  int vector_bytes = adj_direct_kernels_select()->vector_bytes, blas_bytes = adj_blas_kernels_vector_bytes();
+  bool fast_blas = blas_bytes >= 32, wide = vector_bytes >= 32;
   bool direct = (!any || requested == ADJ_CONV_ALGORITHM_DIRECT) &&
                 adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, any || (!fast_blas && wide), &d);
   /* Without dx the backward is the weight gradient alone, which x86-64-v4's
@@ -70,13 +70,20 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
   if (!any && first && vector_bytes >= 64 && !direct &&
       adj_conv_direct_make(&cp->win, cp->c_out, cp->dtype, true, &d) && d.dense_grid)
     return ADJ_CONV_ALGORITHM_DIRECT;
-  /* With 16-byte vectors (the baseline level) the direct kernels fall behind
+  /* Against GEMMs of four times their width (16-byte vectors, the baseline
+   * level, beside OpenBLAS's AVX-512 kernels) the direct kernels fall behind
    * shifted GEMM from a few input channels on (LeNet-5's conv2 and up), so
    * there shifted takes any such shape it can run; with one input channel
    * (conv1), and on planes so small that their grids drop most positions
-   * (a dist4 worker's conv2 block), direct stays ahead, but for the weight
-   * gradient alone only on the small planes (bench/RESULTS.md). */
-  bool narrow = direct && !any && fast_blas && !wide && (cp->win.channels > 1 || first) && d.dense_grid;
+   * (a dist4 worker's conv2 block), direct stays ahead.  Against AVX2 GEMMs,
+   * twice their width, direct stays ahead on conv2 too (an AMD Zen 3: 35
+   * GFLOP/s against 27 shifted and 31 im2col).  The weight gradient alone
+   * leans further to GEMMs: shifted takes it from 2 input channels beside
+   * AVX2 GEMMs (conv2 on that Zen 3: 44 against 32 direct) and with one
+   * channel too beside AVX-512 ones (bench/RESULTS.md). */
+  int gemm_lead = blas_bytes / vector_bytes; /* how many times wider OpenBLAS's vectors are */
+  bool narrow = direct && !any && !wide && d.dense_grid &&
+                (first ? gemm_lead >= (cp->win.channels > 1 ? 2 : 4) : gemm_lead >= 4 && cp->win.channels > 1);
   bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
   if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
   if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;
@@ -502,6 +509,10 @@ size_t adj_conv_plan_workspace_size(const adj_conv_plan *plan) { return plan ? p
 
 adj_conv_algorithm adj_conv_plan_algorithm(const adj_conv_plan *plan) {
   return plan ? plan->shape.algorithm : ADJ_CONV_ALGORITHM_AUTO;
+}
+
+adj_conv_algorithm adj_conv_plan_algorithm_without_dx(const adj_conv_plan *plan) {
+  return plan ? plan->shape.first : ADJ_CONV_ALGORITHM_AUTO;
 }
 
 /* Fails unless x and w have the plan's shapes and dtype. */

@@ -132,10 +132,11 @@ int adj_conv_backward(const adj_window_geometry *g,
  *   im2col   im2col + GEMM on tiles of images (any geometry; the jvp's).
  * The rule (ADJ_CONV_ALGORITHM_AUTO): direct below 16 input channels,
  * shifted from 16, when their grids waste few positions; im2col otherwise;
- * at the baseline level shifted also from 2 input channels on dense grids.
- * The backward without dx (a first layer's) chooses on its own: at
- * x86-64-v4 direct also from 16 input channels on dense grids, at the
- * baseline shifted also with one input channel on dense grids.
+ * at the baseline level beside OpenBLAS's AVX-512 kernels shifted also from
+ * 2 input channels on dense grids.  The backward without dx (a first
+ * layer's) chooses on its own: at x86-64-v4 direct also from 16 input
+ * channels on dense grids; at the baseline on dense grids shifted also from
+ * 2 input channels beside AVX2 kernels and with one beside AVX-512 ones.
  * It assumes GEMMs with AVX2 and FMA: when OpenBLAS runs older kernels
  * (see adj_blas_kernels_behind) the direct kernels of x86-64-v3 and v4 take
  * every unit-stride shape and the baseline's stay below 16 channels.
@@ -177,6 +178,9 @@ void adj_conv_plan_destroy(adj_conv_plan **plan);
 size_t adj_conv_plan_workspace_size(const adj_conv_plan *plan);
 /* The algorithm of the forward and of the backward with dx (never AUTO). */
 adj_conv_algorithm adj_conv_plan_algorithm(const adj_conv_plan *plan);
+/* The algorithm of the backward without dx, a network's first layer's (never
+ * AUTO; the same as adj_conv_plan_algorithm's unless the rule tells them apart). */
+adj_conv_algorithm adj_conv_plan_algorithm_without_dx(const adj_conv_plan *plan);
 /* "auto", "direct", "shifted", "im2col" ("?" for other values). */
 const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm);
 /* The instruction-set level of the direct kernels this CPU runs:

@@ -2,8 +2,9 @@
  * AVX2 and FMA on x86-64-v3 and v4 CPUs, names the kernels, the CPU and the
  * OPENBLAS_CORETYPE value of the level, and stays quiet when the CPU is below
  * v3, when the kernels have AVX2 (any case of their name) and when the user
- * has set OPENBLAS_CORETYPE; then this host's own answer, which agrees with
- * what OpenBLAS reports, and the value to export names what the advice says. */
+ * has set OPENBLAS_CORETYPE; the width of each kernel family's vectors; then
+ * this host's own answer, which agrees with what OpenBLAS reports, and the
+ * value to export names what the advice says. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,20 @@ int main(int argc, char **argv) {
   char small[8];
   adj_blas_kernels_judge("Prescott", 4, NULL, "?", small, sizeof small);
   ADJ_TEST_CHECK(&t, strlen(small) == sizeof small - 1, "an 8-byte buffer holds '%s'", small);
+
+  /* The width of each family's GEMM vectors, which the convolution's rule
+   * weighs against its own kernels'. */
+  static const struct {
+    const char *core;
+    int bytes;
+  } widths[] = {{"SkylakeX", 64}, {"cooperlake", 64}, {"SapphireRapids", 64}, {"Haswell", 32}, {"ZEN", 32},
+                {"Excavator", 32}, {"Sandybridge", 16}, {"Prescott", 16}, {"NEOVERSEN1", 16}, {NULL, 16}};
+  for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+    int bytes = adj_blas_core_vector_bytes(widths[i].core);
+    adj_test_report(&t, "%-14s GEMM vectors of %d bytes", widths[i].core ? widths[i].core : "(none)", bytes);
+    ADJ_TEST_CHECK(&t, bytes == widths[i].bytes, "%s: %d bytes, expected %d", widths[i].core ? widths[i].core : "NULL",
+                   bytes, widths[i].bytes);
+  }
 
   bool behind = adj_blas_kernels_behind(advice, sizeof advice);
   const char *core = openblas_get_corename();

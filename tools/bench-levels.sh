@@ -38,10 +38,9 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
 fi
 torch=yes
 /usr/bin/python3 -c 'import torch' 2>/dev/null || torch=no
-# The PyTorch twin reads MNIST from data/mnist (tools/provision-data.sh mnist).
-if [ "$torch" = yes ] && [ ! -e data/mnist/train-images-idx3-ubyte ] && [ ! -e data/mnist/train-images-idx3-ubyte.gz ]; then
-  sh tools/provision-data.sh mnist >/dev/null
-fi
+# The PyTorch twin reads MNIST from data/mnist; provision-data leaves a
+# complete set alone.
+[ "$torch" = no ] || sh tools/provision-data.sh mnist >/dev/null
 echo "bench-levels.sh: $rounds rounds, levels $levels, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}," \
   "PyTorch $torch, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
 

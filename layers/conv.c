@@ -86,6 +86,12 @@ static adj_conv_algorithm adj_conv_choose(const adj_conv_shape *cp, adj_conv_alg
                 (first ? gemm_lead >= (cp->win.channels > 1 ? 2 : 4) : gemm_lead >= 4 && cp->win.channels > 1);
   bool shifted = (!any || requested == ADJ_CONV_ALGORITHM_SHIFTED) && adj_shift_plan_make(cp, any || narrow, &s);
   if (direct && !(narrow && shifted)) return ADJ_CONV_ALGORITHM_DIRECT;
+  /* Without dx the weight gradient needs no col2im, and im2col's one GEMM
+   * over the unrolled input, its output all taps wide, runs level with or
+   * ahead of shifted's GEMM per tap on the shapes shifted's own test admits
+   * (16 or more input channels; the 64->64 layer on an AMD Zen 3 at the
+   * baseline, 108-135 GFLOP/s against 98-129, bench/RESULTS.md). */
+  if (shifted && first && !any && !narrow) return ADJ_CONV_ALGORITHM_IM2COL;
   if (shifted) return ADJ_CONV_ALGORITHM_SHIFTED;
   return ADJ_CONV_ALGORITHM_IM2COL;
 }

@@ -4,8 +4,8 @@
  * conv2 and shifted the 64->64 layer, except that at the baseline level
  * beside AVX-512 GEMMs (four times its vectors' width) shifted also takes
  * conv2; without dx shifted takes conv2 at the baseline beside AVX2 GEMMs
- * and conv1 too beside AVX-512 ones, and direct the 64->64 layer at
- * x86-64-v4.  With older kernels (registered again under
+ * and conv1 too beside AVX-512 ones, direct the 64->64 layer at x86-64-v4
+ * and im2col it below.  With older kernels (registered again under
  * OPENBLAS_CORETYPE=Prescott) direct takes every shape at x86-64-v3 and v4,
  * and at the baseline the shapes it wins alone (conv1, conv2).  Shapes with a
  * stride take im2col everywhere. */
@@ -38,9 +38,9 @@ static const choice_case cases[] = {
       {{DIRECT, SHIFTED}, {DIRECT, DIRECT}, {DIRECT, DIRECT}},
       {{SHIFTED, SHIFTED}, {DIRECT, DIRECT}, {DIRECT, DIRECT}}}},
     {"64->64 3x3 pad 1 56x56", 64, 64, 56, 3, 1, 1,
-     {{{SHIFTED, SHIFTED}, {DIRECT, DIRECT}, {DIRECT, DIRECT}},
-      {{SHIFTED, SHIFTED}, {SHIFTED, SHIFTED}, {SHIFTED, DIRECT}},
-      {{SHIFTED, SHIFTED}, {SHIFTED, SHIFTED}, {SHIFTED, DIRECT}}}},
+     {{{SHIFTED, IM2COL}, {DIRECT, DIRECT}, {DIRECT, DIRECT}},
+      {{SHIFTED, IM2COL}, {SHIFTED, IM2COL}, {SHIFTED, DIRECT}},
+      {{SHIFTED, IM2COL}, {SHIFTED, IM2COL}, {SHIFTED, DIRECT}}}},
     {"6->16 5x5 stride 2 14x14", 6, 16, 14, 5, 0, 2,
      {{{IM2COL, IM2COL}, {IM2COL, IM2COL}, {IM2COL, IM2COL}},
       {{IM2COL, IM2COL}, {IM2COL, IM2COL}, {IM2COL, IM2COL}},

@@ -137,7 +137,8 @@ int adj_conv_backward(const adj_window_geometry *g,
  * layer's) chooses on its own: at x86-64-v4 direct also from 16 input
  * channels on dense grids; at the baseline on dense grids shifted also from
  * 2 input channels beside AVX2 kernels and with one beside AVX-512 ones;
- * im2col where the forward's rule takes shifted (it needs no col2im there).
+ * im2col where shifted's own test takes the shape (16 or more input
+ * channels: without dx there is no col2im to spare).
  * It assumes GEMMs with AVX2 and FMA: when OpenBLAS runs older kernels
  * (see adj_blas_kernels_behind) the direct kernels of x86-64-v3 and v4 take
  * every unit-stride shape and the baseline's stay below 16 channels.

@@ -3,7 +3,8 @@
 # --setup full` (every suite, 'slow' included) on the normal build, the layer
 # kernel tests again with the kernels pinned to x86-64-v3, then the unit and mpi
 # suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
-# at the baseline level, and a bounded libFuzzer run of the file readers.
+# at the baseline level, a bounded libFuzzer run of the file readers, and the
+# layer kernel tests once more in a clang build.
 # Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -20,16 +21,23 @@ if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install o
 fi
 meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
 
+# The layer kernel tests (3xx unit) alone, built alone in DIR, configured
+# with the meson options that follow (and CC from the environment).
+kernel_tests() {
+  dir=$1
+  shift
+  [ -f "$dir/build.ninja" ] || meson setup "$dir" --werror "$@" >/dev/null
+  tests="t300-conv t301-pool t302-affine t303-activations-losses t306-bias-sum"
+  ninja -C "$dir" $(for t in $tests; do printf 'tests/%s ' "$t"; done) >/dev/null
+  meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 \
+    $(for t in $tests; do printf '%s-np1 ' "$t"; done)
+}
+
 # The kernels at the x86-64-v3 level (AVX2 + FMA, 16 registers), which an
-# AVX-512 host's normal build never runs: only the layer kernel tests (3xx
-# unit), built alone, on hosts that can execute that level.
+# AVX-512 host's normal build never runs, on hosts that can execute it.
 v3_logs=
 if /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v3 (supported'; then
-  [ -f build-v3/build.ninja ] || meson setup build-v3 --werror -Dkernel_isa=x86-64-v3 >/dev/null
-  v3_tests="t300-conv t301-pool t302-affine t303-activations-losses t306-bias-sum"
-  ninja -C build-v3 $(for t in $v3_tests; do printf 'tests/%s ' "$t"; done) >/dev/null
-  meson test -C build-v3 --no-rebuild --print-errorlogs --num-processes 2 \
-    $(for t in $v3_tests; do printf '%s-np1 ' "$t"; done)
+  kernel_tests build-v3 -Dkernel_isa=x86-64-v3
   v3_logs=build-v3/meson-logs/testlog.json
 fi
 
@@ -52,12 +60,17 @@ UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 # (30 here; longer by hand with tools/fuzz.sh).
 FUZZ_SECONDS=${FUZZ_SECONDS:-30} sh tools/fuzz.sh
 
+# The kernels as clang compiles them (tools/fuzz.sh installed clang-14), at
+# the best level this CPU runs: their register blocks rely on compiler
+# pragmas and vector extensions that each compiler reads in its own way.
+CC=clang-14 kernel_tests build-clang
+
 # One closing line a person (and CI) can read: totals over every run.  A run
 # under a test setup writes testlog-<setup>.json, so the full run's log is
 # testlog-full.json.
 # shellcheck disable=SC2086
 python3 - build/meson-logs/testlog-full.json $v3_logs build-sanitize/meson-logs/testlog.json \
-  build-fuzz/meson-logs/testlog.json <<'PY'
+  build-fuzz/meson-logs/testlog.json build-clang/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:

@@ -46,14 +46,16 @@ fi
 # loaded so LeakSanitizer reports only real leaks (see that file).  This build
 # pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
 # target_clones), so the suites below also run the code a CPU without AVX2
-# gets; the first build runs the best level of this CPU.
+# gets; the first build runs the best level of this CPU.  Unoptimised and
+# instrumented, tests run up to ten times longer here (t300: 115-120 s against
+# 11), hence twice the timeouts.
 BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
   -Dkernel_isa=baseline
 cc -shared -fPIC -O2 -o build-sanitize/libadjoin-keep-modules.so tools/keep_modules.c
 LD_PRELOAD="$(pwd)/build-sanitize/libadjoin-keep-modules.so" \
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  meson test -C build-sanitize --print-errorlogs --num-processes 2 --suite unit --suite mpi
+  meson test -C build-sanitize --print-errorlogs --num-processes 2 --timeout-multiplier 2 --suite unit --suite mpi
 
 # Bounded fuzzing of the readers of untrusted files (IDX data, checkpoints):
 # a clang build with libFuzzer, ASan and UBSan, each target for FUZZ_SECONDS

@@ -47,7 +47,7 @@ fi
 # pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
 # target_clones), so the suites below also run the code a CPU without AVX2
 # gets; the first build runs the best level of this CPU.  Unoptimised and
-# instrumented, tests run up to ten times longer here (t300: 115-120 s against
+# instrumented, tests run up to ten times longer here (t300: 115-129 s against
 # 11), hence twice the timeouts.
 BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug \
   -Dkernel_isa=baseline

@@ -1,11 +1,14 @@
 #!/bin/sh
-# Installs what adjoin needs on Debian 12 (run as root).  Idempotent: packages
-# already present are not fetched again, so the two README commands can call it
-# every time.
+# Installs Debian packages that are missing (run as root, or with sudo):
+# without arguments what adjoin needs on Debian 12, else the packages named.
+# Idempotent: packages already present are not fetched again, so the README
+# commands and the other scripts can call it every time.
+#
+#   sh tools/install-deps.sh            sh tools/install-deps.sh clang-14
 set -eu
 
-packages="build-essential pkg-config meson ninja-build mpich libmpich-dev
-libopenblas-dev liblapacke-dev libgsl-dev zlib1g-dev"
+packages=${*:-"build-essential pkg-config meson ninja-build mpich libmpich-dev
+libopenblas-dev liblapacke-dev libgsl-dev zlib1g-dev"}
 
 missing=""
 for p in $packages; do

@@ -8,19 +8,48 @@
 
 #include "adjoin/adjoin.h"
 
+/* The names of the ARM cores in the cloud machines users rent (Graviton 2-4,
+ * Ampere Altra, Grace, Axion, Cobalt), by MIDR implementer and part. */
+static const char *bench_arm_core_name(long implementer, long part) {
+  static const struct {
+    long implementer, part;
+    const char *name;
+  } cores[] = {{0x41, 0xd0c, "Arm Neoverse-N1"},
+               {0x41, 0xd40, "Arm Neoverse-V1"},
+               {0x41, 0xd49, "Arm Neoverse-N2"},
+               {0x41, 0xd4f, "Arm Neoverse-V2"}};
+  for (size_t i = 0; i < sizeof cores / sizeof *cores; i++)
+    if (cores[i].implementer == implementer && cores[i].part == part) return cores[i].name;
+  return NULL;
+}
+
+void bench_cpu_model_read(FILE *cpuinfo, char *text, size_t size) {
+  snprintf(text, size, "?");
+  long implementer = -1, part = -1;
+  char line[512];
+  while (fgets(line, sizeof line, cpuinfo)) {
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    char *value = colon + 1 + (colon[1] == ' ');
+    value[strcspn(value, "\n")] = 0;
+    if (!strncmp(line, "model name", 10)) {
+      snprintf(text, size, "%s", value);
+      return;
+    }
+    if (!strncmp(line, "CPU implementer", 15) && implementer < 0) implementer = strtol(value, NULL, 0);
+    if (!strncmp(line, "CPU part", 8) && part < 0) part = strtol(value, NULL, 0);
+  }
+  if (implementer < 0 || part < 0) return;
+  const char *name = bench_arm_core_name(implementer, part);
+  if (name) snprintf(text, size, "%s (implementer 0x%02lx part 0x%03lx)", name, implementer, part);
+  else snprintf(text, size, "implementer 0x%02lx part 0x%03lx", implementer, part);
+}
+
 void bench_cpu_model(char *text, size_t size) {
   snprintf(text, size, "?");
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    char *colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-    colon += 1 + (colon[1] == ' ');
-    colon[strcspn(colon, "\n")] = 0;
-    snprintf(text, size, "%s", colon);
-    break;
-  }
+  bench_cpu_model_read(f, text, size);
   fclose(f);
 }
 

@@ -8,8 +8,12 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* The CPU's model name (/proc/cpuinfo; "?" where unknown) into text. */
+/* The CPU's model into text, from /proc/cpuinfo: x86's "model name", or an
+ * ARM core's MIDR implementer and part (named where known: Linux on aarch64
+ * prints no model name); "?" where neither is there. */
 void bench_cpu_model(char *text, size_t size);
+/* The same from an open /proc/cpuinfo-formatted stream. */
+void bench_cpu_model_read(FILE *cpuinfo, char *text, size_t size);
 
 /* A line "note: ..." on out when OpenBLAS runs kernels below this CPU's
  * (adj_blas_kernels_behind): its GEMMs, and the sgemm reference, are then

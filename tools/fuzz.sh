@@ -8,16 +8,7 @@
 #   sh tools/fuzz.sh            FUZZ_SECONDS=600 sh tools/fuzz.sh
 set -eu
 cd "$(dirname "$0")/.."
-missing=""
-for p in clang-14 libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  echo "fuzz: installing$missing"
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+sh tools/install-deps.sh clang-14 libclang-rt-14-dev
 dir=${BUILD_DIR:-build-fuzz}
 # The library and targets alike carry coverage instrumentation
 # (fuzzer-no-link); the targets' executables then link libFuzzer's main.

@@ -25,21 +25,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
-if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-
-# Installs the Debian packages given that are not installed yet.
-apt_install() {
-  missing=""
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-  done
-  [ -z "$missing" ] && return 0
-  echo "provision-data: installing$missing"
-  $SUDO apt-get update -qq
-  # $missing is a space-separated list and must split into words.
-  # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-}
 
 # The 4-byte big-endian word at byte offset $2 of raw file $1, in decimal.
 be32_at() {
@@ -65,7 +50,7 @@ mnist_complete() {
 
 provision_mnist() {
   if mnist_complete; then echo "provision-data: data/mnist is complete"; return 0; fi
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then apt_install nodejs npm; fi
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then sh "$root/tools/install-deps.sh" nodejs npm; fi
   work=$(mktemp -d)
   # The trap removes the package however the conversion ends.
   trap 'rm -rf "$work"' EXIT
@@ -84,7 +69,7 @@ fashion_complete() {
 
 provision_fashion() {
   if fashion_complete; then echo "provision-data: data/fashion-mnist is complete"; return 0; fi
-  apt_install dataset-fashion-mnist
+  sh "$root/tools/install-deps.sh" dataset-fashion-mnist
   mkdir -p "$root/data/fashion-mnist"
   for f in $fashion_files; do
     ln -sf "/usr/share/datasets/fashion-mnist/$f.gz" "$root/data/fashion-mnist/$f.gz"

@@ -14,11 +14,7 @@ sh tools/build.sh
 # encoder-decoder's end-to-end tests (t522, t523) Fashion-MNIST; t523 also
 # runs the PyTorch twin under Debian's python3-torch.
 sh tools/provision-data.sh mnist fashion-mnist
-if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
-fi
+sh tools/install-deps.sh python3-torch
 meson test -C build --setup full --print-errorlogs --num-processes 2 "$@"
 
 # The layer kernel tests (3xx unit) alone, built alone in DIR, configured

@@ -3,8 +3,9 @@
 # --setup full` (every suite, 'slow' included) on the normal build, the layer
 # kernel tests again with the kernels pinned to x86-64-v3, then the unit and mpi
 # suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
-# at the baseline level, a bounded libFuzzer run of the file readers, and the
-# layer kernel tests once more in a clang build.
+# at the baseline level, a bounded libFuzzer run of the file readers, the
+# layer kernel tests once more in a clang build, and the unit suite of an
+# aarch64 build under qemu-user.
 # Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -63,12 +64,17 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-30} sh tools/fuzz.sh
 # pragmas and vector extensions that each compiler reads in its own way.
 CC=clang-14 kernel_tests build-clang
 
+# The code a 64-bit ARM machine builds (generic kernels, no x86 CPU
+# detection), cross-compiled with warnings as errors; its unit suite, the
+# kernels' tests included, under qemu-user (docs/building.md).
+sh tools/cross-aarch64.sh --suite unit
+
 # One closing line a person (and CI) can read: totals over every run.  A run
 # under a test setup writes testlog-<setup>.json, so the full run's log is
 # testlog-full.json.
 # shellcheck disable=SC2086
 python3 - build/meson-logs/testlog-full.json $v3_logs build-sanitize/meson-logs/testlog.json \
-  build-fuzz/meson-logs/testlog.json build-clang/meson-logs/testlog.json <<'PY'
+  build-fuzz/meson-logs/testlog.json build-clang/meson-logs/testlog.json build-aarch64/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:

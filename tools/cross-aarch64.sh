@@ -19,6 +19,7 @@ dir=${BUILD_DIR:-build-aarch64}
 root=${SYSROOT:-$here/build-aarch64-sysroot}
 triplet=aarch64-linux-gnu
 libdir=$root/usr/lib/$triplet
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 
 sh tools/install-deps.sh gcc-$triplet libc6-dev-arm64-cross qemu-user-static pkg-config meson ninja-build
 
@@ -30,7 +31,6 @@ libopenblas-pthread-dev liblapack3 libblas3 libtmglib3 liblapacke liblapacke-dev
 libgslcblas0 libgsl-dev zlib1g zlib1g-dev libzstd1 liblzma5"
 
 if [ ! -f "$root/.complete" ]; then
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     $SUDO dpkg --add-architecture arm64
     $SUDO apt-get update -qq
@@ -80,14 +80,15 @@ cpu = 'aarch64'
 endian = 'little'
 INI
 
-[ -f "$dir/build.ninja" ] || meson setup "$dir" --werror --cross-file "$root/cross.ini" >/dev/null
-ninja -C "$dir" >/dev/null
+# tools/build.sh (warnings as errors, the log's end on failure); the cross
+# file is an option of the first setup alone.
+if [ -f "$dir/build.ninja" ]; then BUILD_DIR=$dir sh tools/build.sh
+else BUILD_DIR=$dir sh tools/build.sh --cross-file "$root/cross.ini"; fi
 
 # The tests start programs through mpiexec, sh and python, so the kernel must
 # hand ARM executables to qemu itself (binfmt_misc, as qemu-user-static's
 # binfmt.d entry says).
 if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   [ -e /proc/sys/fs/binfmt_misc/register ] || $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
   $SUDO /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/qemu-aarch64.conf
   [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] ||

@@ -125,6 +125,11 @@ static void naive_conv(const adj_window_geometry *g, const adj_tensor *x, const 
   adj_window_output_shape(g, in, out);
   int64_t n_img = x->shape[0], ci_n = x->shape[1], co_n = w->shape[0];
   int64_t iv = layer_volume(sd, in), ov = layer_volume(sd, out), kv = layer_volume(sd, g->kernel);
+  /* Each (output, tap)'s source position, once: every image and channel pair reads it. */
+  int64_t *source = malloc(sizeof *source * (size_t)(ov * kv));
+  if (!source) abort();
+  for (int64_t o = 0; o < ov; o++)
+    for (int64_t k = 0; k < kv; k++) source[o * kv + k] = layer_window_source(g, in, out, o, k);
   for (int64_t n = 0; n < n_img; n++)
     for (int64_t co = 0; co < co_n; co++)
       for (int64_t o = 0; o < ov; o++) {
@@ -133,7 +138,7 @@ static void naive_conv(const adj_window_geometry *g, const adj_tensor *x, const 
         if (db) adj_tensor_set(db, co, adj_tensor_get(db, co) + grad);
         for (int64_t ci = 0; ci < ci_n; ci++)
           for (int64_t k = 0; k < kv; k++) {
-            int64_t s = layer_window_source(g, in, out, o, k);
+            int64_t s = source[o * kv + k];
             if (s < 0) continue;
             int64_t xi = (n * ci_n + ci) * iv + s, wi = (co * ci_n + ci) * kv + k;
             sum += adj_tensor_get(x, xi) * adj_tensor_get(w, wi);
@@ -142,6 +147,7 @@ static void naive_conv(const adj_window_geometry *g, const adj_tensor *x, const 
           }
         if (y) adj_tensor_set(y, yi, sum);
       }
+  free(source);
 }
 
 /* ---- one case ------------------------------------------------------------------------ */
@@ -520,9 +526,29 @@ static void check_errors(adj_test *t) {
   layer_destroy(5, (adj_tensor *const[]){&x, &w, &w_bad, &w32, &y});
 }
 
+/* Every case with the algorithm forced to a, at one thread; the GEMM paths
+ * in one dtype, the direct kernels (built per level) in both. */
+static void run_forced_cases(adj_test *t, adj_conv_algorithm a, adj_rng *rng) {
+  ADJ_TEST_OK(t, adj_threads_set(1));
+  adj_test_report(t, "algorithm forced to %s, direct kernels at %s", adj_conv_algorithm_name(a), adj_kernels_isa());
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int d = 0; d < (a == ADJ_CONV_ALGORITHM_DIRECT ? 2 : 1); d++) {
+      adj_test_report(t, "case %s %s, algorithm forced to %s", cases[i].name, adj_dtype_name(layer_dtypes[d]),
+                      adj_conv_algorithm_name(a));
+      run_forced(t, &cases[i], layer_dtypes[d], a, rng);
+    }
+}
+
+/* `t300-conv` runs everything; `t300-conv --direct-kernels` the direct
+ * kernels alone, what a CPU level that runs under emulation
+ * (tools/emulate-x86-64-v4.sh) can afford. */
 int main(int argc, char **argv) {
   adj_test t;
   adj_rng *rng = layer_begin(&t, &argc, &argv, "t300-conv", 300);
+  if (argc > 1 && strcmp(argv[1], "--direct-kernels") == 0) {
+    run_forced_cases(&t, ADJ_CONV_ALGORITHM_DIRECT, rng);
+    return layer_finish(&t, rng);
+  }
   for (int threads = 1; threads <= 3; threads += 2) { /* 3 threads: uneven shares of the batch */
     ADJ_TEST_OK(&t, adj_threads_set(threads));
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -533,15 +559,7 @@ int main(int argc, char **argv) {
         run_case(&t, &cases[i], layer_dtypes[d], rng);
       }
   }
-  ADJ_TEST_OK(&t, adj_threads_set(1));
-  adj_test_report(&t, "direct kernels at %s", adj_kernels_isa());
-  for (size_t a = 0; a < sizeof forced / sizeof *forced; a++)
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-      for (int d = 0; d < (forced[a] == ADJ_CONV_ALGORITHM_DIRECT ? 2 : 1); d++) { /* GEMM paths: one dtype */
-        adj_test_report(&t, "case %s %s, algorithm forced to %s", cases[i].name, adj_dtype_name(layer_dtypes[d]),
-                        adj_conv_algorithm_name(forced[a]));
-        run_forced(&t, &cases[i], layer_dtypes[d], forced[a], rng);
-      }
+  for (size_t a = 0; a < sizeof forced / sizeof *forced; a++) run_forced_cases(&t, forced[a], rng);
   check_errors(&t);
   check_plan_errors(&t);
   return layer_finish(&t, rng);

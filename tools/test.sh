@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, builds, runs `meson test
 # --setup full` (every suite, 'slow' included) on the normal build, the layer
-# kernel tests again with the kernels pinned to x86-64-v3, then the unit and mpi
+# kernel tests again with the kernels pinned to x86-64-v3 (and at x86-64-v4 in an
+# emulated CPU where this one lacks AVX-512), then the unit and mpi
 # suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
 # at the baseline level, a bounded libFuzzer run of the file readers, the
 # layer kernel tests once more in a clang build, and the unit suite of an
@@ -36,6 +37,15 @@ v3_logs=
 if /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v3 (supported'; then
   kernel_tests build-v3 -Dkernel_isa=x86-64-v3
   v3_logs=build-v3/meson-logs/testlog.json
+fi
+
+# The kernels at x86-64-v4 (AVX-512) on hosts that cannot execute it, in an
+# emulated Skylake-X (tools/emulate-x86-64-v4.sh): the normal build of an
+# AVX-512 host runs them natively.
+v4_logs=
+if ! /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v4 (supported'; then
+  sh tools/emulate-x86-64-v4.sh
+  v4_logs=build-v4/meson-logs/testlog-emulated.json
 fi
 
 # Sanitizers.  MPICH unloads its UCX plugins at exit, which turns their live
@@ -73,7 +83,7 @@ sh tools/cross-aarch64.sh --suite unit
 # under a test setup writes testlog-<setup>.json, so the full run's log is
 # testlog-full.json.
 # shellcheck disable=SC2086
-python3 - build/meson-logs/testlog-full.json $v3_logs build-sanitize/meson-logs/testlog.json \
+python3 - build/meson-logs/testlog-full.json $v3_logs $v4_logs build-sanitize/meson-logs/testlog.json \
   build-fuzz/meson-logs/testlog.json build-clang/meson-logs/testlog.json build-aarch64/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0

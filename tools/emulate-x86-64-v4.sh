@@ -70,7 +70,6 @@ echo '127.0.0.1 localhost' > "$root/etc/hosts"
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-mount -t tmpfs tmp /tmp
 hostname localhost
 export UCX_TLS=self,sm OPENBLAS_NUM_THREADS=1
 grep -q avx512f /proc/cpuinfo || echo "@@ no avx512f in the guest's /proc/cpuinfo"

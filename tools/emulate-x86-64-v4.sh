@@ -28,7 +28,7 @@ ninja -C "$dir" $(for t in $tests; do printf 'tests/%s ' "$t"; done) >/dev/null
 work=$dir/emulated
 mkdir -p "$work"
 
-# Debian's kernel for cloud guests: few drivers, so it boots in Bochs in under
+# Debian's kernel for cloud guests: few drivers, so it boots in Bochs in about
 # a minute.  Downloaded, not installed.
 if [ ! -f "$work/vmlinuz" ]; then
   package=$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')

@@ -43,7 +43,7 @@ fi
 # emulated Skylake-X (tools/emulate-x86-64-v4.sh): the normal build of an
 # AVX-512 host runs them natively.
 v4_logs=
-if ! /lib64/ld-linux-x86-64.so.2 --help 2>/dev/null | grep -q 'x86-64-v4 (supported'; then
+if [ "$(uname -m)" = x86_64 ] && ! /lib64/ld-linux-x86-64.so.2 --help | grep -q 'x86-64-v4 (supported'; then
   sh tools/emulate-x86-64-v4.sh
   v4_logs=build-v4/meson-logs/testlog-emulated.json
 fi

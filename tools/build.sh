@@ -1,7 +1,8 @@
 #!/bin/sh
 # Configures (once) and builds adjoin in BUILD_DIR (default: build), warnings as
 # errors.  Extra arguments go to `meson setup` (or `meson configure` on an
-# existing build), e.g. -Db_sanitize=address,undefined.
+# existing build), e.g. -Db_sanitize=address,undefined.  TARGETS (default:
+# everything) names the ninja targets to build, e.g. "tests/t300-conv".
 # Quiet on success; on failure the end of the log says why.
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,4 +16,5 @@ elif [ $# -gt 0 ]; then
   # reaches a developer's old build directory as it does a fresh clone's.
   meson configure "$dir" "$@" >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
 fi
-ninja -C "$dir" >"$log" 2>&1 || { grep -E "error|FAILED" "$log" | head -40; exit 1; }
+# shellcheck disable=SC2086
+ninja -C "$dir" ${TARGETS:-} >"$log" 2>&1 || { grep -E "error|FAILED" "$log" | head -40; exit 1; }

@@ -23,8 +23,7 @@ tests="t300-conv t301-pool t303-activations-losses t306-bias-sum"
 sh tools/install-deps.sh bochs bochsbios vgabios isolinux syslinux-common genisoimage busybox-static cpio \
   meson ninja-build pkg-config
 
-[ -f "$dir/build.ninja" ] || meson setup "$dir" --werror -Dkernel_isa=x86-64-v4 >/dev/null
-ninja -C "$dir" $(for t in $tests; do printf 'tests/%s ' "$t"; done) >/dev/null
+BUILD_DIR=$dir TARGETS=$(for t in $tests; do printf 'tests/%s ' "$t"; done) sh tools/build.sh -Dkernel_isa=x86-64-v4
 work=$dir/emulated
 mkdir -p "$work"
 

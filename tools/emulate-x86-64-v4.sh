@@ -53,6 +53,7 @@ copy_with_libraries() {
     mkdir -p "$root$(dirname "$real")"
     cp -L "$real" "$root$real"
     ldd "$real" | awk '/=> \// {print $3} /^\t\// {print $1}' | while read -r lib; do
+      [ -f "$root$lib" ] && continue # the programs share most of their libraries
       mkdir -p "$root$(dirname "$lib")"
       cp -L "$lib" "$root$lib"
     done

@@ -48,34 +48,20 @@ static double time_trial(int w, long repetitions, MPI_Comm comm, adj_wait_policy
   return bench_max(comm, (MPI_Wtime() - start) / (double)repetitions);
 }
 
-static int parse_args(int argc, char **argv, double *seconds, int *trials) {
-  for (int i = 1; i < argc; i++) {
-    char *end = NULL;
-    if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
-      *seconds = strtod(argv[++i], &end);
-      if (*end || !(*seconds > 0 && *seconds <= 60)) return -1;
-    } else if (!strcmp(argv[i], "--trials") && i + 1 < argc) {
-      long t = strtol(argv[++i], &end, 10);
-      if (*end || t < 1 || t > MAX_TRIALS) return -1;
-      *trials = (int)t;
-    } else {
-      return -1;
-    }
-  }
-  return 0;
-}
-
 int main(int argc, char **argv) {
   int rank, size;
   if (adj_init(&argc, &argv, &rank, &size)) return 1;
   double seconds = 0.2;
-  int trials = 7;
-  if (parse_args(argc, argv, &seconds, &trials)) {
-    if (rank == 0)
-      fprintf(stderr, "usage: mpiexec -n P bench-agreement [--seconds S (0..60]] [--trials N (1..%d)]\n", MAX_TRIALS);
+  long long asked_trials = 7;
+  const bench_option options[] = {{"--seconds", BENCH_REAL, 0, 60, &seconds},
+                                  {"--trials", BENCH_COUNT, 1, MAX_TRIALS, &asked_trials}};
+  static const char usage[] = "usage: mpiexec -n P bench-agreement [--seconds S] [--trials N]";
+  int status = bench_parse_arguments("bench-agreement", usage, argc, argv, options, 2, 0, NULL, NULL, rank == 0);
+  if (status != BENCH_RUN) {
     adj_finalize();
-    return 2;
+    return status;
   }
+  int trials = (int)asked_trials;
   MPI_Comm comm;
   adj_wait_policy wait;
   if (adj_comm_dup_with_policy(MPI_COMM_WORLD, &comm, &wait)) return 1;

@@ -11,7 +11,7 @@
  * applications in its own cache line and spins until the other's count
  * catches up, the cheapest on-node agreement there is.
  *
- *   mpiexec -n 2 build/bench/bench-agreement-floor [doubles]   (default 1024) */
+ *   mpiexec -n 2 build/bench/bench-agreement-floor [DOUBLES]   (default 1024) */
 #include <mpi.h>
 #include <stdio.h>
 #include <sched.h>
@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bench_host.h"
 
 enum { REPETITIONS = 20000, TRIALS = 5, WAYS = 7 };
 
@@ -114,14 +116,23 @@ int main(int argc, char **argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  char *end = NULL;
-  long count = argc > 1 ? strtol(argv[1], &end, 10) : 1024;
-  if (size != 2 || (argc > 1 && (*end || count < 1 || count > (1 << 24)))) {
-    if (rank == 0)
-      fprintf(stderr, "bench-agreement-floor: needs exactly 2 ranks (got %d) and a count of 1..16777216 doubles%s%s\n",
-              size, argc > 1 ? ", got " : "", argc > 1 ? argv[1] : "");
+  static const char usage[] = "usage: mpiexec -n 2 bench-agreement-floor [DOUBLES]";
+  const char *given[1];
+  int n_given = 0, status =
+      bench_parse_arguments("bench-agreement-floor", usage, argc, argv, NULL, 0, 1, given, &n_given, rank == 0);
+  long long count = 1024;
+  if (status == BENCH_RUN && n_given &&
+      !bench_parse_count("bench-agreement-floor", "DOUBLES", given[0], 1, 1 << 24, rank == 0, &count)) {
+    if (rank == 0) fprintf(stderr, "%s\n", usage);
+    status = 2;
+  }
+  if (status == BENCH_RUN && size != 2) {
+    if (rank == 0) fprintf(stderr, "bench-agreement-floor: needs exactly 2 ranks, not %d\n%s\n", size, usage);
+    status = 2;
+  }
+  if (status != BENCH_RUN) {
     MPI_Finalize();
-    return 2;
+    return status;
   }
   MPI_Comm comm, status_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -136,7 +147,7 @@ int main(int argc, char **argv) {
   memset(&slots[rank], 0, sizeof slots[rank]);
   MPI_Barrier(comm);
   double *data = calloc((size_t)count, sizeof *data);
-  if (rank == 0) printf("bench-agreement-floor: 2 ranks, %ld doubles (%.1f KB)\n", count, count * 8 / 1024.0);
+  if (rank == 0) printf("bench-agreement-floor: 2 ranks, %lld doubles (%.1f KB)\n", count, count * 8 / 1024.0);
   double alone = 0;
   for (int w = 0; w < WAYS; w++) {
     double seconds = time_way(w, data, (int)count, comm, status_comm, 1 - rank);

@@ -174,9 +174,13 @@ static void print_forced(double results[N_SHAPES][N_ALGORITHMS][3], adj_conv_alg
 }
 
 int main(int argc, char **argv) {
+  static const char usage[] = "usage: bench-conv [REPETITIONS]";
   long long repetitions = 5;
-  if (argc > 1 && !bench_parse_count("bench-conv", "REPETITIONS", argv[1], 1, 100000, true, &repetitions)) {
-    fprintf(stderr, "usage: bench-conv [REPETITIONS]\n");
+  const char *given[1];
+  int n_given = 0, status = bench_parse_arguments("bench-conv", usage, argc, argv, NULL, 0, 1, given, &n_given, true);
+  if (status != BENCH_RUN) return status;
+  if (n_given && !bench_parse_count("bench-conv", "REPETITIONS", given[0], 1, 100000, true, &repetitions)) {
+    fprintf(stderr, "%s\n", usage);
     return 2;
   }
   int reps = (int)repetitions;

@@ -196,16 +196,18 @@ static void bench(const run *r, const int *grid, const bench_options *o, int me)
   adj_decomposition_destroy(&input);
 }
 
-static void parse(int argc, char **argv, bench_options *o) {
-  *o = (bench_options){.seconds = 0.3, .trials = 5, .batch = 8};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--seconds")) o->seconds = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "--trials")) o->trials = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--batch")) o->batch = atoll(argv[i + 1]);
-  }
-  if (o->seconds <= 0) o->seconds = 0.3;
-  if (o->trials < 1) o->trials = 1;
-  if (o->batch < 1) o->batch = 8;
+static const char usage[] = "usage: mpiexec -n P bench-deep-halo [--seconds S] [--trials N] [--batch B]";
+
+/* The options into *o; BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, bool say, bench_options *o) {
+  long long trials = 5, batch = 8;
+  *o = (bench_options){.seconds = 0.3};
+  const bench_option options[] = {{"--seconds", BENCH_REAL, 0, 60, &o->seconds},
+                                  {"--trials", BENCH_COUNT, 1, 1000, &trials},
+                                  {"--batch", BENCH_COUNT, 1, 1 << 20, &batch}};
+  int status = bench_parse_arguments("bench-deep-halo", usage, argc, argv, options, 3, 0, NULL, NULL, say);
+  o->trials = (int)trials, o->batch = batch;
+  return status;
 }
 
 int main(int argc, char **argv) {
@@ -215,7 +217,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   bench_options o;
-  parse(argc, argv, &o);
+  int status = parse(argc, argv, me == 0, &o);
+  if (status != BENCH_RUN) {
+    adj_finalize();
+    return status;
+  }
   char cpu[128];
   bench_cpu_model(cpu, sizeof cpu);
   if (me == 0)

@@ -192,32 +192,46 @@ static void destroy_runs(bench_run runs[RUNS]) {
   }
 }
 
+static const char usage[] =
+    "usage: mpiexec -n P bench-dp [LAYOUT [REPLICAS [IMAGES [EPOCHS [BATCH [FIRST_CAP [CAP]]]]]]]";
+
+/* The command line into *s (layout, replicas, batch, caps), *images and
+ * *epochs on a run of `ranks`; BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, int ranks, bool say, bench_setup *s, long long *images, long long *epochs) {
+  const char *given[7] = {0};
+  int n = 0, parsed = bench_parse_arguments("bench-dp", usage, argc, argv, NULL, 0, 7, given, &n, say);
+  if (parsed != BENCH_RUN) return parsed;
+  s->layout = n > 0 ? given[0] : "sequential";
+  int m = adj_lenet_layout_ranks(s->layout);
+  long long replicas = m ? ranks / m : 0, batch = 256;
+  bool counted = (n <= 1 || bench_parse_count("bench-dp", "REPLICAS", given[1], 2, 1 << 20, say, &replicas)) &&
+                 (n <= 2 || bench_parse_count("bench-dp", "IMAGES", given[2], 1, 1LL << 30, say, images)) &&
+                 (n <= 3 || bench_parse_count("bench-dp", "EPOCHS", given[3], 1, MAX_EPOCHS, say, epochs)) &&
+                 (n <= 4 || bench_parse_count("bench-dp", "BATCH", given[4], 1, 1LL << 20, say, &batch));
+  s->replicas = (int)replicas, s->batch = batch;
+  bool bad = !counted || !m || s->replicas < 2 || s->replicas * m != ranks || s->batch < s->replicas ||
+             (n > 5 && adj_bucket_cap_parse(given[5], &s->caps[0])) ||
+             (n > 6 && adj_bucket_cap_parse(given[6], &s->caps[1]));
+  if (bad && say)
+    fprintf(stderr, "bench-dp: needs LAYOUT (%s) x REPLICAS >= 2 = %d ranks, IMAGES >= 1, 1 <= EPOCHS <= %d, "
+            "BATCH >= REPLICAS, caps as adjoin-train's --bucket-cap; got %s x %d, %lld, %d, %lld\n%s\n",
+            adj_lenet_layout_names(), ranks, MAX_EPOCHS, s->layout, s->replicas, *images, (int)*epochs,
+            (long long)s->batch, usage);
+  return bad ? 2 : BENCH_RUN;
+}
+
 int main(int argc, char **argv) {
   int provided; /* the kernels' thread teams never call MPI (adjoin/threads.h) */
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, ranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  bench_setup s = {.layout = argc > 1 ? argv[1] : "sequential", .caps = {16 << 10, 64 << 10}};
-  int m = adj_lenet_layout_ranks(s.layout);
-  long long replicas = m ? ranks / m : 0, images = 4096, epochs = 5, batch = 256;
-  bool say = rank == 0;
-  bool parsed = (argc <= 2 || bench_parse_count("bench-dp", "REPLICAS", argv[2], 2, 1 << 20, say, &replicas)) &&
-                (argc <= 3 || bench_parse_count("bench-dp", "IMAGES", argv[3], 1, 1LL << 30, say, &images)) &&
-                (argc <= 4 || bench_parse_count("bench-dp", "EPOCHS", argv[4], 1, MAX_EPOCHS, say, &epochs)) &&
-                (argc <= 5 || bench_parse_count("bench-dp", "BATCH", argv[5], 1, 1LL << 20, say, &batch));
-  s.replicas = (int)replicas, s.batch = batch;
-  bool bad = !parsed || !m || s.replicas < 2 || s.replicas * m != ranks || s.batch < s.replicas ||
-             (argc > 6 && adj_bucket_cap_parse(argv[6], &s.caps[0])) ||
-             (argc > 7 && adj_bucket_cap_parse(argv[7], &s.caps[1]));
-  if (bad) {
-    if (rank == 0)
-      fprintf(stderr, "bench-dp: needs LAYOUT (%s) x REPLICAS >= 2 = %d ranks, IMAGES >= 1, 1 <= EPOCHS <= %d, "
-              "BATCH >= REPLICAS, caps as adjoin-train's --bucket-cap; got %s x %d, %lld, %d, %lld\n",
-              adj_lenet_layout_names(), ranks, MAX_EPOCHS, s.layout, s.replicas, images, (int)epochs,
-              (long long)s.batch);
+  bench_setup s = {.caps = {16 << 10, 64 << 10}};
+  long long images = 4096, epochs = 5;
+  int parsed = parse(argc, argv, ranks, rank == 0, &s, &images, &epochs);
+  if (parsed != BENCH_RUN) {
     MPI_Finalize();
-    return 2;
+    return parsed;
   }
   adj_dataset *data = NULL;
   bench_run runs[RUNS] = {{0}};

@@ -236,15 +236,17 @@ static void bench_shape(const bench_options *o, int rank, const int64_t *shape, 
   adj_partition_destroy(&p);
 }
 
-static bench_options parse(int argc, char **argv) {
-  bench_options o = {.seconds = 0.3, .trials = 5};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--seconds"))
-      o.seconds = atof(argv[i + 1]);
-    else if (!strcmp(argv[i], "--trials"))
-      o.trials = atoi(argv[i + 1]);
-  }
-  return o;
+static const char usage[] = "usage: mpiexec -n P bench-halo [--seconds S] [--trials N]";
+
+/* The options into *o; BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, bool say, bench_options *o) {
+  long long trials = 5;
+  *o = (bench_options){.seconds = 0.3};
+  const bench_option options[] = {{"--seconds", BENCH_REAL, 0, 60, &o->seconds},
+                                  {"--trials", BENCH_COUNT, 1, 1000, &trials}};
+  int status = bench_parse_arguments("bench-halo", usage, argc, argv, options, 2, 0, NULL, NULL, say);
+  o->trials = (int)trials;
+  return status;
 }
 
 int main(int argc, char **argv) {
@@ -253,7 +255,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-halo: %s\n", adj_last_error());
     return 1;
   }
-  bench_options o = parse(argc, argv);
+  bench_options o;
+  int status = parse(argc, argv, me == 0, &o);
+  if (status != BENCH_RUN) {
+    adj_finalize();
+    return status;
+  }
   if (me == 0) {
     char host[128] = "?";
     gethostname(host, sizeof host);

@@ -71,6 +71,90 @@ bool bench_parse_count(const char *program, const char *what, const char *text, 
   return false;
 }
 
+bool bench_parse_real(const char *program, const char *what, const char *text, double above, double most, bool say,
+                      double *value) {
+  char *end = NULL;
+  errno = 0;
+  double parsed = strtod(text, &end);
+  if (end != text && *end == '\0' && errno == 0 && parsed > above && parsed <= most) {
+    *value = parsed;
+    return true;
+  }
+  if (say) fprintf(stderr, "%s: %s '%s' is not a number above %g and at most %g\n", program, what, text, above, most);
+  return false;
+}
+
+static bool asks_help(const char *text) { return !strcmp(text, "--help") || !strcmp(text, "-h"); }
+
+/* Text that reads as an option: "--" or "-" and a letter ("-3" is a number). */
+static bool looks_like_option(const char *text) {
+  return text[0] == '-' && (text[1] == '-' || (text[1] >= 'a' && text[1] <= 'z') || (text[1] >= 'A' && text[1] <= 'Z'));
+}
+
+static const bench_option *find_option(const char *name, const bench_option *options, int count) {
+  for (int i = 0; i < count; i++)
+    if (!strcmp(name, options[i].name)) return &options[i];
+  return NULL;
+}
+
+/* Option o from its value text; false after saying why (when `say`). */
+static bool take_option(const char *program, const bench_option *o, const char *text, bool say) {
+  long long count;
+  switch (o->kind) {
+  case BENCH_COUNT:
+    if (!bench_parse_count(program, o->name, text, (long long)o->min, (long long)o->max, say, &count)) return false;
+    *(long long *)o->value = count;
+    return true;
+  case BENCH_REAL: return bench_parse_real(program, o->name, text, o->min, o->max, say, o->value);
+  case BENCH_TEXT: *(const char **)o->value = text; return true;
+  case BENCH_FLAG: *(bool *)o->value = true; return true;
+  }
+  return false;
+}
+
+/* argv[*i] (and its value, stepping *i past it) as an option or the next
+ * positional argument; false after saying why (when `say`). */
+static bool take_argument(const char *program, char **argv, int argc, int *i, const bench_option *options,
+                          int option_count, int most_positionals, const char **positionals, int *positional_count,
+                          bool say) {
+  const char *text = argv[*i];
+  const bench_option *o = looks_like_option(text) ? find_option(text, options, option_count) : NULL;
+  if (o && o->kind != BENCH_FLAG && *i + 1 >= argc) {
+    if (say) fprintf(stderr, "%s: %s needs a value\n", program, text);
+    return false;
+  }
+  if (o) return take_option(program, o, o->kind == BENCH_FLAG ? NULL : argv[++*i], say);
+  if (looks_like_option(text)) {
+    if (say) fprintf(stderr, "%s: unknown option '%s'\n", program, text);
+    return false;
+  }
+  if (*positional_count >= most_positionals) {
+    if (say) fprintf(stderr, "%s: unexpected argument '%s'\n", program, text);
+    return false;
+  }
+  positionals[(*positional_count)++] = text;
+  return true;
+}
+
+int bench_parse_arguments(const char *program, const char *usage, int argc, char **argv, const bench_option *options,
+                          int option_count, int most_positionals, const char **positionals, int *positional_count,
+                          bool say) {
+  for (int i = 1; i < argc; i++)
+    if (asks_help(argv[i])) {
+      if (say) printf("%s\n", usage);
+      return 0;
+    }
+  int counted = 0;
+  for (int i = 1; i < argc; i++)
+    if (!take_argument(program, argv, argc, &i, options, option_count, most_positionals, positionals, &counted,
+                       say)) {
+      if (say) fprintf(stderr, "%s\n", usage);
+      return 2;
+    }
+  if (positional_count) *positional_count = counted;
+  return BENCH_RUN;
+}
+
 /* The policy adjoin's operators would use on comm (resolved collectively once
  * per communicator handle; the benchmarks use one or two). */
 static adj_wait_policy bench_policy(MPI_Comm comm) {

@@ -26,6 +26,41 @@ void bench_blas_note(FILE *out);
 bool bench_parse_count(const char *program, const char *what, const char *text, long long min, long long max,
                        bool say, long long *value);
 
+/* A positional argument or option value `what` read as a real number above
+ * `above` and at most `most` into *value (NaN is neither); false, with a line
+ * on stderr naming `what` and the text given (when `say`), otherwise. */
+bool bench_parse_real(const char *program, const char *what, const char *text, double above, double most, bool say,
+                      double *value);
+
+/* The command line of a benchmark: what bench_parse_arguments returns when
+ * the benchmark is to run; any other value is the status to exit with, every
+ * rank alike (0 after the usage on stdout for --help or -h anywhere, 2 after
+ * a line naming a refused argument and the usage on stderr). */
+enum { BENCH_RUN = -1 };
+
+/* An option NAME taking a value (a whole number in [min, max] into a long
+ * long, a real number in (min, max] into a double, any text into a const
+ * char *) or none (a flag: true into a bool). */
+typedef enum { BENCH_FLAG, BENCH_COUNT, BENCH_REAL, BENCH_TEXT } bench_option_kind;
+typedef struct bench_option {
+  const char *name;
+  bench_option_kind kind;
+  double min, max;
+  void *value;
+} bench_option;
+
+/* argv[1..] as `options` (any order) followed by at most `most_positionals`
+ * positional arguments, whose texts go to positionals[0..] (*positional_count
+ * of them; either may be NULL when most_positionals is 0).  Refused: an
+ * argument starting "--" or "-" and a letter that names no option (text such
+ * as "-3" is positional, for its own parser to refuse by name), an option
+ * without its value or with a value out of range, and a positional argument
+ * beyond `most_positionals`.  Rank 0 (`say`) prints; usage is the usage
+ * line(s), without a final newline. */
+int bench_parse_arguments(const char *program, const char *usage, int argc, char **argv, const bench_option *options,
+                          int option_count, int most_positionals, const char **positionals, int *positional_count,
+                          bool say);
+
 /* A barrier on comm, and the largest of each rank's `value`, completed under
  * adjoin's wait policy for comm: MPI_Barrier and MPI_Allreduce spin, and with
  * more ranks than cores a spinning rank holds its core until the scheduler's

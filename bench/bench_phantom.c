@@ -65,42 +65,39 @@ static int parse_ks(const char *text, bench_args *a) {
   return a->n_k ? 0 : -1;
 }
 
-static int parse(int argc, char **argv, bench_args *a) {
-  *a = (bench_args){.n = 4096, .batch = 64, .layers = 2, .rounds = 7, .n_k = 3, .k = {8, 16, 64},
-                    .p_busy = ADJ_ENERGY_P_BUSY, .p_idle = ADJ_ENERGY_P_IDLE, .target = 0.5, .lr = 1e-3,
-                    .max_steps = 3000, .csv = "phantom-teacher.csv"};
-  bool n_given = false, k_given = false;
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(o, "--teacher")) {
-      a->teacher = true;
-      continue;
-    }
-    if (!v) return fprintf(stderr, "bench-phantom: %s needs a value\n", o), -1;
-    i++;
-    if (!strcmp(o, "--n")) a->n = atoll(v), n_given = true;
-    else if (!strcmp(o, "--batch")) a->batch = atoll(v);
-    else if (!strcmp(o, "--layers")) a->layers = atoi(v);
-    else if (!strcmp(o, "--rounds")) a->rounds = atoi(v);
-    else if (!strcmp(o, "--A")) a->p_busy = atof(v);
-    else if (!strcmp(o, "--B")) a->p_idle = atof(v);
-    else if (!strcmp(o, "--target")) a->target = atof(v);
-    else if (!strcmp(o, "--lr")) a->lr = atof(v);
-    else if (!strcmp(o, "--max-steps")) a->max_steps = atoi(v);
-    else if (!strcmp(o, "--csv")) a->csv = v;
-    else if (!strcmp(o, "--k")) {
-      if (parse_ks(v, a)) return fprintf(stderr, "bench-phantom: --k expects k1,k2,... >= 1, got '%s'\n", v), -1;
-      k_given = true;
-    } else return fprintf(stderr, "bench-phantom: unknown option %s\n", o), -1;
+static const char usage[] =
+    "usage: mpiexec -n P bench-phantom [--n N] [--layers L] [--batch B] [--k K1,K2,...] [--rounds R] [--A W] [--B W]\n"
+    "       mpiexec -n P bench-phantom --teacher [--n N] [--k K1,K2,...] [--target F] [--lr R] [--max-steps S]\n"
+    "                                  [--csv FILE]";
+
+/* The command line into *a (rank 0 says what it refuses); BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, bool say, bench_args *a) {
+  *a = (bench_args){.p_busy = ADJ_ENERGY_P_BUSY, .p_idle = ADJ_ENERGY_P_IDLE, .target = 0.5, .lr = 1e-3,
+                    .csv = "phantom-teacher.csv"};
+  long long n = 0, batch = 64, layers = 2, rounds = 7, max_steps = 3000; /* n 0: the mode's default */
+  const char *ks = NULL;
+  const bench_option options[] = {{"--teacher", BENCH_FLAG, 0, 0, &a->teacher},
+                                  {"--n", BENCH_COUNT, 1, 1 << 30, &n},
+                                  {"--batch", BENCH_COUNT, 1, 1 << 30, &batch},
+                                  {"--layers", BENCH_COUNT, 1, MAX_LAYERS, &layers},
+                                  {"--rounds", BENCH_COUNT, 1, MAX_ROUNDS, &rounds},
+                                  {"--A", BENCH_REAL, 0, 1e6, &a->p_busy},
+                                  {"--B", BENCH_REAL, 0, 1e6, &a->p_idle},
+                                  {"--target", BENCH_REAL, 0, 1e6, &a->target},
+                                  {"--lr", BENCH_REAL, 0, 1e3, &a->lr},
+                                  {"--max-steps", BENCH_COUNT, 1, 1 << 30, &max_steps},
+                                  {"--csv", BENCH_TEXT, 0, 0, &a->csv},
+                                  {"--k", BENCH_TEXT, 0, 0, &ks}};
+  int count = (int)(sizeof options / sizeof *options);
+  int status = bench_parse_arguments("bench-phantom", usage, argc, argv, options, count, 0, NULL, NULL, say);
+  if (status != BENCH_RUN) return status;
+  a->n = n ? n : a->teacher ? 512 : 4096;
+  a->batch = batch, a->layers = (int)layers, a->rounds = (int)rounds, a->max_steps = (int)max_steps;
+  if (parse_ks(ks ? ks : a->teacher ? "2,4,8" : "8,16,64", a)) {
+    if (say) fprintf(stderr, "bench-phantom: --k '%s' is not a list k1,k2,... of whole numbers >= 1\n%s\n", ks, usage);
+    return 2;
   }
-  if (a->teacher && !n_given) a->n = 512;
-  if (a->teacher && !k_given) a->n_k = 3, a->k[0] = 2, a->k[1] = 4, a->k[2] = 8;
-  if (a->n < 1 || a->batch < 1 || a->layers < 1 || a->layers > MAX_LAYERS || a->rounds < 1 ||
-      a->rounds > MAX_ROUNDS || a->target <= 0 || a->max_steps < 1)
-    return fprintf(stderr, "bench-phantom: bad sizes (n %lld batch %lld layers %d rounds %d)\n", (long long)a->n,
-                   (long long)a->batch, a->layers, a->rounds),
-           -1;
-  return 0;
+  return BENCH_RUN;
 }
 
 static void die(const char *what) {
@@ -566,9 +563,10 @@ int main(int argc, char **argv) {
   int rank, p;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank), MPI_Comm_size(MPI_COMM_WORLD, &p);
   bench_args a;
-  if (parse(argc, argv, &a)) {
+  int status = parse(argc, argv, rank == 0, &a);
+  if (status != BENCH_RUN) {
     MPI_Finalize();
-    return 2;
+    return status;
   }
   adj_partition *part;
   adj_decomposition *input;

@@ -193,25 +193,45 @@ static void print_header(int size, int repeats, const adj_plan_calibration *cal)
   printf("%-18s %-6s %-6s %12s %12s %9s\n", "network", "grid", "layer", "predicted s", "measured s", "meas/pred");
 }
 
+static const char usage[] = "usage: mpiexec -n P bench-plan CALIBRATION_FILE [REPEATS]";
+
+/* The command line into *path and *repeats; BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, bool say, const char **path, long long *repeats) {
+  const char *given[2] = {0};
+  int n = 0, status = bench_parse_arguments("bench-plan", usage, argc, argv, NULL, 0, 2, given, &n, say);
+  if (status != BENCH_RUN) return status;
+  if (n < 1 && say) fprintf(stderr, "bench-plan: needs CALIBRATION_FILE\n");
+  bool ok = n >= 1 && (n < 2 || bench_parse_count("bench-plan", "REPEATS", given[1], 1, 100000, say, repeats));
+  if (!ok && say) fprintf(stderr, "%s\n", usage);
+  *path = given[0];
+  return ok ? BENCH_RUN : 2;
+}
+
+/* The calibration from `path` on every rank; false on every rank, after one
+ * line from the lowest rank that could not read it, when any could not. */
+static bool load_calibration(const char *path, int rank, int size, adj_plan_calibration *cal) {
+  int mine = adj_plan_calibration_load(path, cal) ? rank : size, first;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank == first) fprintf(stderr, "bench-plan: calibration: %s\n", adj_last_error());
+  return first == size;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int size, rank;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (argc < 2) {
-    if (!rank) fprintf(stderr, "usage: mpiexec -n P bench-plan CALIBRATION_FILE [REPEATS]\n");
-    MPI_Finalize();
-    return 2;
-  }
+  const char *path = NULL;
   long long asked = 10;
-  if (argc > 2 && !bench_parse_count("bench-plan", "REPEATS", argv[2], 1, 100000, !rank, &asked)) {
+  int status = parse(argc, argv, !rank, &path, &asked);
+  adj_plan_calibration cal;
+  if (status == BENCH_RUN && !load_calibration(path, rank, size, &cal)) status = 1;
+  if (status != BENCH_RUN) {
     MPI_Finalize();
-    return 2;
+    return status;
   }
   int repeats = (int)asked;
-  adj_plan_calibration cal;
   adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = size, .batch = BATCH, .word_bytes = 4};
-  if (adj_plan_calibration_load(argv[1], &cal)) die("calibration");
   adj_plan_calibration_apply(&cal, &config);
   if (!rank) print_header(size, repeats, &cal);
   static const int64_t narrow[3] = {512, 256, 10}, wide[3] = {1024, 1024, 10};

@@ -338,6 +338,22 @@ static void bench_repartition(const bench_ctx *ctx, int64_t n) {
   adj_partition_destroy(&pr), adj_partition_destroy(&pc);
 }
 
+static const char usage[] =
+    "usage: mpiexec -n P bench-primitives [--calibrate] [--max-mb MB] [--seconds S] [--trials N]";
+
+/* The options into ctx, *max_mb and *calibrating; BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, bench_ctx *ctx, double *max_mb, bool *calibrating) {
+  long long trials = ctx->trials;
+  const bench_option options[] = {{"--calibrate", BENCH_FLAG, 0, 0, calibrating},
+                                  {"--max-mb", BENCH_REAL, 0, 65536, max_mb},
+                                  {"--seconds", BENCH_REAL, 0, 60, &ctx->seconds},
+                                  {"--trials", BENCH_COUNT, 1, 1000, &trials}};
+  int status =
+      bench_parse_arguments("bench-primitives", usage, argc, argv, options, 4, 0, NULL, NULL, ctx->rank == 0);
+  ctx->trials = (int)trials;
+  return status;
+}
+
 int main(int argc, char **argv) {
   bench_ctx ctx = {.seconds = 0.2, .trials = 7};
   double max_mb = 64;
@@ -346,23 +362,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-primitives: %s\n", adj_last_error());
     return 1;
   }
-  const char *bad = NULL;
-  for (int i = 1; i < argc && !bad; i++) {
-    if (!strcmp(argv[i], "--calibrate")) calibrating = true;
-    else if (i + 1 < argc && !strcmp(argv[i], "--max-mb")) max_mb = atof(argv[++i]), bad = max_mb > 0 ? NULL : argv[i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--seconds"))
-      ctx.seconds = atof(argv[++i]), bad = ctx.seconds > 0 ? NULL : argv[i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--trials")) ctx.trials = atoi(argv[++i]), bad = ctx.trials > 0 ? NULL : argv[i];
-    else bad = argv[i];
+  int status = parse(argc, argv, &ctx, &max_mb, &calibrating);
+  if (status == BENCH_RUN && ctx.size < 2) {
+    if (ctx.rank == 0)
+      fprintf(stderr, "bench-primitives: needs at least 2 ranks (run under mpiexec -n 2 or more)\n%s\n", usage);
+    status = 2;
   }
-  if (bad || ctx.size < 2) {
-    if (ctx.rank == 0) {
-      if (bad) fprintf(stderr, "bench-primitives: bad argument '%s'\n", bad);
-      else fprintf(stderr, "bench-primitives: needs at least 2 ranks (run under mpiexec -n 2 or more)\n");
-      fprintf(stderr, "usage: mpiexec -n P bench-primitives [--calibrate] [--max-mb MB] [--seconds S] [--trials N]\n");
-    }
-    MPI_Finalize();
-    return 2;
+  if (status != BENCH_RUN) {
+    adj_finalize();
+    return status;
   }
   adj_wait_policy policy;
   adj_wait_policy_resolve(MPI_COMM_WORLD, ADJ_WAIT_AUTO, &policy);

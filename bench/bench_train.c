@@ -4,7 +4,7 @@
  *
  *   mpiexec.mpich -n 1 bench-train                 the sequential network
  *   mpiexec.mpich -n 4 bench-train dist4           Table 1's 4-worker layout
- *   bench-train [--deep-halos] [layout [images [repetitions [batch [f32|f64|both]]]]]
+ *   bench-train [--deep-halos] [LAYOUT [IMAGES [EPOCHS [BATCH [f32|f64|both]]]]]
  *       defaults: sequential on 1 rank, distN on N ranks; 8192 images; 3;
  *       256; both (one dtype alone is for profiling).  --deep-halos fuses
  *       the convolution blocks over one halo exchange (docs/deep-halos.md),
@@ -117,54 +117,81 @@ static double measure(const char *layout, bool deep_halos, adj_dtype dtype, int6
   return status ? 0 : best;
 }
 
+typedef struct train_args {
+  bool deep_halos;
+  const char *layout, *dtypes;
+  long long images, epochs, batch;
+} train_args;
+
+static const char usage[] = "usage: bench-train [--deep-halos] [LAYOUT [IMAGES [EPOCHS [BATCH [f32|f64|both]]]]]";
+
+/* The layout known and within the run's `size` ranks; false after saying why (when `say`). */
+static bool layout_fits(const char *layout, int size, bool say) {
+  int needs = adj_lenet_layout_ranks(layout);
+  if (!needs && say) fprintf(stderr, "bench-train: LAYOUT '%s' is not one of %s\n", layout, adj_lenet_layout_names());
+  if (needs > size && say)
+    fprintf(stderr, "bench-train: LAYOUT '%s' needs %d ranks, the run has %d\n", layout, needs, size);
+  return needs && needs <= size;
+}
+
+/* The command line into *a (the layout defaults to `fallback`); BENCH_RUN, or the status to exit with. */
+static int parse(int argc, char **argv, int size, bool say, const char *fallback, train_args *a) {
+  *a = (train_args){.layout = fallback, .dtypes = "both", .images = 8192, .epochs = 3, .batch = 256};
+  const bench_option options[] = {{"--deep-halos", BENCH_FLAG, 0, 0, &a->deep_halos}};
+  const char *given[5] = {0};
+  int n = 0, status = bench_parse_arguments("bench-train", usage, argc, argv, options, 1, 5, given, &n, say);
+  if (status != BENCH_RUN) return status;
+  if (n > 0) a->layout = given[0];
+  if (n > 4) a->dtypes = given[4];
+  bool ok = layout_fits(a->layout, size, say) &&
+            (n <= 1 || bench_parse_count("bench-train", "IMAGES", given[1], 1, 1LL << 30, say, &a->images)) &&
+            (n <= 2 || bench_parse_count("bench-train", "EPOCHS", given[2], 1, 1000, say, &a->epochs)) &&
+            (n <= 3 || bench_parse_count("bench-train", "BATCH", given[3], 1, 1LL << 20, say, &a->batch));
+  if (ok && strcmp(a->dtypes, "both") && strcmp(a->dtypes, "f32") && strcmp(a->dtypes, "f64")) {
+    if (say) fprintf(stderr, "bench-train: DTYPES '%s' is not one of f32, f64, both\n", a->dtypes);
+    ok = false;
+  }
+  if (!ok && say) fprintf(stderr, "%s\n", usage);
+  return ok ? BENCH_RUN : 2;
+}
+
 int main(int argc, char **argv) {
   int rank, size;
   if (adj_init(&argc, &argv, &rank, &size)) {
     fprintf(stderr, "bench-train: %s\n", adj_last_error());
     return 1;
   }
-  bool deep_halos = argc > 1 && !strcmp(argv[1], "--deep-halos");
-  if (deep_halos) argv[1] = argv[0], argv++, argc--; /* the positional arguments follow */
   char fallback[16];
   snprintf(fallback, sizeof fallback, size == 1 ? "sequential" : "dist%d", size);
-  const char *layout = argc > 1 ? argv[1] : fallback;
-  long long images = 8192, epochs = 3, batch = 256;
-  const char *dtypes = argc > 5 ? argv[5] : "both";
-  bool say = rank == 0;
-  bool ok = (argc <= 2 || bench_parse_count("bench-train", "IMAGES", argv[2], 1, 1LL << 30, say, &images)) &&
-            (argc <= 3 || bench_parse_count("bench-train", "EPOCHS", argv[3], 1, 1000, say, &epochs)) &&
-            (argc <= 4 || bench_parse_count("bench-train", "BATCH", argv[4], 1, 1LL << 20, say, &batch));
-  if (ok && strcmp(dtypes, "both") && strcmp(dtypes, "f32") && strcmp(dtypes, "f64")) {
-    if (say) fprintf(stderr, "bench-train: DTYPES '%s' is not one of f32, f64, both\n", dtypes);
-    ok = false;
-  }
-  if (!ok) {
-    if (say) fprintf(stderr, "usage: bench-train [--deep-halos] [LAYOUT [IMAGES [EPOCHS [BATCH [f32|f64|both]]]]]\n");
+  train_args a;
+  int status = parse(argc, argv, size, rank == 0, fallback, &a);
+  if (status != BENCH_RUN) {
     adj_finalize();
-    return 2;
+    return status;
   }
-  int repetitions = (int)epochs;
+  int repetitions = (int)a.epochs;
   int threads = adj_train_share_cores(MPI_COMM_WORLD);
   adj_dataset *data = NULL;
-  adj_dataset_random(images, 28, 28, 10, 1, &data);
+  adj_dataset_random(a.images, 28, 28, 10, 1, &data);
   char host[64] = "?", cpu[256];
   gethostname(host, sizeof host);
   bench_cpu_model(cpu, sizeof cpu);
   if (rank == 0) {
     printf("bench-train: host %s, CPU %s, kernels %s, OpenBLAS kernels %s, %ld online cores, %d ranks x %d kernel "
            "threads, LeNet-5 %s%s, batch %lld, %lld images per epoch, Adam, best of %d epochs\n", host, cpu,
-           adj_kernels_isa(), openblas_get_corename(), sysconf(_SC_NPROCESSORS_ONLN), size, threads, layout,
-           deep_halos ? " (deep halos)" : "", (long long)batch, (long long)images, repetitions);
+           adj_kernels_isa(), openblas_get_corename(), sysconf(_SC_NPROCESSORS_ONLN), size, threads, a.layout,
+           a.deep_halos ? " (deep halos)" : "", a.batch, a.images, repetitions);
     bench_blas_note(stdout);
   }
   int failed = !data;
   for (int d = 0; d < 2 && data; d++) {
     adj_dtype dtype = d == 0 ? ADJ_FLOAT32 : ADJ_FLOAT64;
-    if (strcmp(dtypes, "both") && strcmp(dtypes, d == 0 ? "f32" : "f64")) continue;
-    double rate = measure(layout, deep_halos, dtype, batch, data, repetitions);
+    if (strcmp(a.dtypes, "both") && strcmp(a.dtypes, d == 0 ? "f32" : "f64")) continue;
+    double rate = measure(a.layout, a.deep_halos, dtype, a.batch, data, repetitions);
     failed |= rate == 0;
-    if (rank == 0) printf("  %-10s %s  %8.0f images/s  (%.2f s per 8000-image epoch)\n", layout, adj_dtype_name(dtype),
-                          rate, rate > 0 ? 8000 / rate : 0);
+    if (rank == 0 && rate > 0) /* a failed run has said why (measure) and has no rate */
+      printf("  %-10s %s  %8.0f images/s  (%.2f s per 8000-image epoch)\n", a.layout, adj_dtype_name(dtype), rate,
+             8000 / rate);
   }
   adj_dataset_destroy(&data);
   adj_finalize();

@@ -13,8 +13,9 @@
  * Rank 0 prints a progress bar per epoch (plain lines when stdout is not a
  * terminal), a summary line per epoch, and as its last line the final test
  * accuracy as `test_accuracy=0.9812`.  Exit codes: 0 done, 1 a run-time error
- * (unreadable data, refused checkpoint; the message names it), 2 bad flags,
- * 3 stopped on purpose by --stop-after-batches (a simulated crash). */
+ * (unreadable data, refused checkpoint, a metrics file that cannot be written;
+ * the message names it), 2 bad or conflicting flags, 3 stopped on purpose by
+ * --stop-after-batches (a simulated crash, even after the run's last batch). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -58,23 +59,23 @@ static const char usage[] =
     "                        t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (raw or .gz)\n"
     "                        [data/mnist, encdec: data/fashion-mnist; provision them with:\n"
     "                        sh tools/provision-data.sh]\n"
-    "  --epochs N            [10]       --batch B        [256]\n"
+    "  --epochs N            [10]       --batch B        [256; at most the training images]\n"
     "  --lr RATE             [0.001]    --optimizer adam|sgd [adam]\n"
     "  --lr-schedule constant|cosine  cosine: the rate falls to 0 over the run's steps\n"
     "                        (PyTorch's CosineAnnealingLR stepped per batch) [constant]\n"
-    "  --momentum M          SGD momentum [0]      --weight-decay D  [0]\n"
+    "  --momentum M          SGD only, below 1 [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
     "  --model lenet|mlp|encdec  LeNet-5, ShallowSpeed's MLP 784-128-127-126-125-124-123-10, or\n"
     "                        the batch-norm encoder-decoder classifier (encdec.h) [lenet]\n"
     "  --layout NAME         LeNet-5: sequential, dist2, dist4, dist8, hybrid4,\n"
     "                        hybrid4-batch, or a grid RxC (rows x batch in the convolutions,\n"
-    "                        1.5D affine layers) [sequential on 1 rank, distN on N];\n"
+    "                        1.5D affine layers) [sequential on 1 rank, distN on N = 2, 4, 8];\n"
     "                        MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN on N ranks];\n"
     "                        encdec: sequential or a spatial grid P0xP1 (rows x columns,\n"
-    "                        1..7 each), e.g. 2x2 [Nx1 on N ranks];\n"
+    "                        1..7 each), e.g. 2x2 [Nx1 on N = 1..7 ranks];\n"
     "                        either: dp (a sequential replica per rank)\n"
-    "  --deep-halos          LeNet-5: fuse conv1 .. the second ReLU into one deep halo layer\n"
+    "  --deep-halos          LeNet-5 only: fuse conv1 .. the second ReLU into one deep halo layer\n"
     "                        (one halo exchange instead of four; docs/deep-halos.md)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
     "  --micro-batches N     gradient accumulation passes per step [1]; --batch is the global batch\n"
@@ -87,7 +88,9 @@ static const char usage[] =
     "  --resume              continue from --checkpoint (a fresh start if it does not exist yet)\n"
     "  --metrics FILE.csv    per-epoch metrics; the plot goes to FILE.svg\n"
     "  --train-limit N, --test-limit N   use only the first N samples\n"
-    "  --stop-after-batches N  stop after N training batches without saving (simulates a crash)\n"
+    "  --stop-after-batches N  stop after N training batches without saving (simulates a crash;\n"
+    "                        exit 3, also when batch N is the run's last)\n"
+    "  -h, --help            this text\n"
     "\n"
     "       adjoin-train --openblas-coretype\n"
     "  prints the OPENBLAS_CORETYPE value to export before mpiexec when this OpenBLAS\n"
@@ -229,6 +232,10 @@ static int apply_option(train_options *o, int c, const char *arg) {
 static bool is_mlp(const train_options *o) { return !strcmp(o->model, "mlp"); }
 static bool is_encdec(const train_options *o) { return !strcmp(o->model, "encdec"); }
 
+static const char *model_name(const train_options *o) {
+  return is_mlp(o) ? "MLP" : is_encdec(o) ? "encoder-decoder" : "LeNet-5";
+}
+
 /* A grid layout "PrxPc"; false otherwise. */
 static bool grid_layout(const char *layout, int *rows, int *cols) {
   char tail;
@@ -255,8 +262,19 @@ static void grid_as_replicas(train_options *o) {
   o->replicas = (o->replicas ? o->replicas : 1) * cols;
 }
 
-/* Ranks the model's layout needs, 0 for an unknown layout (and a message). */
-static int layout_ranks(const train_options *o) {
+/* The layouts the model accepts, for messages. */
+static const char *layout_choices(const train_options *o) {
+  static char lenet[256];
+  if (is_mlp(o)) return "sequential, a grid PrxPc such as 2x3, or dp";
+  if (is_encdec(o)) return "sequential, a spatial grid P0xP1 with P0, P1 in 1..7 such as 2x2, or dp";
+  snprintf(lenet, sizeof lenet, "layouts: %s, dp", adj_lenet_layout_names());
+  return lenet;
+}
+
+/* Ranks the model's layout needs, 0 for an unknown layout (and a message).
+ * A layout the user did not type (by_default) is named as the default for
+ * the rank count, with the choices to give instead. */
+static int layout_ranks(const train_options *o, int ranks, bool by_default) {
   int rows, cols, need = 0;
   if (is_mlp(o)) need = mlp_grid(o->layout, &rows, &cols) ? (rows ? rows * cols : 1) : 0;
   else if (is_encdec(o)) need = adj_encdec_layout_ranks(o->layout);
@@ -265,24 +283,32 @@ static int layout_ranks(const train_options *o) {
     complain("MLP layout %s puts %d feature workers on the 10 classes (at most 10)\n", o->layout, rows);
     return 0;
   }
-  if (!need && is_mlp(o)) complain("no MLP layout '%s' (sequential, a grid PrxPc such as 2x3, or dp)\n", o->layout);
-  else if (!need && is_encdec(o))
-    complain("no encdec layout '%s' (sequential, a spatial grid P0xP1 with P0, P1 in 1..7 such as 2x2, or dp)\n",
-             o->layout);
-  else if (!need) complain("no layout '%s' (layouts: %s, dp)\n", o->layout, adj_lenet_layout_names());
-  return need;
+  if (need) return need;
+  if (by_default)
+    complain("no default %s layout for %d ranks%s; give --layout (%s)\n", model_name(o), ranks,
+             o->replicas > 1 ? " per replica" : "", layout_choices(o));
+  else if (is_mlp(o) || is_encdec(o))
+    complain("no %s layout '%s' (%s)\n", is_mlp(o) ? "MLP" : "encdec", o->layout, layout_choices(o));
+  else complain("no layout '%s' (%s)\n", o->layout, layout_choices(o));
+  return 0;
 }
 
-/* Flags that only make sense together, and the layout against the ranks. */
-static int check_options(train_options *o, int ranks) {
-  static char default_layout[16];
-  if (!o->layout) {
-    const char *grid = is_mlp(o) ? "1x%d" : is_encdec(o) ? "%dx1" : "dist%d";
-    if (ranks == 1) snprintf(default_layout, sizeof default_layout, "sequential");
-    else snprintf(default_layout, sizeof default_layout, grid, ranks);
-    o->layout = default_layout;
-  }
-  if (!o->data) o->data = is_encdec(o) ? "data/fashion-mnist" : "data/mnist";
+/* The layout for a replica's rank count when --layout is not given:
+ * sequential on 1 rank, else distN (LeNet-5), 1xN (MLP) or Nx1 (encdec),
+ * which may not exist. */
+static const char *default_layout(const train_options *o, int ranks) {
+  static char name[16];
+  const char *grid = is_mlp(o) ? "1x%d" : is_encdec(o) ? "%dx1" : "dist%d";
+  if (ranks == 1) return "sequential";
+  snprintf(name, sizeof name, grid, ranks);
+  return name;
+}
+
+/* The layout against the ranks and replicas; 0 or -1 with a message. */
+static int check_layout(train_options *o, int ranks) {
+  bool by_default = !o->layout;
+  int replica_ranks = o->replicas && ranks % o->replicas == 0 ? ranks / (int)o->replicas : ranks;
+  if (by_default) o->layout = default_layout(o, replica_ranks);
   if (strcmp(o->layout, "dp") == 0) {
     if (o->replicas && o->replicas != ranks) {
       complain("--layout dp makes one replica per rank (%d), not --replicas %lld\n", ranks, (long long)o->replicas);
@@ -292,7 +318,7 @@ static int check_options(train_options *o, int ranks) {
   }
   grid_as_replicas(o);
   if (!o->replicas) o->replicas = 1;
-  int need = layout_ranks(o);
+  int need = layout_ranks(o, replica_ranks, by_default);
   if (!need) return -1;
   if (ranks % o->replicas) {
     complain("%d ranks do not divide into %lld replicas of layout %s\n", ranks, (long long)o->replicas, o->layout);
@@ -303,16 +329,40 @@ static int check_options(train_options *o, int ranks) {
              (long long)o->replicas, (long long)(need * o->replicas));
     return -1;
   }
+  return 0;
+}
+
+/* Flags given with a model or optimizer that would ignore them. */
+static int check_conflicts(const train_options *o) {
+  if (o->deep_halos && strcmp(o->model, "lenet")) {
+    complain("--deep-halos fuses LeNet-5's convolution blocks; it does nothing for --model %s\n", o->model);
+    return -1;
+  }
+  if (o->momentum > 0 && o->optimizer == ADJ_OPTIMIZER_ADAM) {
+    complain("--momentum %g is SGD's; --optimizer adam would ignore it (give --optimizer sgd)\n", o->momentum);
+    return -1;
+  }
+  return 0;
+}
+
+/* Flags that only make sense together, and the layout against the ranks. */
+static int check_options(train_options *o, int ranks) {
+  if (!o->data) o->data = is_encdec(o) ? "data/fashion-mnist" : "data/mnist";
+  if (check_layout(o, ranks)) return -1;
   if (!first_cap_given && o->caps[0] > o->caps[1]) o->caps[0] = o->caps[1];
   if ((o->resume || o->checkpoint_every) && !o->checkpoint) {
     complain("--resume and --checkpoint-every need --checkpoint PATH\n");
     return -1;
   }
-  if (!(o->lr > 0) || o->momentum >= 1) {
-    complain("--lr must be positive and --momentum below 1\n");
+  if (!(o->lr > 0)) {
+    complain("--lr must be positive, got %g\n", o->lr);
     return -1;
   }
-  return 0;
+  if (o->momentum >= 1) {
+    complain("--momentum must be below 1, got %g\n", o->momentum);
+    return -1;
+  }
+  return check_conflicts(o);
 }
 
 /* Parses argv identically on every rank, so every rank agrees on the
@@ -325,7 +375,7 @@ static int parse_options(int argc, char **argv, int rank, int ranks, train_optio
   speaker = rank == 0;
   opterr = speaker;
   int c, status = 0;
-  while (!status && (c = getopt_long(argc, argv, "", long_options, NULL)) != -1)
+  while (!status && (c = getopt_long(argc, argv, "h", long_options, NULL)) != -1)
     status = c == 'h' ? 1 : apply_option(o, c, optarg);
   if (!status && optind < argc) {
     complain("unexpected argument '%s'\n", argv[optind]);
@@ -381,14 +431,34 @@ static int load_data(train_run *r) {
   return 0;
 }
 
-/* The checkpoint path must be usable before the first epoch is spent:
- * rank 0 writes it, so rank 0 checks it and tells the others. */
-static int check_checkpoint_path(train_run *r) {
-  if (!r->options.checkpoint) return 0;
-  int status = r->rank == 0 ? adj_checkpoint_check_target(r->options.checkpoint) : 0;
+/* Rank 0's status, on every rank: rank 0 alone touches the output files (and
+ * looks for the checkpoint), so every rank takes the branch its outcome says. */
+static int rank0_status(int status) {
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (status && r->rank == 0) complain("--checkpoint: %s\n", adj_last_error());
-  return status ? 1 : 0;
+  return status;
+}
+
+/* The checkpoint and metrics paths must be usable before the first epoch is
+ * spent: rank 0 writes them, so rank 0 checks them and tells the others. */
+static int check_output_paths(train_run *r) {
+  const train_options *o = &r->options;
+  int status = 0;
+  if (r->rank == 0 && o->checkpoint && adj_checkpoint_check_target(o->checkpoint)) {
+    complain("--checkpoint: %s\n", adj_last_error());
+    status = 1;
+  }
+  if (r->rank == 0 && !status && o->metrics) status = report_check_target(o->metrics) ? 1 : 0;
+  return rank0_status(status);
+}
+
+/* A batch larger than the training set would be mostly padding: zero images
+ * computed and stored for nothing.  Exit 2, as for a bad flag. */
+static int check_batch(const train_run *r) {
+  if (r->options.batch <= r->train->count) return 0;
+  if (r->rank == 0)
+    complain("--batch %lld is larger than the %lld training images in use; give --batch %lld or less\n",
+             (long long)r->options.batch, (long long)r->train->count, (long long)r->train->count);
+  return 2;
 }
 
 /* The shuffle draws from another stream than the initial parameters. */
@@ -396,10 +466,6 @@ static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u;
 
 /* ShallowSpeed's reference MLP (paper 004). */
 static const int64_t mlp_sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
-
-static const char *model_name(const train_options *o) {
-  return is_mlp(o) ? "MLP" : is_encdec(o) ? "encoder-decoder" : "LeNet-5";
-}
 
 static int build_network(train_run *r, int64_t batch) {
   const train_options *o = &r->options;
@@ -431,9 +497,7 @@ static int build(train_run *r) {
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
-  int open_failed = r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w"));
-  MPI_Bcast(&open_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (open_failed) {
+  if (rank0_status(r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w")))) {
     if (r->rank == 0) complain("--trace: cannot write %s\n", o->trace);
     return 1;
   }
@@ -450,9 +514,7 @@ static int build(train_run *r) {
  * asks rank 0 whether the file exists, so all take the same branch. */
 static int resume(train_run *r) {
   const train_options *o = &r->options;
-  int exists = r->rank == 0 && access(o->checkpoint, F_OK) == 0;
-  MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!exists) {
+  if (!rank0_status(r->rank == 0 && access(o->checkpoint, F_OK) == 0)) {
     if (r->rank == 0) printf("no checkpoint at %s yet: starting a new run\n", o->checkpoint);
     return 0;
   }
@@ -462,6 +524,11 @@ static int resume(train_run *r) {
     printf("resumed from %s at epoch %lld, batch %lld\n", o->checkpoint, (long long)epoch + 1,
            (long long)adj_trainer_batch(r->trainer));
     if (o->metrics) r->n_rows = report_read_csv(o->metrics, epoch, r->rows, REPORT_MAX_EPOCHS);
+    /* Not an error (the run is done), but nothing happens, which must not
+     * pass unnoticed. */
+    if (epoch >= o->epochs)
+      complain("note: %s already holds %lld epoch%s (--epochs %lld): no training done, only the evaluation\n",
+               o->checkpoint, (long long)epoch, epoch == 1 ? "" : "s", (long long)o->epochs);
   }
   return 0;
 }
@@ -545,6 +612,28 @@ static double reducer_volume(train_run *r) {
   return counters.logical_bytes;
 }
 
+/* Rank 0: the epoch's summary line, and its row in the metrics CSV and plot.
+ * Returns 0, or 1 when the metrics could not be written (report_write says
+ * which file and why). */
+static int report_epoch(train_run *r, const adj_train_stats *train, const adj_train_stats *test, double volume) {
+  report_row row = {.epoch = adj_trainer_epoch(r->trainer), .loss = train->loss,
+                    .train_acc = train->samples ? (double)train->correct / (double)train->samples : 0,
+                    .test_acc = (double)test->correct / (double)test->samples, .seconds = train->seconds,
+                    .images_per_s = train->seconds > 0 ? (double)train->samples / train->seconds : 0};
+  report_summary(&row, r->options.epochs);
+  if (r->options.replicas > 1 && train->batches)
+    printf("  gradient reducer per step: %.0f bytes in %.1f messages (all-reduce volume %.0f bytes per rank), "
+           "wait %.3f ms, posts and pokes %.3f ms\n", (double)train->reduced_bytes / (double)train->batches,
+           (double)train->reduced_messages / (double)train->batches, volume / (double)train->batches,
+           1e3 * train->reduce_wait_seconds / (double)train->batches,
+           1e3 * train->reduce_progress_seconds / (double)train->batches);
+  if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
+  char title[160];
+  snprintf(title, sizeof title, "%s %s, %d rank%s, %s", model_name(&r->options), r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
+           adj_dtype_name(r->options.dtype));
+  return r->options.metrics && report_write(r->options.metrics, r->rows, r->n_rows, title) ? 1 : 0;
+}
+
 /* One epoch: train, evaluate, report.  Returns as train_epoch. */
 static int run_epoch(train_run *r) {
   adj_train_stats train, test;
@@ -553,38 +642,33 @@ static int run_epoch(train_run *r) {
   if (status) return status;
   volume = reducer_volume(r) - volume;
   if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
-  if (r->rank != 0) return 0;
-  report_row row = {.epoch = adj_trainer_epoch(r->trainer), .loss = train.loss,
-                    .train_acc = train.samples ? (double)train.correct / (double)train.samples : 0,
-                    .test_acc = (double)test.correct / (double)test.samples, .seconds = train.seconds,
-                    .images_per_s = train.seconds > 0 ? (double)train.samples / train.seconds : 0};
-  report_summary(&row, r->options.epochs);
-  if (r->options.replicas > 1 && train.batches)
-    printf("  gradient reducer per step: %.0f bytes in %.1f messages (all-reduce volume %.0f bytes per rank), "
-           "wait %.3f ms, posts and pokes %.3f ms\n", (double)train.reduced_bytes / (double)train.batches,
-           (double)train.reduced_messages / (double)train.batches, volume / (double)train.batches,
-           1e3 * train.reduce_wait_seconds / (double)train.batches,
-           1e3 * train.reduce_progress_seconds / (double)train.batches);
-  if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
-  char title[160];
-  snprintf(title, sizeof title, "%s %s, %d rank%s, %s", model_name(&r->options), r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
-           adj_dtype_name(r->options.dtype));
-  if (r->options.metrics) report_write(r->options.metrics, r->rows, r->n_rows, title);
-  return 0;
+  /* A metrics file that fails to write stops the run on every rank. */
+  return rank0_status(r->rank == 0 ? report_epoch(r, &train, &test, volume) : 0);
+}
+
+/* Exit 3 for --stop-after-batches, with the line that says so. */
+static int stopped(const train_run *r) {
+  if (r->rank == 0)
+    printf("stopped after %lld batch%s (--stop-after-batches); nothing saved since the last checkpoint\n",
+           (long long)r->options.stop_after, r->options.stop_after == 1 ? "" : "es");
+  return 3;
 }
 
 static int run(train_run *r) {
   r->batches_left = r->options.stop_after;
-  if (check_checkpoint_path(r) || load_data(r) || build(r)) return 1;
+  if (check_output_paths(r) || load_data(r)) return 1;
+  int status = check_batch(r);
+  if (status) return status;
+  if (build(r)) return 1;
   if (r->options.resume && resume(r)) return 1;
   print_header(r);
   while (adj_trainer_epoch(r->trainer) < r->options.epochs) {
-    int status = run_epoch(r);
-    if (status == 3 && r->rank == 0)
-      printf("stopped after %lld batches (--stop-after-batches); nothing saved since the last checkpoint\n",
-             (long long)r->options.stop_after);
-    if (status) return status;
+    status = run_epoch(r);
+    if (status) return status == 3 ? stopped(r) : status;
   }
+  /* A stop at the run's last batch is a crash like any other: it comes
+   * before the final checkpoint is saved, so a resume can redo that batch. */
+  if (r->batches_left == 0) return stopped(r);
   uint64_t hash;
   if (adj_trainer_check_sync(r->trainer, &hash)) return fail(r, "checking the replicas", NULL);
   if (r->rank == 0 && r->options.replicas > 1)

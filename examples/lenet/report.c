@@ -1,10 +1,12 @@
 /* Progress bar, CSV metrics and the SVG plot of adjoin-train (see report.h). */
 #include "report.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- progress ------------------------------------------------------------------------- */
@@ -70,6 +72,15 @@ int report_read_csv(const char *path, int64_t max_epoch, report_row *rows, int c
   return n;
 }
 
+/* Closes a file written with stdio: -1 (errno set) when any write failed,
+ * including one that failed while the stream was still buffering. */
+static int report_close(FILE *f) {
+  int failed = ferror(f), saved = errno;
+  if (fclose(f)) return -1;
+  if (failed) errno = saved;
+  return failed ? -1 : 0;
+}
+
 static int report_write_csv(const char *path, const report_row *rows, int n) {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
@@ -77,7 +88,7 @@ static int report_write_csv(const char *path, const report_row *rows, int n) {
   for (int i = 0; i < n; i++)
     fprintf(f, "%lld,%.6f,%.6f,%.6f,%.4f,%.1f\n", (long long)rows[i].epoch, rows[i].loss, rows[i].train_acc,
             rows[i].test_acc, rows[i].seconds, rows[i].images_per_s);
-  return fclose(f) ? -1 : 0;
+  return report_close(f);
 }
 
 /* ---- SVG plot: two panels, loss and accuracy against epoch ---------------------------------- */
@@ -184,21 +195,55 @@ static int report_write_svg(const char *path, const report_row *rows, int n, con
   svg_series(f, &acc, rows, n, offsetof(report_row, train_acc), "#2471a3", "train", 0);
   svg_series(f, &acc, rows, n, offsetof(report_row, test_acc), "#1e8449", "test", 1);
   fprintf(f, "</svg>\n");
-  return fclose(f) ? -1 : 0;
+  return report_close(f);
+}
+
+/* The plot's path: the CSV's with .csv replaced by .svg (or .svg appended). */
+static void report_svg_path(const char *csv_path, char *svg_path, size_t size) {
+  size_t len = strlen(csv_path);
+  bool csv_suffix = len >= 4 && !strcmp(csv_path + len - 4, ".csv");
+  snprintf(svg_path, size, "%.*s.svg", (int)(csv_suffix ? len - 4 : len), csv_path);
+}
+
+/* Says on stderr that the `what` at path cannot be written, and why; -1. */
+static int report_failed(const char *what, const char *path, const char *why) {
+  fprintf(stderr, "adjoin-train: cannot write the %s %s: %s\n", what, path, why);
+  return -1;
+}
+
+/* Why fopen(path, "w") would fail, or NULL when it would not: the path is a
+ * writable regular file, or absent in a directory that takes new files.  A
+ * FIFO or device is refused too: opening one would block or write elsewhere. */
+static const char *report_unwritable(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (!S_ISREG(st.st_mode)) return "exists and is not a regular file";
+    return access(path, W_OK) ? strerror(errno) : NULL;
+  }
+  if (errno != ENOENT) return strerror(errno);
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  return access(dir, W_OK | X_OK) ? strerror(errno) : NULL;
+}
+
+static int report_check_one(const char *what, const char *path) {
+  const char *why = report_unwritable(path);
+  return why ? report_failed(what, path, why) : 0;
+}
+
+int report_check_target(const char *csv_path) {
+  char svg_path[4096];
+  report_svg_path(csv_path, svg_path, sizeof svg_path);
+  if (report_check_one("metrics file", csv_path)) return -1;
+  return report_check_one("plot", svg_path);
 }
 
 int report_write(const char *csv_path, const report_row *rows, int n, const char *title) {
   char svg_path[4096];
-  size_t len = strlen(csv_path);
-  bool csv_suffix = len >= 4 && !strcmp(csv_path + len - 4, ".csv");
-  snprintf(svg_path, sizeof svg_path, "%.*s.svg", (int)(csv_suffix ? len - 4 : len), csv_path);
-  if (report_write_csv(csv_path, rows, n)) {
-    fprintf(stderr, "adjoin-train: cannot write the metrics file %s\n", csv_path);
-    return -1;
-  }
-  if (report_write_svg(svg_path, rows, n, title)) {
-    fprintf(stderr, "adjoin-train: cannot write the plot %s\n", svg_path);
-    return -1;
-  }
+  report_svg_path(csv_path, svg_path, sizeof svg_path);
+  if (report_write_csv(csv_path, rows, n)) return report_failed("metrics file", csv_path, strerror(errno));
+  if (report_write_svg(svg_path, rows, n, title)) return report_failed("plot", svg_path, strerror(errno));
   return 0;
 }

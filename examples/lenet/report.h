@@ -39,8 +39,13 @@ void report_summary(const report_row *row, int64_t epochs);
 /* Reads the rows of an earlier run's CSV with epoch <= max_epoch (for a
  * resumed run's plot); a missing file gives 0 rows.  Returns the count. */
 int report_read_csv(const char *path, int64_t max_epoch, report_row *rows, int capacity);
+/* Checks before the first epoch that report_write could write the CSV and
+ * the plot beside it.  Returns 0, or -1 with a message naming the path and
+ * the reason on stderr. */
+int report_check_target(const char *csv_path);
 /* Rewrites the whole CSV and the SVG plot beside it (PATH with .csv replaced
- * by .svg).  Returns 0, or -1 with a message on stderr. */
+ * by .svg).  Returns 0, or -1 with a message naming the file and the
+ * reason on stderr. */
 int report_write(const char *csv_path, const report_row *rows, int n, const char *title);
 
 #endif

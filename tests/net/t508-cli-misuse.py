@@ -2,17 +2,23 @@
 """t508: the command-line tools against careless flags and hostile files.
 
 adjoin-train on a tiny data set this script writes itself (64 training and 32
-test images): non-finite flags, a checkpoint path in a missing directory or
-naming a FIFO, a test set of another image size, --stop-after-batches with
---checkpoint-every, a mid-epoch resume with another --batch, a metrics CSV
-with an absurd epoch, a diverging run; adjoin-dottest's --min-ranks, --seed
-and --filter; adjoin-halo's overflowing sizes.  Each must end promptly with
+test images): non-finite flags, out-of-range and conflicting flags (--lr 0,
+--momentum 1, --momentum with Adam, --deep-halos with another model, a batch
+larger than the training set), -h, rank counts without a default layout, a
+checkpoint path in a missing directory or naming a FIFO, a metrics path that
+cannot be written (at start or mid-run), a test set of another image size,
+--stop-after-batches with --checkpoint-every or at the run's last batch, a
+mid-epoch resume with another --batch, a resume of a finished run, a metrics
+CSV with an absurd epoch, a diverging run; adjoin-dottest's --min-ranks,
+--seed and --filter; adjoin-halo's overflowing sizes.  Each must end promptly with
 a clear message and the documented exit code, and files the run does not own
 stay byte-identical.
 
 Usage: t508-cli-misuse.py MPIEXEC ADJOIN_TRAIN ADJOIN_DOTTEST ADJOIN_HALO"""
 import os
 import random
+import resource
+import signal
 import struct
 import subprocess
 import sys
@@ -78,6 +84,34 @@ for flag, value, phrase in (("--optimizer", "adamw", "--optimizer is sgd or adam
     code, out = run([*small, flag, value])
     expect(f"{flag} {value}", code, out, 2, phrase)
 
+# Values out of range name the flag and the value; -h is --help.
+for args, phrase in ((["--lr", "0"], "--lr must be positive, got 0"),
+                     (["--momentum", "1"], "--momentum must be below 1, got 1")):
+    code, out = run([*small, *args])
+    expect(" ".join(args), code, out, 2, phrase)
+code, out = run([train, "-h"])
+expect("-h", code, out, 0, "usage: mpiexec.mpich -n RANKS adjoin-train")
+
+# Flags the chosen model or optimizer would ignore are refused, not dropped.
+for args, phrase in ((["--model", "mlp", "--deep-halos"], "--deep-halos fuses LeNet-5's convolution blocks"),
+                     (["--model", "encdec", "--deep-halos"], "it does nothing for --model encdec"),
+                     (["--optimizer", "adam", "--momentum", "0.9"], "--momentum 0.9 is SGD's")):
+    code, out = run([*small, *args])
+    expect(" ".join(args), code, out, 2, phrase)
+
+# A batch larger than the training images in use would be mostly padding.
+unused = f"{work}/big-batch.ckpt"
+code, out = run([*small, "--train-limit", "16", "--batch", "100000", "--checkpoint", unused])
+expect("--train-limit 16 --batch 100000", code, out, 2, "--batch 100000 is larger than the 16 training images")
+check(not os.path.exists(unused), "the refused run left a checkpoint")
+
+# Without --layout, a rank count with no default layout says so, rather than
+# naming a layout the user never typed.
+for model, ranks, phrase in (("lenet", 3, "no default LeNet-5 layout for 3 ranks; give --layout"),
+                             ("encdec", 8, "no default encoder-decoder layout for 8 ranks; give --layout")):
+    code, out = run([*small, "--model", model], ranks=ranks)
+    expect(f"--model {model} on {ranks} ranks, no --layout", code, out, 2, phrase)
+
 # Integer dtypes move data but cannot train: refused as a bad flag.
 for value in ("i32", "uint8"):
     code, out = run([*small, "--dtype", value])
@@ -93,6 +127,34 @@ code, out = run([*small, "--checkpoint", fifo, "--resume"], ranks=2)
 expect("--checkpoint naming a FIFO (2 ranks)", code, out, 1, "not a regular file")
 check(os.path.exists(fifo) and not os.path.isfile(fifo), "the FIFO was replaced")
 
+# A metrics path that cannot be written is refused before the first epoch,
+# naming the path and the reason; nothing is written, not even the checkpoint.
+unused = f"{work}/metrics-refused.ckpt"
+for ranks in (1, 2):
+    code, out = run([*small, "--metrics", f"{work}/no-such-dir/m.csv", "--checkpoint", unused], ranks=ranks)
+    expect(f"--metrics in a missing directory ({ranks} rank{'s' if ranks > 1 else ''})", code, out, 1,
+           f"cannot write the metrics file {work}/no-such-dir/m.csv: No such file or directory")
+    check("epoch" not in out and not os.path.exists(unused),
+          "the unwritable metrics file was found only after training")
+
+
+# A metrics write that fails mid-run (the plot exceeds a 2,000-byte file size
+# limit) fails the run on every rank, naming the file and the reason.  MPICH
+# and UCX back their shared-memory transports with files the limit would
+# refuse, so these runs talk over TCP (UCX_TLS, MPIR_CVAR_NOLOCAL).
+def small_files():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+
+tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1")
+for ranks in (1, 2):
+    cmd = [mpiexec, "-n", str(ranks), *small, "--metrics", f"{work}/limited.csv"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, preexec_fn=small_files, env=tcp)
+    expect(f"--metrics write failing mid-run ({ranks} rank{'s' if ranks > 1 else ''})", r.returncode,
+           r.stdout + r.stderr, 1, f"cannot write the plot {work}/limited.svg: File too large")
+    check("test_accuracy=" not in r.stdout, "the run went on after the metrics failed")
+
 # A test set of another image size is refused at start, naming the file.
 code, out = run([train, "--data", wide, "--batch", "8", "--epochs", "1"])
 expect("32x32 test set beside 28x28 training", code, out, 1, "t10k-images-idx3-ubyte")
@@ -105,6 +167,35 @@ code, out = run([*small, "--checkpoint", ckpt, "--checkpoint-every", "3", "--sto
 expect("--stop-after-batches 4 --checkpoint-every 3", code, out, 3, "stopped after 4 batches")
 code, out = run([*small, "--checkpoint", ckpt, "--checkpoint-every", "3", "--stop-after-batches", "0", "--resume"])
 expect("  ... then --resume", code, out, 3, "at epoch 1, batch 3")
+
+# A stop at the run's very last batch is a crash like any other: exit 3 and
+# no checkpoint at that batch (even the run's first and only one), and a
+# resume finishes with the uninterrupted run's checkpoint.
+single = f"{work}/single.ckpt"
+code, out = run([*small, "--train-limit", "8", "--epochs", "1", "--checkpoint", single, "--checkpoint-every", "1",
+                 "--stop-after-batches", "1"])
+expect("one-batch run, --stop-after-batches 1", code, out, 3, "stopped after 1 batch ")
+check(not os.path.exists(single) and "test_accuracy=" not in out, "the stop at the only batch was not a stop")
+whole, last = f"{work}/whole.ckpt", f"{work}/last.ckpt"
+code, out = run([*small, "--checkpoint", whole])
+check(code == 0, f"uninterrupted run: exit {code}")
+code, out = run([*small, "--checkpoint", last, "--checkpoint-every", "5", "--stop-after-batches", "16"])
+expect("--stop-after-batches 16 of 16", code, out, 3, "stopped after 16 batches")
+code, out = run([*small, "--checkpoint", last, "--resume"])
+expect("  ... then --resume", code, out, 0, "at epoch 2, batch 5")
+with open(whole, "rb") as a, open(last, "rb") as b:
+    check(a.read() == b.read(), "the resumed run's final checkpoint differs from the uninterrupted run's")
+
+# Resuming a finished run trains nothing: not an error, but said on stderr,
+# and the checkpoint stays as it was.
+with open(whole, "rb") as f:
+    before = f.read()
+r = subprocess.run([mpiexec, "-n", "2", *small, "--checkpoint", whole, "--resume"], capture_output=True, text=True,
+                   timeout=120)
+expect("--resume of a finished run (2 ranks)", r.returncode, r.stderr, 0,
+       f"note: {whole} already holds 2 epochs (--epochs 2): no training done")
+with open(whole, "rb") as f:
+    check(f.read() == before, "resuming the finished run changed its checkpoint")
 
 # Resuming mid-epoch with another batch size would redo or skip samples.
 with open(ckpt, "rb") as f:

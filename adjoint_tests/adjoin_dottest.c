@@ -2,6 +2,7 @@
  * per case and a closing "N passed, M failed" line.
  *
  *   mpiexec -n 4 adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]
+ *   adjoin-dottest --help
  *
  * A case needing more ranks than the run has is skipped (and counted so).
  * --seed N (default 0) is added to every case's own seed, so the random
@@ -41,24 +42,48 @@ static int adj_parse_count(const char *flag, const char *text, unsigned long lon
   return 0;
 }
 
+static const char usage[] =
+    "usage: mpiexec -n N adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]\n"
+    "  --list          print the names of the cases, run none\n"
+    "  --filter TEXT   only the cases whose name contains TEXT\n"
+    "  --min-ranks N   leave out the cases needing fewer than N ranks\n"
+    "  --seed N        added to every case's seed [0: the test suite's draws]\n"
+    "A case needing more ranks than the run has is skipped.  Exit status: 0 when\n"
+    "every case run passes, 1 on a failure or a filter matching nothing, 2 on a\n"
+    "usage error.\n";
+
+/* The value after flag argv[*i], or NULL (and a message) when there is none. */
+static const char *adj_option_value(int argc, char **argv, int *i, int rank) {
+  if (*i + 1 < argc) return argv[++*i];
+  if (rank == 0) fprintf(stderr, "adjoin-dottest: %s needs a value\n%s", argv[*i], usage);
+  return NULL;
+}
+
+/* 0, 2 on a usage error, -1 when --help asked for the usage (printed). */
 static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int rank) {
   *o = (adj_dottest_options){.seed = 0};
   for (int i = 1; i < argc; i++) {
-    unsigned long long v = 0;
-    if (!strcmp(argv[i], "--list")) o->list = 1;
-    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) o->filter = argv[++i];
-    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-      if (adj_parse_count("--seed", argv[++i], ULLONG_MAX, &o->seed, rank)) return 2;
-    } else if (!strcmp(argv[i], "--min-ranks") && i + 1 < argc) {
-      if (adj_parse_count("--min-ranks", argv[++i], INT_MAX, &v, rank)) return 2;
-      o->min_ranks = (int)v;
-    } else {
-      if (rank == 0)
-        fprintf(stderr, "adjoin-dottest: unknown argument '%s'\n"
-                "usage: adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]\n",
-                argv[i]);
+    const char *flag = argv[i];
+    if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
+      if (rank == 0) fputs(usage, stdout);
+      return -1;
+    }
+    if (!strcmp(flag, "--list")) {
+      o->list = 1;
+      continue;
+    }
+    int filter = !strcmp(flag, "--filter"), seed = !strcmp(flag, "--seed"), min = !strcmp(flag, "--min-ranks");
+    if (!filter && !seed && !min) {
+      if (rank == 0) fprintf(stderr, "adjoin-dottest: unknown argument '%s'\n%s", flag, usage);
       return 2;
     }
+    const char *value = adj_option_value(argc, argv, &i, rank);
+    unsigned long long v = 0;
+    if (!value) return 2;
+    if (filter) o->filter = value;
+    else if (seed && adj_parse_count(flag, value, ULLONG_MAX, &o->seed, rank)) return 2;
+    else if (min && adj_parse_count(flag, value, INT_MAX, &v, rank)) return 2;
+    if (min) o->min_ranks = (int)v;
   }
   return 0;
 }
@@ -86,7 +111,7 @@ int main(int argc, char **argv) {
   }
   if (code) {
     adj_finalize();
-    return code;
+    return code < 0 ? 0 : code;
   }
   /* One communicator per rank count: the first n ranks. */
   MPI_Comm *comms = calloc((size_t)size + 1, sizeof *comms);

@@ -10,7 +10,8 @@
  * "output", "needed", "halo", "trim", "padding"}, ...]}, ...]} with workers in
  * row-major order of coordinates and ranges half-open in global indices.
  * Exit status: 0 on success, 1 when the geometry cannot be served, 2 on a usage
- * error; messages go to stderr. */
+ * error; messages go to stderr.  It needs no mpiexec; under one, every rank
+ * computes the same and rank 0 alone prints. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,9 +19,12 @@
 #include <string.h>
 
 #include "adjoin/halo_geometry.h"
+#include "adjoin/init.h"
 #include "adjoin/status.h"
+#include "tool_output.h"
 
 enum { EXIT_GEOMETRY = 1, EXIT_USAGE = 2 };
+enum { HALO_HELP = -1 }; /* the usage was asked for and printed */
 
 static const char usage[] =
     "usage: adjoin-halo --shape N[,N...] [--partition P,...] [--kernel K,...] [--stride S,...]\n"
@@ -36,7 +40,7 @@ typedef struct adj_halo_args {
 } adj_halo_args;
 
 static int adj_fail(const char *option, const char *message, const char *text) {
-  fprintf(stderr, "adjoin-halo: %s: %s '%s'\n%s", option, message, text, usage);
+  tool_complain("%s: %s '%s'\n%s", option, message, text, usage);
   return EXIT_USAGE;
 }
 
@@ -129,8 +133,8 @@ static const char *const option_names[OPT_COUNT] = {"--shape",   "--partition", 
 static int adj_collect(int argc, char **argv, const char **texts) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      exit(0);
+      if (!tool_quiet()) fputs(usage, stdout);
+      return HALO_HELP;
     }
     int found = -1;
     const char *value = NULL;
@@ -142,10 +146,10 @@ static int adj_collect(int argc, char **argv, const char **texts) {
       }
     }
     if (found < 0) return adj_fail("argument", "unknown option", argv[i]);
-    if (!value) return adj_fail(option_names[found], "missing value", "");
+    if (!value) return tool_complain("%s needs a value\n%s", option_names[found], usage), EXIT_USAGE;
     texts[found] = value;
   }
-  if (!texts[OPT_SHAPE]) return adj_fail("--shape", "is required", "");
+  if (!texts[OPT_SHAPE]) return tool_complain("--shape is required\n%s", usage), EXIT_USAGE;
   return 0;
 }
 
@@ -155,8 +159,7 @@ static int adj_fill_list(int option, const char *text, int rank, int pairs, int6
   if (!text) return 0;
   if (adj_parse_list(option_names[option], text, pairs, values, &count)) return EXIT_USAGE;
   if (count != rank) {
-    fprintf(stderr, "adjoin-halo: %s has %d entries but --shape has %d dimensions\n", option_names[option], count,
-            rank);
+    tool_complain("%s has %d entries but --shape has %d dimensions\n", option_names[option], count, rank);
     return EXIT_USAGE;
   }
   return 0;
@@ -165,19 +168,24 @@ static int adj_fill_list(int option, const char *text, int rank, int pairs, int6
 static int adj_parse_args(int argc, char **argv, adj_halo_args *a) {
   const char *texts[OPT_COUNT] = {0};
   memset(a, 0, sizeof *a);
-  if (adj_collect(argc, argv, texts)) return EXIT_USAGE;
+  int code = adj_collect(argc, argv, texts);
+  if (code) return code;
   if (adj_parse_list("--shape", texts[OPT_SHAPE], 0, a->shape, &a->rank)) return EXIT_USAGE;
-  int64_t parts[ADJ_MAX_RANK] = {0}, padding[2 * ADJ_MAX_RANK] = {0};
-  int code = adj_fill_list(OPT_PARTITION, texts[OPT_PARTITION], a->rank, 0, parts);
+  int64_t parts[ADJ_MAX_RANK], padding[2 * ADJ_MAX_RANK] = {0};
+  for (int i = 0; i < ADJ_MAX_RANK; i++) parts[i] = 1; /* without --partition: one worker per dimension */
+  code = adj_fill_list(OPT_PARTITION, texts[OPT_PARTITION], a->rank, 0, parts);
   if (!code) code = adj_fill_list(OPT_KERNEL, texts[OPT_KERNEL], a->rank, 0, a->kernel.size);
   if (!code) code = adj_fill_list(OPT_STRIDE, texts[OPT_STRIDE], a->rank, 0, a->kernel.stride);
   if (!code) code = adj_fill_list(OPT_DILATION, texts[OPT_DILATION], a->rank, 0, a->kernel.dilation);
   if (!code) code = adj_fill_list(OPT_PADDING, texts[OPT_PADDING], a->rank, 1, padding);
   if (code) return code;
   for (int i = 0; i < a->rank; i++) {
-    if (parts[i] < 0 || parts[i] > INT_MAX) return adj_fail("--partition", "worker counts are 1 to 2147483647, got",
-                                                            texts[OPT_PARTITION]);
-    a->parts[i] = parts[i] ? (int)parts[i] : 1;
+    if (parts[i] < 1 || parts[i] > INT_MAX) {
+      tool_complain("--partition: worker counts are 1 to 2147483647, got %lld in '%s'\n%s", (long long)parts[i],
+                texts[OPT_PARTITION], usage);
+      return EXIT_USAGE;
+    }
+    a->parts[i] = (int)parts[i];
     a->kernel.padding[i][0] = padding[2 * i];
     a->kernel.padding[i][1] = padding[2 * i + 1];
   }
@@ -185,7 +193,7 @@ static int adj_parse_args(int argc, char **argv, adj_halo_args *a) {
   int n = adj_split(texts[OPT_CUTS], ADJ_MAX_RANK, adj_parse_cut_entry, a);
   if (n < 0) return adj_fail("--cuts", "expected colon-separated offsets or '-' per dimension, got", texts[OPT_CUTS]);
   if (n != a->rank) {
-    fprintf(stderr, "adjoin-halo: --cuts has %d entries but --shape has %d dimensions\n", n, a->rank);
+    tool_complain("--cuts has %d entries but --shape has %d dimensions\n", n, a->rank);
     return EXIT_USAGE;
   }
   return 0;
@@ -194,8 +202,8 @@ static int adj_parse_args(int argc, char **argv, adj_halo_args *a) {
 static int adj_check_cut_counts(const adj_halo_args *a) {
   for (int i = 0; i < a->rank; i++)
     if (a->n_cuts[i] && a->n_cuts[i] != a->parts[i] + 1) {
-      fprintf(stderr, "adjoin-halo: --cuts of dimension %d has %d offsets but %d workers need %d\n", i, a->n_cuts[i],
-              a->parts[i], a->parts[i] + 1);
+      tool_complain("--cuts of dimension %d has %d offsets but %d workers need %d\n", i, a->n_cuts[i], a->parts[i],
+                a->parts[i] + 1);
       return EXIT_GEOMETRY;
     }
   return 0;
@@ -242,19 +250,26 @@ static void adj_print_json(const adj_halo_geometry *g) {
   printf("  ]}\n");
 }
 
-int main(int argc, char **argv) {
+static int adj_halo_run(int argc, char **argv) {
   adj_halo_args a;
   int code = adj_parse_args(argc, argv, &a);
   if (!code) code = adj_check_cut_counts(&a);
-  if (code) return code;
+  if (code) return code == HALO_HELP ? 0 : code;
   const int64_t *cuts[ADJ_MAX_RANK];
   for (int i = 0; i < a.rank; i++) cuts[i] = a.n_cuts[i] ? a.cut_storage[i] : NULL;
   adj_halo_geometry *g;
   if (adj_halo_geometry_create(a.rank, a.shape, a.parts, cuts, &a.kernel, &g)) {
-    fprintf(stderr, "adjoin-halo: %s\n", adj_last_error());
+    tool_complain("%s\n", adj_last_error());
     return EXIT_GEOMETRY;
   }
-  adj_print_json(g);
+  if (!tool_quiet()) adj_print_json(g);
   adj_halo_geometry_destroy(&g);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  if (tool_begin("adjoin-halo", &argc, &argv, NULL)) return EXIT_GEOMETRY;
+  int code = adj_halo_run(argc, argv);
+  adj_finalize();
+  return code;
 }

@@ -5,7 +5,8 @@
  * (pure model parallelism, "1.5D": the same dense weights as TP, an
  * all-gather forward and a reduce-scatter backward per layer).  Pure
  * arithmetic unless --calibrate, which measures alpha and beta with MPI (run
- * it under mpiexec with the ranks to model).
+ * it under mpiexec with the ranks to model).  Under mpiexec every rank
+ * computes the same and rank 0 alone prints (results and messages).
  *
  *   adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B]
  *                  [--A WATTS] [--B WATTS] [--model table3|alpha-beta]
@@ -28,10 +29,13 @@
 #include <string.h>
 
 #include "adjoin/energy.h"
+#include "adjoin/init.h"
 #include "adjoin/phantom.h"
 #include "adjoin/status.h"
+#include "tool_output.h"
 
 enum { EXIT_MODEL = 1, EXIT_USAGE = 2 };
+enum { PHANTOM_HELP = -1 }; /* parse_args: the usage was asked for and printed */
 
 static const char usage[] =
     "usage: adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B] [--A W] [--B W]\n"
@@ -48,7 +52,7 @@ typedef struct phantom_args {
 } phantom_args;
 
 static int fail(const char *option, const char *message, const char *text) {
-  fprintf(stderr, "adjoin-phantom: %s: %s '%s'\n%s", option, message, text ? text : "", usage);
+  tool_complain("%s: %s '%s'\n%s", option, message, text ? text : "", usage);
   return EXIT_USAGE;
 }
 
@@ -58,8 +62,7 @@ static int parse_int(const char *option, const char *text, int64_t lo, int64_t h
   long long v = text ? strtoll(text, &end, 10) : 0;
   if (!text || end == text || *end || errno) return fail(option, "expects an integer, got", text);
   if (v < lo || v > hi) {
-    fprintf(stderr, "adjoin-phantom: %s: %lld is outside %lld..%lld\n%s", option, v, (long long)lo, (long long)hi,
-            usage);
+    tool_complain("%s: %lld is outside %lld..%lld\n%s", option, v, (long long)lo, (long long)hi, usage);
     return EXIT_USAGE;
   }
   *out = v;
@@ -92,8 +95,10 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
     if (!strcmp(o, "--table1")) a->table1 = true;
     else if (!strcmp(o, "--calibrate")) a->calibrate = a->alpha_beta = true;
     else if (!strcmp(o, "--allow-large-k")) a->allow_large_k = true;
-    else if (!strcmp(o, "--help")) return fprintf(stdout, "%s", usage), -1;
-    else {
+    else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+      if (!tool_quiet()) fputs(usage, stdout);
+      return PHANTOM_HELP;
+    } else {
       i++;
       if (!strcmp(o, "--n")) bad = parse_int(o, v, 1, INT64_C(1) << 40, &a->shape.n);
       else if (!strcmp(o, "--p")) bad = parse_int(o, v, 1, 1 << 20, &x), a->shape.p = (int)x;
@@ -119,8 +124,7 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
   }
   if (a->gflops <= 0) return fail("--gflops", "must be positive, got", "0");
   if (a->shape.n < a->shape.p) {
-    fprintf(stderr, "adjoin-phantom: --n %lld is smaller than --p %d: every rank needs a feature\n",
-            (long long)a->shape.n, a->shape.p);
+    tool_complain("--n %lld is smaller than --p %d: every rank needs a feature\n", (long long)a->shape.n, a->shape.p);
     return EXIT_USAGE;
   }
   return 0;
@@ -213,35 +217,40 @@ static void print_energy(const phantom_args *a, const adj_comm_model *m) {
          mp[1] > 0 ? pp[1] / mp[1] : 0.0);
 }
 
-int main(int argc, char **argv) {
+static int phantom_run(int argc, char **argv, int ranks) {
   phantom_args a;
   int bad = parse_args(argc, argv, &a);
-  if (bad) return bad < 0 ? 0 : bad;
+  if (bad) return bad == PHANTOM_HELP ? 0 : bad;
   adj_comm_model model = a.alpha_beta ? adj_comm_model_alpha_beta(a.alpha, a.beta, 4) : adj_comm_model_table3();
-  if (a.calibrate) {
-    MPI_Init(&argc, &argv);
-    int rank, size, status = adj_comm_model_calibrate(MPI_COMM_WORLD, &model);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank), MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (status) fprintf(stderr, "adjoin-phantom: calibrate: %s\n", adj_last_error());
-    MPI_Finalize();
-    if (status) return EXIT_MODEL;
-    if (rank) return 0;
-    printf("calibrated on %d ranks of this machine\n", size);
+  /* The calibration's status is agreed, so every rank returns alike. */
+  if (a.calibrate && adj_comm_model_calibrate(MPI_COMM_WORLD, &model)) {
+    tool_complain("calibrate: %s\n", adj_last_error());
+    return EXIT_MODEL;
   }
   const adj_ffn_shape *s = &a.shape;
   bool within = adj_phantom_k_within_bound(s->n, s->p, s->k);
-  printf("FFN n = %lld, L = %d, batch %lld, p = %d, k = %lld\n", (long long)s->n, s->layers, (long long)s->batch, s->p,
-         (long long)s->k);
-  if (!within) {
-    fprintf(stderr,
-            "adjoin-phantom: k = %lld is not below the eq. 8 bound (n/p)(1 - 1/p) = %.3f: the phantom model is not "
-            "smaller than the dense one%s\n",
-            (long long)s->k, (double)s->n / s->p * (1.0 - 1.0 / s->p), a.allow_large_k ? " (allowed)" : "");
-    if (!a.allow_large_k) return EXIT_MODEL;
+  if (!tool_quiet()) {
+    if (a.calibrate) printf("calibrated on %d ranks of this machine\n", ranks);
+    printf("FFN n = %lld, L = %d, batch %lld, p = %d, k = %lld\n", (long long)s->n, s->layers, (long long)s->batch,
+           s->p, (long long)s->k);
   }
+  if (!within)
+    tool_complain("k = %lld is not below the eq. 8 bound (n/p)(1 - 1/p) = %.3f: the phantom model is not smaller than the "
+             "dense one%s\n",
+             (long long)s->k, (double)s->n / s->p * (1.0 - 1.0 / s->p), a.allow_large_k ? " (allowed)" : "");
+  if (!within && !a.allow_large_k) return EXIT_MODEL;
+  if (tool_quiet()) return 0;
   print_sizes(s);
   print_comm(&model, s);
   print_energy(&a, &model);
   if (a.table1) print_table1();
   return 0;
+}
+
+int main(int argc, char **argv) {
+  int ranks;
+  if (tool_begin("adjoin-phantom", &argc, &argv, &ranks)) return EXIT_MODEL;
+  int code = phantom_run(argc, argv, ranks);
+  adj_finalize();
+  return code;
 }

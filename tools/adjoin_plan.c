@@ -7,6 +7,7 @@
  *               [--grid RxC | --all-grids | --sweep P0:P1] [--json]
  *               [--calibration FILE] NETWORK_FILE
  *   mpiexec -n 2 adjoin-plan --calibrate FILE
+ *   adjoin-plan --help
  *
  * Default: the best grid's per-layer table.  --grid shows one grid, --all-grids
  * one line per grid (total, breakdown by collective, speed-up against 1 x P),
@@ -28,12 +29,14 @@
 #include "adjoin/status.h"
 
 enum { EXIT_PLAN = 1, EXIT_USAGE = 2 };
+enum { PLAN_HELP = -1 }; /* plan_parse: the usage was asked for and printed */
 
 static const char usage[] =
     "usage: adjoin-plan [--mode paper-eq4|paper|adjoin] [--conv same|batch|domain] --procs P --batch B\n"
     "                   [--alpha S] [--beta S_PER_BYTE | --bandwidth BYTES_PER_S] [--word BYTES]\n"
     "                   [--grid RxC | --all-grids | --sweep P0:P1] [--json] [--calibration FILE] NETWORK_FILE\n"
-    "       mpiexec -n 2 adjoin-plan --calibrate FILE\n";
+    "       mpiexec -n 2 adjoin-plan --calibrate FILE\n"
+    "       adjoin-plan --help\n";
 
 typedef struct plan_args {
   adj_plan_config config;
@@ -73,6 +76,7 @@ static int plan_parse(int argc, char **argv, plan_args *a) {
     long long n;
     if (!strcmp(o, "--json")) a->json = true;
     else if (!strcmp(o, "--all-grids")) a->all = true;
+    else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return fputs(usage, stdout), PLAN_HELP;
     else if (o[0] != '-' || !o[1]) {
       if (a->file) return plan_fail("network file", "given twice; second is", o);
       a->file = o;
@@ -298,7 +302,7 @@ static int plan_calibrate(int *argc, char ***argv, const char *path) {
 int main(int argc, char **argv) {
   plan_args a = {0};
   int s = plan_parse(argc, argv, &a);
-  if (s) return s;
+  if (s) return s == PLAN_HELP ? 0 : s;
   if (a.calibrate) return plan_calibrate(&argc, &argv, a.calibrate);
   adj_plan_network *net;
   if (adj_plan_network_read(a.file, &net)) return plan_failed();

@@ -11,7 +11,13 @@
 #   sh tools/encdec-accuracy.sh [SEEDS]        default "1 2 3"
 #   environment: EPOCHS [2], BATCH [256], LR_SCHEDULE [constant; or cosine],
 #                TRAIN_LIMIT [0 = all 60000],
-#                TEST_LIMIT [0 = all 10000], DATA [data/fashion-mnist]
+#                TEST_LIMIT [0 = all 10000], DATA [data/fashion-mnist],
+#                ADJOIN_TRAIN [build/examples/adjoin-train], RESULTS [results]
+#                (relative paths start at the checkout)
+#
+# A run that fails is reported on stderr with its log's first and last lines
+# and left out of the means; the other runs still go ahead, and the script
+# then exits 1.
 #
 # Build first (sh tools/build.sh) and provision the data
 # (sh tools/provision-data.sh); PyTorch runs under Debian's /usr/bin/python3.
@@ -21,31 +27,60 @@ seeds=${1:-1 2 3}
 epochs=${EPOCHS:-2} batch=${BATCH:-256} schedule=${LR_SCHEDULE:-constant} train_limit=${TRAIN_LIMIT:-0} test_limit=${TEST_LIMIT:-0}
 data=${DATA:-data/fashion-mnist}
 train=${ADJOIN_TRAIN:-build/examples/adjoin-train}
+results=${RESULTS:-results}
 limits=""
 [ "$train_limit" -gt 0 ] && limits="$limits --train-limit $train_limit"
 [ "$test_limit" -gt 0 ] && limits="$limits --test-limit $test_limit"
 common="--data $data --epochs $epochs --batch $batch --lr 0.001 --lr-schedule $schedule$limits"
-mkdir -p results
-out=results/encdec-accuracy.txt
+mkdir -p "$results"
+out=$results/encdec-accuracy.txt
+: > "$out"
+runs=0 failures=0
+
+# run LABEL LOG COMMAND...: runs it into LOG; on success prints "LABEL seed S"
+# and the log's last line (the test accuracy) to the terminal and $out, on
+# failure says so on stderr with the log's first lines (a refusal) and last
+# lines (a crash), and counts it.
+run() {
+  label=$1 log=$2
+  shift 2
+  runs=$((runs + 1)) status=0
+  "$@" > "$log" 2>&1 || status=$?
+  if [ "$status" -eq 0 ]; then
+    echo "$label seed $seed $(tail -1 "$log")" | tee -a "$out"
+    return 0
+  fi
+  failures=$((failures + 1))
+  echo "encdec-accuracy: $label seed $seed FAILED (exit $status); $log:" >&2
+  if [ "$(wc -l < "$log")" -le 10 ]; then sed 's/^/  /' "$log" >&2
+  else { head -3 "$log"; echo "..."; tail -5 "$log"; } | sed 's/^/  /' >&2; fi
+}
+
 echo "encdec on $data: $epochs epochs, batch $batch, Adam lr 0.001 ($schedule), train limit $train_limit, test limit $test_limit"
 for seed in $seeds; do
-  log=results/encdec-sequential-seed$seed.log
   # shellcheck disable=SC2086
-  mpiexec.mpich -n 1 "$train" --model encdec --layout sequential --optimizer adam --seed "$seed" $common > "$log" 2>&1
-  echo "adjoin-sequential seed $seed $(tail -1 "$log")"
-  log=results/encdec-2x2-seed$seed.log
+  run adjoin-sequential "$results/encdec-sequential-seed$seed.log" \
+    mpiexec.mpich -n 1 "$train" --model encdec --layout sequential --optimizer adam --seed "$seed" $common
   # shellcheck disable=SC2086
-  mpiexec.mpich -n 4 "$train" --model encdec --layout 2x2 --optimizer adam --seed "$seed" $common > "$log" 2>&1
-  echo "adjoin-2x2 seed $seed $(tail -1 "$log")"
-  log=results/encdec-pytorch-seed$seed.log
+  run adjoin-2x2 "$results/encdec-2x2-seed$seed.log" \
+    mpiexec.mpich -n 4 "$train" --model encdec --layout 2x2 --optimizer adam --seed "$seed" $common
   # shellcheck disable=SC2086
-  /usr/bin/python3 tools/encdec_pytorch.py --seed "$seed" --threads 2 $common > "$log" 2>&1
-  echo "pytorch seed $seed $(tail -1 "$log")"
-done | tee "$out"
-awk '{ split($4, a, "="); s[$1] += a[2]; n[$1]++ }
+  run pytorch "$results/encdec-pytorch-seed$seed.log" \
+    /usr/bin/python3 tools/encdec_pytorch.py --seed "$seed" --threads 2 $common
+done
+# A gap is reported only when both of its sides have runs.
+awk 'function gap(x, y, what, target,   g) {
+       if (!(x in n) || !(y in n)) { printf "%s: not measured (no runs of one side)\n", what; return }
+       g = m[x] - m[y]
+       printf "%s: %+.2f points (target within %.1f): %s\n", what, g, target,
+         (g < 0 ? -g : g) <= target ? "met" : "NOT met" }
+     { split($4, a, "="); s[$1] += a[2]; n[$1]++ }
      END { for (k in n) m[k] = 100 * s[k] / n[k]
            printf "mean test accuracy: adjoin sequential %.2f%%, adjoin 2x2 %.2f%%, pytorch %.2f%% (%d seeds)\n",
              m["adjoin-sequential"], m["adjoin-2x2"], m["pytorch"], n["pytorch"]
-           g1 = m["adjoin-sequential"] - m["pytorch"]; g2 = m["adjoin-2x2"] - m["adjoin-sequential"]
-           printf "adjoin sequential - pytorch: %+.2f points (target within 0.5): %s\n", g1, (g1 < 0 ? -g1 : g1) <= 0.5 ? "met" : "NOT met"
-           printf "adjoin 2x2 - adjoin sequential: %+.2f points (target within 0.3): %s\n", g2, (g2 < 0 ? -g2 : g2) <= 0.3 ? "met" : "NOT met" }' "$out"
+           gap("adjoin-sequential", "pytorch", "adjoin sequential - pytorch", 0.5)
+           gap("adjoin-2x2", "adjoin-sequential", "adjoin 2x2 - adjoin sequential", 0.3) }' "$out"
+if [ "$failures" -gt 0 ]; then
+  echo "encdec-accuracy: $failures of $runs runs failed (logs in $results/)" >&2
+  exit 1
+fi

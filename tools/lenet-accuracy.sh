@@ -10,38 +10,79 @@
 #   sh tools/lenet-accuracy.sh [SETS] [SEEDS] [LAYOUTS]
 #       defaults: "mnist fashion-mnist" "1 2 3" "sequential dist4"
 #
-# LAYOUTS are adjoin-train's layouts (sequential, dist2, dist4, dist8,
-# hybrid4) and dpN: N sequential replicas on N ranks (--layout dp), the global
-# batch unchanged (data parallelism, docs/data-parallel.md).  For example
+# LAYOUTS are adjoin-train's LeNet-5 layouts (sequential, dist2, dist4,
+# dist8, hybrid4, hybrid4-batch, a grid RxC on R x C ranks such as 2x2) and
+# dpN: N sequential replicas on N ranks (--layout dp), the global batch
+# unchanged (data parallelism, docs/data-parallel.md).  For example
 #   sh tools/lenet-accuracy.sh mnist "1 2 3" "sequential dp4"
+#
+# A run that fails (a layout adjoin-train refuses, a crash) is reported on
+# stderr with its log's first and last lines and left out of the table; the
+# other runs still go ahead, and the script then exits 1.
 #
 # Build first (sh tools/build.sh) and provision the data
 # (sh tools/provision-data.sh).  About 25 minutes on the 2-core machine for
-# the defaults.
+# the defaults.  Environment: ADJOIN_TRAIN [build/examples/adjoin-train],
+# RESULTS [results] (relative paths start at the checkout).
 set -eu
 cd "$(dirname "$0")/.."
 sets=${1:-mnist fashion-mnist}
 seeds=${2:-1 2 3}
 layouts=${3:-sequential dist4}
 train=${ADJOIN_TRAIN:-build/examples/adjoin-train}
+results=${RESULTS:-results}
 tag=$(echo "$layouts" | tr ' ' '-')
-mkdir -p results
+out=$results/accuracy-$tag.txt
+runs=0 failures=0
+
+# A positive whole number of at most 4 digits (no leading zero).
+whole() { case $1 in '' | 0* | *[!0-9]* | ?????*) return 1 ;; esac; }
+
+# Sets ranks and flags for a layout.  Anything not recognised runs on 1 rank
+# with --layout as given, so adjoin-train refuses it by name.
+layout_ranks() {
+  ranks=1 flags="--layout $1"
+  case $1 in
+    dist2) ranks=2 ;;
+    dist4 | hybrid4 | hybrid4-batch) ranks=4 ;;
+    dist8) ranks=8 ;;
+    dp*) whole "${1#dp}" && ranks=${1#dp} flags="--layout dp" ;;
+    *x*) whole "${1%%x*}" && whole "${1#*x}" && ranks=$((${1%%x*} * ${1#*x})) ;;
+  esac
+  return 0
+}
+
+# run LABEL LOG COMMAND...: runs it into LOG; on failure says so on stderr
+# with the log's first lines (a refusal) and last lines (a crash), and counts
+# it.
+run() {
+  label=$1 log=$2
+  shift 2
+  runs=$((runs + 1))
+  "$@" > "$log" 2>&1 && return 0
+  status=$?
+  failures=$((failures + 1))
+  echo "lenet-accuracy: $label FAILED (exit $status); $log:" >&2
+  if [ "$(wc -l < "$log")" -le 10 ]; then sed 's/^/  /' "$log" >&2
+  else { head -3 "$log"; echo "..."; tail -5 "$log"; } | sed 's/^/  /' >&2; fi
+  return 1
+}
+
+mkdir -p "$results"
+: > "$out"
 for set in $sets; do
   for layout in $layouts; do
-    case $layout in
-      sequential) ranks=1 flags="--layout sequential" ;;
-      dp*) ranks=${layout#dp} flags="--layout dp" ;;
-      hybrid*) ranks=${layout#hybrid} flags="--layout $layout" ;;
-      *) ranks=${layout#dist} flags="--layout $layout" ;;
-    esac
+    layout_ranks "$layout"
     for seed in $seeds; do
-      name=results/$set-$layout-seed$seed
-      mpiexec.mpich -n "$ranks" "$train" --data "data/$set" $flags --epochs 10 --batch 256 --lr 0.001 \
-        --optimizer adam --seed "$seed" --metrics "$name.csv" > "$name.log" 2>&1
-      echo "$set $layout seed $seed $(tail -1 "$name.log") $(tail -1 "$name.csv" | cut -d, -f5,6 | awk -F, '{printf "epoch %.1f s, %.0f images/s", $1, $2}')"
+      name=$results/$set-$layout-seed$seed
+      # shellcheck disable=SC2086
+      run "$set $layout seed $seed" "$name.log" mpiexec.mpich -n "$ranks" "$train" --data "data/$set" $flags \
+        --epochs 10 --batch 256 --lr 0.001 --optimizer adam --seed "$seed" --metrics "$name.csv" || continue
+      echo "$set $layout seed $seed $(tail -1 "$name.log") $(tail -1 "$name.csv" | cut -d, -f5,6 | awk -F, '{printf "epoch %.1f s, %.0f images/s", $1, $2}')" |
+        tee -a "$out"
     done
   done
-done | tee "results/accuracy-$tag.txt"
+done
 echo
 echo "| data set | layout | seeds | mean test accuracy | min | max | mean - sequential (same seeds) |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
@@ -52,4 +93,8 @@ awk '{ split($5, a, "="); k = $1 " | " $2; n[k]++; s[k] += a[2]; acc[$1, $2, $4]
              k = q[1] " | " q[2]; dn[k]++; d[k] += acc[q[1], q[2], q[3]] - acc[q[1], "sequential", q[3]] } }
            for (k in n) printf "| %s | %d | %.2f%% | %.2f%% | %.2f%% | %s |\n", k, n[k], 100 * s[k] / n[k], 100 * lo[k],
              100 * hi[k], k ~ / sequential$/ ? "-" : dn[k] ? sprintf("%+.2f points over %d seeds", 100 * d[k] / dn[k], dn[k]) : "no sequential run" }' \
-  "results/accuracy-$tag.txt" | sort
+  "$out" | sort
+if [ "$failures" -gt 0 ]; then
+  echo "lenet-accuracy: $failures of $runs runs failed (logs in $results/)" >&2
+  exit 1
+fi

@@ -7,12 +7,17 @@
  * (adjoin's trainer trains a cross-entropy head).
  *
  *   mpiexec.mpich -n 4 example-mlp-dp [DATA_DIR [EPOCHS [SEED [IMAGES]]]]
+ *   example-mlp-dp --help
  *
  * IMAGES: train on the first IMAGES training images only (default: all).
+ * EPOCHS, SEED and IMAGES are whole numbers; anything else exits 2 naming it.
  *
  * Prints per epoch the mean loss, test accuracy, images/s and the reducer's
  * bytes and wait per step; at the end the parameter hash, equal on every
- * replica (ShallowSpeed's assert_sync). */
+ * replica (ShallowSpeed's assert_sync), and the same for every rank count
+ * when the parameters are. */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +26,20 @@
 #include "adjoin/adjoin.h"
 
 enum { GLOBAL_BATCH = 128, MICRO_BATCHES = 4 };
+
+static const char usage[] =
+    "usage: mpiexec.mpich -n R example-mlp-dp [DATA_DIR [EPOCHS [SEED [IMAGES]]]]\n"
+    "  DATA_DIR  the MNIST IDX files [data/mnist]\n"
+    "  EPOCHS    1 or more [20]\n"
+    "  SEED      initial parameters and shuffle [1]\n"
+    "  IMAGES    train on the first IMAGES training images only [0: all]\n";
+
+typedef struct mlp_args {
+  const char *dir;
+  int epochs;
+  uint64_t seed;
+  int64_t images;
+} mlp_args;
 
 static int fail(int rank, const char *what) {
   if (rank == 0) fprintf(stderr, "example-mlp-dp: %s: %s\n", what, adj_last_error());
@@ -77,9 +96,14 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
              e + 1, s.loss, (double)test.correct / (double)test.samples, (double)s.samples / s.seconds,
              (double)s.reduced_bytes / (double)s.batches, 1e3 * s.reduce_wait_seconds / (double)s.batches);
   }
+  /* The replicas' own check hashes the parameters on one rank too (where the
+   * trainer has no replicas to compare), so the hash is comparable across
+   * rank counts. */
   uint64_t hash;
-  if (adj_trainer_check_sync(trainer, &hash)) goto done;
-  if (rank == 0) printf("replicas in sync (hash %016llx)\n", (unsigned long long)hash);
+  if (adj_replicas_check_sync(replicas, net, &hash)) goto done;
+  if (rank == 0 && ranks > 1) printf("replicas in sync (hash %016llx)\n", (unsigned long long)hash);
+  if (rank == 0 && ranks == 1)
+    printf("replicas in sync: one replica, so nothing compared (parameter hash %016llx)\n", (unsigned long long)hash);
   status = 0;
 done:
   if (status) fail(rank, "training");
@@ -92,22 +116,50 @@ done:
   return status;
 }
 
+/* A positional number: decimal digits only, from min to max; otherwise rank 0
+ * says so naming it and false. */
+static bool whole(int rank, const char *what, const char *text, unsigned long long min, unsigned long long max,
+                  unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (text[0] >= '0' && text[0] <= '9' && !errno && !*end && v >= min && v <= max) return *out = v, true;
+  if (rank == 0)
+    fprintf(stderr, "example-mlp-dp: %s '%s' is not a whole number from %llu to %llu\n", what, text, min, max);
+  return false;
+}
+
+/* 0, 2 on a usage error (said by rank 0), -1 when --help printed the usage. */
+static int parse_args(int argc, char **argv, int rank, mlp_args *a) {
+  static const char *const names[3] = {"EPOCHS", "SEED", "IMAGES"};
+  static const unsigned long long lo[3] = {1, 0, 0}, hi[3] = {INT_MAX, UINT64_MAX, INT64_MAX};
+  unsigned long long v[3] = {20, 1, 0}; /* ShallowSpeed's EPOCHS; seed 1; every image */
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      if (rank == 0) fputs(usage, stdout);
+      return -1;
+    }
+  /* DATA_DIR comes first, so a leading dash there is a mistyped option. */
+  if (argc > 5 || (argc > 1 && argv[1][0] == '-')) {
+    if (rank == 0) fprintf(stderr, "example-mlp-dp: unexpected argument '%s'\n%s", argv[argc > 5 ? 5 : 1], usage);
+    return 2;
+  }
+  for (int k = 0; k + 2 < argc; k++)
+    if (!whole(rank, names[k], argv[k + 2], lo[k], hi[k], &v[k])) return 2;
+  *a = (mlp_args){.dir = argc > 1 ? argv[1] : "data/mnist", .epochs = (int)v[0], .seed = v[1], .images = (int64_t)v[2]};
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int rank, ranks;
   if (adj_init(&argc, &argv, &rank, &ranks)) {
     fprintf(stderr, "example-mlp-dp: %s\n", adj_last_error());
     return 1;
   }
-  const char *dir = argc > 1 ? argv[1] : "data/mnist";
-  int epochs = argc > 2 ? atoi(argv[2]) : 20; /* ShallowSpeed's EPOCHS */
-  uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
-  int64_t images = argc > 4 ? atoll(argv[4]) : 0;
-  int status = epochs >= 1 && images >= 0 ? 0 : 2;
-  if (status && rank == 0)
-    fprintf(stderr, "example-mlp-dp: EPOCHS must be a positive integer and IMAGES a non-negative one, got '%s' '%s'\n",
-            argv[2], argc > 4 ? argv[4] : "");
+  mlp_args a;
+  int status = parse_args(argc, argv, rank, &a);
   adj_train_share_cores(MPI_COMM_WORLD);
-  if (!status) status = train(rank, ranks, dir, epochs, seed, images);
+  if (!status) status = train(rank, ranks, a.dir, a.epochs, a.seed, a.images);
   adj_finalize();
-  return status;
+  return status < 0 ? 0 : status;
 }

@@ -26,14 +26,15 @@ size_t adj_dtype_size(adj_dtype dtype) { return adj_dtype_valid(dtype) ? adj_dty
 const char *adj_dtype_name(adj_dtype dtype) { return adj_dtype_valid(dtype) ? adj_dtypes[dtype].name : "invalid"; }
 
 int adj_dtype_parse(const char *text, adj_dtype *dtype) {
-  for (int d = 0; text && d < ADJ_DTYPE_COUNT; d++) {
+  ADJ_CHECK(text && dtype, ADJ_ERR_ARG, "adj_dtype_parse: %s is NULL", text ? "output dtype pointer" : "text");
+  for (int d = 0; d < ADJ_DTYPE_COUNT; d++) {
     if (!strcmp(text, adj_dtypes[d].name) || !strcmp(text, adj_dtypes[d].short_name)) {
       *dtype = (adj_dtype)d;
       return ADJ_SUCCESS;
     }
   }
   return adj_error_set(ADJ_ERR_ARG, "unknown dtype '%s' (expected f32, f64, i32, i64 or u8, or the full names)",
-                       text ? text : "(null)");
+                       text);
 }
 
 MPI_Datatype adj_dtype_mpi(adj_dtype dtype) {

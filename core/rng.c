@@ -53,8 +53,23 @@ double adj_rng_uniform(adj_rng *rng) { return gsl_rng_uniform(rng->gen); }
 
 double adj_rng_normal(adj_rng *rng) { return gsl_ran_gaussian_ziggurat(rng->gen, 1.0); }
 
+/* mt19937 yields 32 bits a draw, and gsl_rng_uniform_int calls GSL's error
+ * handler (which aborts by default) for n above 2^32 - 1.  Below that bound
+ * GSL draws, so seeded streams stay as they were; above it two draws make 64
+ * bits, and GSL's own rejection scheme keeps the result unbiased: with
+ * scale = floor((2^64 - 1) / n), each k < n has exactly scale preimages x with
+ * x / scale == k, and x with x / scale >= n are drawn again (at most half of
+ * all x, so the expected number of rounds is at most 2). */
 uint64_t adj_rng_below(adj_rng *rng, uint64_t n) {
-  return n == 0 ? 0 : (uint64_t)gsl_rng_uniform_int(rng->gen, (unsigned long)n);
+  if (n == 0) return 0;
+  if (n <= 0xffffffffu) return (uint64_t)gsl_rng_uniform_int(rng->gen, (unsigned long)n);
+  uint64_t scale = UINT64_MAX / n, k;
+  do {
+    uint64_t high = (uint64_t)gsl_rng_get(rng->gen) & 0xffffffffu;
+    uint64_t low = (uint64_t)gsl_rng_get(rng->gen) & 0xffffffffu;
+    k = ((high << 32) | low) / scale;
+  } while (k >= n);
+  return k;
 }
 
 void adj_rng_fill_uniform(adj_rng *rng, adj_tensor *t, double lo, double hi) {

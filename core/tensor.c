@@ -58,7 +58,8 @@ int adj_tensor_create(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *s
   return ADJ_SUCCESS;
 }
 
-/* A shared, never-written byte that zero-volume views point at. */
+/* Shared, never-written storage that zero-volume views and destroyed tensors
+ * point at. */
 static const double adj_empty_storage[1];
 
 int adj_tensor_view(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape, void *data) {
@@ -73,10 +74,13 @@ int adj_tensor_view(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *sha
   return ADJ_SUCCESS;
 }
 
+/* The destroyed state has volume 0 (rank 1, extent 0), so zero, copy, add,
+ * fill and pack touch no bytes of the read-only storage; a rank-0 header
+ * would be a one-element scalar living there. */
 void adj_tensor_destroy(adj_tensor *t) {
   if (!t) return;
   if (t->owns_data) free(t->data);
-  adj_tensor_set_header(t, ADJ_FLOAT64, 0, NULL);
+  adj_tensor_set_header(t, ADJ_FLOAT64, 1, (const int64_t[]){0});
   t->data = (void *)adj_empty_storage;
   t->owns_data = false;
 }

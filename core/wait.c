@@ -24,6 +24,10 @@ const char *adj_wait_policy_name(adj_wait_policy policy) {
   return "invalid";
 }
 
+int adj_wait_policy_valid(adj_wait_policy policy) {
+  return policy == ADJ_WAIT_AUTO || policy == ADJ_WAIT_SPIN || policy == ADJ_WAIT_YIELD;
+}
+
 static int adj_wait_policy_from_env(adj_wait_policy *policy) {
   const char *env = getenv("ADJ_WAIT_POLICY");
   if (!env || !*env) return 0;
@@ -73,6 +77,11 @@ static long adj_job_ranks_on_node(void) {
 }
 
 int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved) {
+  /* Both are arguments every rank passes alike, so every rank refuses alike
+   * before the collective below. */
+  ADJ_CHECK(resolved, ADJ_ERR_ARG, "adj_wait_policy_resolve: output policy pointer is NULL");
+  ADJ_CHECK(adj_wait_policy_valid(requested), ADJ_ERR_ARG,
+            "adj_wait_policy_resolve: wait policy %d is not auto (0), spin (1) or yield (2)", (int)requested);
   adj_wait_policy policy = requested;
   /* The environment is the same on every rank under mpiexec, so a bad value is
    * found identically everywhere. */

@@ -15,7 +15,15 @@ static int adj_window_dim(const char *who, const adj_window_geometry *g, int d, 
             (long long)dil, d);
   ADJ_CHECK(pl >= 0 && pr >= 0, ADJ_ERR_ARG, "%s: padding (%lld, %lld) in spatial dimension %d is negative",
             who, (long long)pl, (long long)pr, d);
-  int64_t span = dil * (k - 1) + 1, padded = in + pl + pr;
+  /* k, dil, pl and pr come from the caller unbounded: the span and the padded
+   * extent must not overflow int64 on the way to the comparison. */
+  int64_t span, padded;
+  ADJ_CHECK(!__builtin_mul_overflow(dil, k - 1, &span) && !__builtin_add_overflow(span, 1, &span), ADJ_ERR_ARG,
+            "%s: spatial dimension %d: kernel %lld with dilation %lld spans more than int64 can hold", who, d,
+            (long long)k, (long long)dil);
+  ADJ_CHECK(!__builtin_add_overflow(in, pl, &padded) && !__builtin_add_overflow(padded, pr, &padded), ADJ_ERR_ARG,
+            "%s: spatial dimension %d: input %lld with padding %lld + %lld is more than int64 can hold", who, d,
+            (long long)in, (long long)pl, (long long)pr);
   ADJ_CHECK(span <= padded, ADJ_ERR_SIZE,
             "%s: spatial dimension %d: kernel %lld with dilation %lld spans %lld but the padded input is "
             "only %lld (%lld + padding %lld + %lld)",

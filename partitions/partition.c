@@ -1,3 +1,4 @@
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,19 @@ static int adj_partition_validate(MPI_Comm base, int ndim, const int *shape, int
   ADJ_CHECK(ndim >= 1 && ndim <= ADJ_MAX_RANK, ADJ_ERR_ARG, "partition: ndim %d is outside 1..%d", ndim,
             ADJ_MAX_RANK);
   ADJ_CHECK(shape, ADJ_ERR_ARG, "partition: shape is NULL");
-  long long product = 1;
-  for (int i = 0; i < ndim; i++) {
+  for (int i = 0; i < ndim; i++)
     ADJ_CHECK(shape[i] >= 1, ADJ_ERR_ARG, "partition: extent %d in dimension %d must be at least 1", shape[i], i);
-    product *= shape[i];
-  }
   char buf[128] = "[";
   for (int i = 0, used = 1; i < ndim && used < (int)sizeof buf; i++)
     used += snprintf(buf + used, sizeof buf - (size_t)used, i + 1 < ndim ? "%d, " : "%d]", shape[i]);
+  /* The worker count is an int (nranks, the grid index); stopping at INT_MAX
+   * keeps the product from overflowing on the way. */
+  long long product = 1;
+  for (int i = 0; i < ndim; i++) {
+    ADJ_CHECK(product <= INT_MAX / shape[i], ADJ_ERR_ARG, "partition: shape %s has more than %d workers", buf,
+              INT_MAX);
+    product *= shape[i];
+  }
   ADJ_CHECK(product == nranks, ADJ_ERR_SIZE,
             "partition: shape %s has %lld workers but %d ranks were listed", buf, product, nranks);
   ADJ_CHECK(nranks <= base_size, ADJ_ERR_SIZE,
@@ -109,9 +115,10 @@ int adj_partition_create_sub(const adj_partition *parent, const int *start, cons
   ADJ_CHECK(parent && start && shape, ADJ_ERR_ARG, "adj_partition_create_sub: parent, start and shape are required");
   int n = 1;
   for (int i = 0; i < parent->ndim; i++) {
-    ADJ_CHECK(start[i] >= 0 && shape[i] >= 1 && start[i] + shape[i] <= parent->shape[i], ADJ_ERR_ARG,
-              "sub-partition: dimension %d range [%d, %d) is outside the parent's extent %d", i, start[i],
-              start[i] + shape[i], parent->shape[i]);
+    ADJ_CHECK(start[i] >= 0 && shape[i] >= 1 && start[i] <= parent->shape[i] &&
+                  shape[i] <= parent->shape[i] - start[i],
+              ADJ_ERR_ARG, "sub-partition: dimension %d range [%d, %lld) is outside the parent's extent %d", i,
+              start[i], (long long)start[i] + shape[i], parent->shape[i]);
     n *= shape[i];
   }
   int *ranks = malloc(sizeof(int) * (size_t)n);

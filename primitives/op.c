@@ -340,9 +340,16 @@ int adj_op_set_accumulate(adj_op *op, adj_direction direction, bool accumulate) 
   return ADJ_SUCCESS;
 }
 
-void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
-  if (policy == ADJ_WAIT_AUTO) adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
-  else op->wait = policy;
+/* The setter returns nothing, so a NULL operator or a value outside the enum
+ * is refused by recording an ADJ_ERR_ARG message (adj_last_error) and keeping
+ * the policy the operator had. */
+int adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy) {
+  ADJ_CHECK(op, ADJ_ERR_ARG, "adj_op_set_wait_policy: operator is NULL");
+  ADJ_CHECK(adj_wait_policy_valid(policy), ADJ_ERR_ARG,
+            "adj_op_set_wait_policy: wait policy %d is not auto (0), spin (1) or yield (2)", (int)policy);
+  if (policy == ADJ_WAIT_AUTO) return adj_wait_policy_resolve(op->comm, ADJ_WAIT_AUTO, &op->wait);
+  op->wait = policy;
+  return ADJ_SUCCESS;
 }
 
 int adj_op_begin_after(int *prior, adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {

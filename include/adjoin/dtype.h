@@ -36,7 +36,8 @@ int adj_dtype_valid(adj_dtype dtype);
 int adj_dtype_is_float(adj_dtype dtype);
 
 /* Parses "f32", "float32", "f64", "float64", "i32", "int32", "i64", "int64",
- * "u8", "uint8".  Returns ADJ_ERR_ARG on anything else. */
+ * "u8", "uint8".  Returns ADJ_ERR_ARG on anything else, and when text or
+ * dtype is NULL. */
 int adj_dtype_parse(const char *text, adj_dtype *dtype);
 
 ADJ_END_DECLS

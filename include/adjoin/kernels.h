@@ -62,7 +62,9 @@ typedef struct adj_window_geometry {
 } adj_window_geometry;
 
 /* out_spatial[d] for an input of extents in_spatial[d], d < spatial_dims.  Fails
- * (ADJ_ERR_SIZE) when the dilated kernel is larger than the padded input. */
+ * (ADJ_ERR_SIZE) when the dilated kernel is larger than the padded input, and
+ * (ADJ_ERR_ARG) for an extent out of its range above or a dilated kernel or
+ * padded input too long for int64. */
 int adj_window_output_shape(const adj_window_geometry *g, const int64_t *in_spatial, int64_t *out_spatial);
 
 /* ---- workspace ---------------------------------------------------------------------- */
@@ -183,7 +185,7 @@ adj_conv_algorithm adj_conv_plan_algorithm(const adj_conv_plan *plan);
 /* The algorithm of the backward without dx, a network's first layer's (never
  * AUTO; the same as adj_conv_plan_algorithm's unless the rule tells them apart). */
 adj_conv_algorithm adj_conv_plan_algorithm_without_dx(const adj_conv_plan *plan);
-/* "auto", "direct", "shifted", "im2col" ("?" for other values). */
+/* "auto", "direct", "shifted", "im2col", "measure" ("?" for other values). */
 const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm);
 /* The instruction-set level of the direct kernels this CPU runs:
  * "x86-64-v4", "x86-64-v3" or "baseline". */

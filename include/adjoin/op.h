@@ -153,14 +153,15 @@ void adj_op_get_counters(const adj_op *op, adj_op_counters *counters);
 void adj_op_reset_counters(adj_op *op);
 
 /* How often an application agrees on the argument check across ranks.
- *   FULL:  every application (the test suite's level).  A bad tensor on any
- *          rank, at any application, is the same error on every rank.
+ *   FULL:  every application (the default, and the test suite's level).  A
+ *          bad tensor on any rank, at any application, is the same error on
+ *          every rank.
  *   FIRST: the first application in each direction, then never: later
  *          applications check locally only.  A tensor that turns bad after the
  *          first application is an error on its own rank, which still takes
  *          part in the data movement with scratch buffers so no other rank
  *          waits forever; the other ranks complete normally (their output
- *          includes zeros from that rank).  The default.
+ *          includes zeros from that rank).
  *   OFF:   no agreement; local checks only, with the same no-hang fallback.
  * AUTO resolves to the environment variable ADJ_CHECK=full|first|off when set,
  * else FULL.  The level is agreed across ranks at creation (the strictest
@@ -184,7 +185,10 @@ const char *adj_check_level_name(adj_check_level level);
 int adj_check_level_default(adj_check_level *level);
 /* enabled true = FULL, false = OFF (kept for the layers written before levels). */
 void adj_op_set_checks(adj_op *op, bool enabled);
-void adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy);
+/* AUTO resolves for the operator's ranks (collective then); SPIN and YIELD
+ * are stored as given.  A NULL op or a value outside adj_wait_policy changes
+ * nothing and fails with ADJ_ERR_ARG naming it. */
+int adj_op_set_wait_policy(adj_op *op, adj_wait_policy policy);
 
 ADJ_END_DECLS
 

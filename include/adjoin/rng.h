@@ -21,7 +21,8 @@ void adj_rng_seed(adj_rng *rng, uint64_t seed);
 double adj_rng_uniform(adj_rng *rng);
 /* Standard normal. */
 double adj_rng_normal(adj_rng *rng);
-/* Uniform integer in [0, n). */
+/* Uniform integer in [0, n), for every n (two 32-bit draws make one when n
+ * exceeds 2^32 - 1); 0 when n is 0, which has no such integer. */
 uint64_t adj_rng_below(adj_rng *rng, uint64_t n);
 /* Fills t with uniform values on [lo, hi). */
 void adj_rng_fill_uniform(adj_rng *rng, adj_tensor *t, double lo, double hi);

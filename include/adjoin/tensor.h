@@ -45,7 +45,9 @@ int adj_tensor_create(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *s
 /* A tensor that views caller-owned memory; data may be NULL only at volume 0. */
 int adj_tensor_view(adj_tensor *t, adj_dtype dtype, int rank, const int64_t *shape, void *data);
 
-/* Frees owned storage and resets *t to an empty float64 rank-0 view. NULL-safe. */
+/* Frees owned storage and resets *t to an empty float64 view of shape [0]
+ * (rank 1, volume 0): zero, copy and fill of a destroyed tensor touch
+ * nothing.  NULL-safe. */
 void adj_tensor_destroy(adj_tensor *t);
 
 int64_t adj_tensor_volume(const adj_tensor *t);

@@ -28,8 +28,12 @@ typedef enum adj_wait_policy {
   ADJ_WAIT_YIELD = 2  /* MPI_Testall + sched_yield() until done */
 } adj_wait_policy;
 
+/* Nonzero for AUTO, SPIN and YIELD, the values of adj_wait_policy. */
+int adj_wait_policy_valid(adj_wait_policy policy);
+
 /* Resolves AUTO (and the environment override) to SPIN or YIELD for the ranks of
- * comm.  Collective on comm (it counts the ranks sharing this node). */
+ * comm.  Collective on comm (it counts the ranks sharing this node).  A value
+ * outside the enum, or a NULL resolved, is ADJ_ERR_ARG naming it. */
 int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved);
 
 /* Completes count requests under policy (SPIN or YIELD; AUTO is treated as

@@ -124,6 +124,10 @@ static int adj_dottest_exact(const adj_dottest_problem *p, adj_rng *rng, adj_ten
 }
 
 int adj_dottest_run(const adj_dottest_problem *p, uint64_t seed, adj_dottest_result *r) {
+  ADJ_CHECK(p && r, ADJ_ERR_ARG, "adj_dottest_run: %s is NULL", p ? "result" : "problem");
+  ADJ_CHECK(p->forward && p->adjoint, ADJ_ERR_ARG, "adj_dottest_run: the problem's forward and adjoint are required");
+  ADJ_CHECK((p->domain || p->n_domain == 0) && (p->range || p->n_range == 0), ADJ_ERR_ARG,
+            "adj_dottest_run: %d domain and %d range templates but a template array is NULL", p->n_domain, p->n_range);
   int rank, status;
   MPI_Comm_rank(p->comm, &rank);
   adj_tensor *x = NULL, *y = NULL, *fx = NULL, *fty = NULL;
@@ -186,6 +190,7 @@ static adj_tensor adj_template(adj_dtype dtype, int rank, const int64_t *shape) 
 }
 
 int adj_dottest_op(adj_op *op, uint64_t seed, adj_dottest_result *result) {
+  ADJ_CHECK(op && result, ADJ_ERR_ARG, "adj_dottest_op: %s is NULL", op ? "result" : "operator");
   adj_tensor domain = adj_template(adj_op_dtype(op), adj_op_domain_rank(op), adj_op_domain_shape(op));
   adj_tensor range = adj_template(adj_op_dtype(op), adj_op_range_rank(op), adj_op_range_shape(op));
   adj_dottest_problem p = {

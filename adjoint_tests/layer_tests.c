@@ -62,6 +62,7 @@ static void adj_layer_templates(adj_layer *l, adj_tensor *domain, adj_tensor *ra
 }
 
 int adj_dottest_layer(adj_layer *l, uint64_t seed, adj_dottest_result *result) {
+  ADJ_CHECK(l && result, ADJ_ERR_ARG, "dot-product test of a layer: %s is NULL", l ? "result" : "layer");
   adj_tensor x0, y0, range[1];
   adj_tensor *domain = calloc((size_t)(1 + adj_layer_parameter_count(l)), sizeof *domain);
   ADJ_CHECK(domain, ADJ_ERR_MEM, "dot-product test: out of memory");

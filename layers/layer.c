@@ -173,19 +173,26 @@ int adj_layer_backward_open(int prior, adj_layer *l, const adj_tensor *dy, adj_t
   return adj_layer_backward_stage(ADJ_SUCCESS, l, dy, dx);
 }
 
+/* A NULL layer has no communicator to agree on, so the entry points below
+ * refuse it on this rank alone, before any communication (layer.h). */
+#define ADJ_LAYER_REQUIRED(l, caller) ADJ_CHECK(l, ADJ_ERR_ARG, caller ": layer is NULL")
+
 int adj_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_forward");
   bool agreed;
   int status = adj_layer_forward_open(ADJ_SUCCESS, l, x, y, &agreed);
   return agreed ? status : adj_status_agree_private(l->comm, status, false, NULL, l->wait);
 }
 
 int adj_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_jvp");
   int status = l->input ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_STATE, "%s: jvp called before forward", l->name);
   ADJ_CALL(adj_layer_check_pair(status, l, dx, true, "jvp input perturbation", dy, false, "jvp output"));
   return adj_status_agree_private(l->comm, adj_layer_jvp_stage(ADJ_SUCCESS, l, dx, dy), false, NULL, l->wait);
 }
 
 int adj_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_backward");
   bool agreed;
   int status = adj_layer_backward_open(ADJ_SUCCESS, l, dy, dx, &agreed);
   return agreed ? status : adj_status_agree_private(l->comm, status, false, NULL, l->wait);
@@ -210,25 +217,27 @@ const adj_decomposition *adj_layer_input_layout(const adj_layer *l) { return l->
 const adj_decomposition *adj_layer_output_layout(const adj_layer *l) { return l->output_layout; }
 
 int adj_layer_create_input(const adj_layer *l, adj_tensor *x) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_create_input");
   return adj_tensor_create(x, l->dtype, l->input_rank, l->input_shape);
 }
 
 int adj_layer_create_output(const adj_layer *l, adj_tensor *y) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_create_output");
   return adj_tensor_create(y, l->dtype, l->output_rank, l->output_shape);
 }
 
 int adj_layer_parameter_count(const adj_layer *l) { return l->n_parameters; }
 
 adj_parameter *adj_layer_parameter(adj_layer *l, int index) {
-  return index >= 0 && index < l->n_parameters ? l->parameters[index] : NULL;
+  return l && index >= 0 && index < l->n_parameters ? l->parameters[index] : NULL;
 }
 
 void adj_layer_zero_grad(adj_layer *l) {
-  for (int i = 0; i < l->n_parameters; i++) adj_tensor_zero(&l->parameters[i]->grad);
+  for (int i = 0; l && i < l->n_parameters; i++) adj_tensor_zero(&l->parameters[i]->grad);
 }
 
 void adj_layer_zero_tangent(adj_layer *l) {
-  for (int i = 0; i < l->n_parameters; i++) adj_tensor_zero(&l->parameters[i]->tangent);
+  for (int i = 0; l && i < l->n_parameters; i++) adj_tensor_zero(&l->parameters[i]->tangent);
 }
 
 /* Scatter and gather are repartitions between the whole tensor on `root` and the
@@ -237,6 +246,7 @@ void adj_layer_zero_tangent(adj_layer *l) {
  * empty view: their share of the whole tensor is empty. */
 int adj_layer_move_parameter_data(adj_layer *l, int index, int root, bool scatter, adj_tensor *local,
                                   adj_tensor *global) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_move_parameter_data");
   ADJ_CHECK(index >= 0 && index < l->n_parameters, ADJ_ERR_ARG, "%s: parameter index %d outside 0..%d", l->name,
             index, l->n_parameters - 1);
   adj_parameter *p = l->parameters[index];
@@ -262,14 +272,17 @@ static int adj_layer_move_parameter(adj_layer *l, int index, int root, bool scat
 }
 
 int adj_layer_set_parameter(adj_layer *l, int index, int root, const adj_tensor *global) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_set_parameter");
   /* Scatter only reads the whole tensor. */
   return adj_layer_move_parameter(l, index, root, true, false, (adj_tensor *)global);
 }
 
 int adj_layer_get_parameter(adj_layer *l, int index, int root, adj_tensor *global) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_get_parameter");
   return adj_layer_move_parameter(l, index, root, false, false, global);
 }
 
 int adj_layer_get_gradient(adj_layer *l, int index, int root, adj_tensor *global) {
+  ADJ_LAYER_REQUIRED(l, "adj_layer_get_gradient");
   return adj_layer_move_parameter(l, index, root, false, true, global);
 }

@@ -694,7 +694,7 @@ static int ck_restore(ck_reader *r, const ck_header *h, adj_layer *net, adj_opti
                       const uint8_t *rng_state, adj_checkpoint_position *pos, bool root) {
   for (int i = 0; i < adj_layer_parameter_count(net); i++) ADJ_CALL(ck_read_parameter(r, h, net, opt, i, root));
   ADJ_CALL(ck_read_buffers(r, net, root));
-  if (opt) adj_optimizer_set_steps(opt, h->steps);
+  if (opt) ADJ_CALL(adj_optimizer_set_steps(opt, h->steps));
   if (rng) ADJ_CALL(adj_rng_state_load(rng, rng_state, h->rng_bytes));
   if (pos)
     *pos = (adj_checkpoint_position){.epoch = h->epoch, .batch = h->batch, .seed = h->seed, .batch_size = h->batch_size};

@@ -273,7 +273,10 @@ int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tens
 }
 
 int adj_network_stage_parameters(const adj_layer *network, int index, int *first, int *count) {
-  const adj_network *net = network->impl;
+  const adj_network *net = adj_network_of(network, "adj_network_stage_parameters");
+  if (!net) return ADJ_ERR_ARG;
+  ADJ_CHECK(first && count, ADJ_ERR_ARG, "adj_network_stage_parameters: network '%s': first and count are required",
+            network->name);
   ADJ_CHECK(index >= 0 && index < net->n, ADJ_ERR_ARG, "network %s: stage %d is outside 0..%d", network->name, index,
             net->n - 1);
   int before = 0;
@@ -283,10 +286,12 @@ int adj_network_stage_parameters(const adj_layer *network, int index, int *first
   return ADJ_SUCCESS;
 }
 
-void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx) {
-  adj_network *net = network->impl;
+int adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx) {
+  adj_network *net = adj_network_of(network, "adj_network_set_backward_hook");
+  if (!net) return ADJ_ERR_ARG;
   net->hook = hook;
   net->hook_ctx = ctx;
+  return ADJ_SUCCESS;
 }
 
 int adj_network_set_training(adj_layer *network, bool training) {
@@ -344,7 +349,10 @@ static int init_parameter_uniform(adj_layer *network, int index, adj_rng *rng, i
   return status;
 }
 
+/* Any layer is accepted, not only a network (net.h): a lone layer's
+ * parameters are drawn the same way, one by one in order. */
 int adj_network_init_uniform(adj_layer *network, uint64_t seed) {
+  ADJ_CHECK(network, ADJ_ERR_ARG, "adj_network_init_uniform: layer is NULL");
   int rank;
   MPI_Comm_rank(adj_layer_comm(network), &rank);
   adj_rng *rng = NULL;

@@ -27,6 +27,11 @@ static int adj_optimizer_check(const adj_optimizer_config *c) {
             "optimizer: weight decay %g must be finite and not negative", c->weight_decay);
   ADJ_CHECK(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1, ADJ_ERR_ARG,
             "optimizer: Adam betas (%g, %g) must lie in [0, 1)", c->beta1, c->beta2);
+  /* Adam divides by sqrt(v) + epsilon with sqrt(v) >= 0: a negative epsilon
+   * can zero the denominator, a NaN one makes every update NaN and an
+   * infinite one every update 0.  Zero is the default's marker, never used. */
+  ADJ_CHECK(c->epsilon >= 0 && isfinite(c->epsilon), ADJ_ERR_ARG,
+            "optimizer: Adam epsilon %g must be finite and not negative", c->epsilon);
   ADJ_CHECK(c->lr_schedule == ADJ_LR_CONSTANT || c->lr_schedule == ADJ_LR_COSINE, ADJ_ERR_ARG,
             "optimizer: unknown learning-rate schedule %d", (int)c->lr_schedule);
   ADJ_CHECK(c->lr_schedule != ADJ_LR_COSINE || c->lr_total_steps >= 1, ADJ_ERR_ARG,
@@ -139,6 +144,7 @@ static void adj_optimizer_update(const adj_optimizer *o, double lr, int64_t firs
  * thread team (adjoin/threads.h) changes no result; the divisions and square
  * roots make even LeNet-5's 61,706 parameters worth two threads. */
 int adj_optimizer_step(adj_optimizer *o) {
+  ADJ_CHECK(o, ADJ_ERR_ARG, "adj_optimizer_step: optimizer is NULL");
   int64_t n = adj_tensor_volume(&o->values);
   double lr = adj_optimizer_learning_rate(o);
   o->steps++;
@@ -154,9 +160,18 @@ int adj_optimizer_step(adj_optimizer *o) {
 
 const adj_optimizer_config *adj_optimizer_get_config(const adj_optimizer *o) { return &o->config; }
 int64_t adj_optimizer_steps(const adj_optimizer *o) { return o->steps; }
-void adj_optimizer_set_steps(adj_optimizer *o, int64_t steps) { o->steps = steps; }
+int adj_optimizer_set_steps(adj_optimizer *o, int64_t steps) {
+  ADJ_CHECK(o, ADJ_ERR_ARG, "adj_optimizer_set_steps: optimizer is NULL");
+  ADJ_CHECK(steps >= 0, ADJ_ERR_ARG, "adj_optimizer_set_steps: step count %lld is negative", (long long)steps);
+  o->steps = steps;
+  return ADJ_SUCCESS;
+}
 
 int adj_optimizer_state_buffers(adj_optimizer *o, adj_tensor *buffers) {
+  if (!o || !buffers) {
+    adj_error_set(ADJ_ERR_ARG, "adj_optimizer_state_buffers: %s is NULL", o ? "buffers" : "optimizer");
+    return -1;
+  }
   for (int k = 0; k < o->n_state; k++) buffers[k] = o->state[k];
   return o->n_state;
 }

@@ -94,8 +94,7 @@ static int trainer_replicas(adj_trainer *t) {
       &t->reducer);
   free(grads);
   ADJ_CALL(status);
-  adj_network_set_backward_hook(c->network, trainer_backward_hook, t);
-  return ADJ_SUCCESS;
+  return adj_network_set_backward_hook(c->network, trainer_backward_hook, t);
 }
 
 /* ---- creation ------------------------------------------------------------------------------- */
@@ -178,7 +177,7 @@ int adj_trainer_check_sync(adj_trainer *t, uint64_t *hash) {
 void adj_trainer_destroy(adj_trainer **trainer) {
   if (!trainer || !*trainer) return;
   adj_trainer *t = *trainer;
-  if (t->reducer) adj_network_set_backward_hook(t->config.network, NULL, NULL);
+  if (t->reducer) (void)adj_network_set_backward_hook(t->config.network, NULL, NULL);
   adj_gradient_reducer_destroy(&t->reducer);
   adj_tensor_destroy(&t->x), adj_tensor_destroy(&t->y), adj_tensor_destroy(&t->dy);
   free(t->labels), free(t->label_bytes), free(t->indices), free(t->order), free(t->rng_buffer);

@@ -123,6 +123,7 @@ adj_box adj_decomposition_local_block(const adj_decomposition *d) {
 }
 
 int adj_decomposition_create_local(const adj_decomposition *d, adj_dtype dtype, adj_tensor *local) {
+  ADJ_CHECK(d, ADJ_ERR_ARG, "adj_decomposition_create_local: decomposition is NULL");
   adj_box b = adj_decomposition_local_block(d);
   return adj_tensor_create(local, dtype, b.rank, b.extent);
 }

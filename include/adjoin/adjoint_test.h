@@ -54,10 +54,14 @@ typedef struct adj_dottest_problem {
 int adj_global_dot(MPI_Comm comm, int n, const adj_tensor *a, const adj_tensor *b, double *dot);
 
 /* Runs the test with x, y uniform on [-1, 1) drawn from seed (and the rank).
- * Collective on p->comm. */
+ * Collective on p->comm.  ADJ_ERR_ARG for a NULL problem or result, a NULL
+ * forward or adjoint, or a NULL template array with a positive count, on the
+ * ranks that passed it only and before any communication. */
 int adj_dottest_run(const adj_dottest_problem *p, uint64_t seed, adj_dottest_result *result);
 
-/* The test for one operator. Collective on the operator's communicator. */
+/* The test for one operator. Collective on the operator's communicator.
+ * ADJ_ERR_ARG for a NULL operator or result, on the ranks that passed it only
+ * and without communicating: pass an operator on every rank or none. */
 int adj_dottest_op(adj_op *op, uint64_t seed, adj_dottest_result *result);
 
 /* The Jacobian dot-product test of a layer at a random point: x0 and the

@@ -54,7 +54,8 @@ const int64_t *adj_decomposition_cuts(const adj_decomposition *decomposition, in
 /* Extent n/P balanced rule: start and extent of part p of n split in P. */
 void adj_balanced_block(int64_t n, int parts, int part, int64_t *start, int64_t *extent);
 
-/* Zero-filled local tensor of this worker's block shape. */
+/* Zero-filled local tensor of this worker's block shape.  Not collective.
+ * ADJ_ERR_ARG if `decomposition` or `local` is NULL. */
 int adj_decomposition_create_local(const adj_decomposition *decomposition, adj_dtype dtype,
                                    adj_tensor *local);
 

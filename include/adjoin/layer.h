@@ -28,7 +28,12 @@
  * scattered onto a distributed layer and gathered back (adj_layer_set_parameter,
  * adj_layer_get_parameter) and checkpoints stay portable.
  *
- * All calls are collective over the layer's base communicator. */
+ * All calls are collective over the layer's base communicator.  Those that
+ * return a status fail with ADJ_ERR_ARG for a NULL layer, on the ranks that
+ * passed NULL only and without communicating (there is no communicator to
+ * tell the others on), so a NULL layer must be passed on every rank or none.
+ * For NULL, adj_layer_parameter returns NULL and the zero calls do nothing;
+ * the other accessors require a layer. */
 #ifndef ADJOIN_LAYER_H
 #define ADJOIN_LAYER_H
 

@@ -34,8 +34,9 @@ ADJ_BEGIN_DECLS
 int adj_network_create(const char *name, int n, adj_layer *const *layers, adj_layer **network);
 
 /* Whether `layer` is a network made by adj_network_create (false for NULL).
- * The functions below check it: given any other layer they fail with
- * ADJ_ERR_ARG (or -1 / NULL) and a message naming the layer. */
+ * The adj_network_* functions below check it: given any other layer, or
+ * NULL, they fail with ADJ_ERR_ARG (or -1 / NULL) and a message naming the
+ * layer.  adj_network_init_uniform alone accepts any layer. */
 bool adj_layer_is_network(const adj_layer *layer);
 
 /* The number of stages of a network; -1 if `network` is not one. */
@@ -52,7 +53,8 @@ adj_layer *adj_network_layer(adj_layer *network, int index);
 int adj_network_set_training(adj_layer *network, bool training);
 
 /* Parameters of stage `index`: their positions first..first+count-1 in the
- * network's parameter list. */
+ * network's parameter list.  ADJ_ERR_ARG if `network` is not a network, index
+ * is outside 0 .. depth - 1, or first or count is NULL. */
 int adj_network_stage_parameters(const adj_layer *network, int index, int *first, int *count);
 
 /* A hook around each stage's backward, for a trainer that overlaps gradient
@@ -60,10 +62,11 @@ int adj_network_stage_parameters(const adj_layer *network, int index, int *first
  * called with ADJ_BACKWARD_BEGIN before stage `index` runs its backward and
  * ADJ_BACKWARD_END after (its parameters' gradients are then final for this
  * backward).  A nonzero return stops the backward with that status.  NULL
- * removes the hook.  Not collective. */
+ * removes the hook.  Not collective.  ADJ_ERR_ARG if `network` is not a
+ * network. */
 typedef enum adj_backward_event { ADJ_BACKWARD_BEGIN = 0, ADJ_BACKWARD_END = 1 } adj_backward_event;
 typedef int adj_backward_hook(void *ctx, int index, adj_backward_event event);
-void adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx);
+int adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx);
 
 /* Flat views of this worker's packed parameter values and gradients (rank 1;
  * zero volume if the worker holds no parameter).  ADJ_ERR_ARG if `network` is
@@ -88,7 +91,7 @@ typedef struct adj_optimizer_config {
   double momentum;      /* SGD: heavy-ball momentum (0 = plain SGD) */
   double weight_decay;  /* L2 decay added to the gradient (both kinds) */
   double beta1, beta2;  /* Adam; 0 means the defaults 0.9 and 0.999 */
-  double epsilon;       /* Adam; 0 means 1e-8 */
+  double epsilon;       /* Adam; 0 means 1e-8; finite, not negative */
   adj_lr_schedule lr_schedule; /* ADJ_LR_CONSTANT (0) by default */
   int64_t lr_total_steps;      /* COSINE: the steps over which the rate falls to 0 (at least 1) */
 } adj_optimizer_config;
@@ -100,7 +103,8 @@ typedef struct adj_optimizer adj_optimizer;
  * on every rank.  ADJ_ERR_ARG if `network` is not a network. */
 int adj_optimizer_create(adj_layer *network, const adj_optimizer_config *config, adj_optimizer **optimizer);
 void adj_optimizer_destroy(adj_optimizer **optimizer);
-/* One update of this worker's shards from their gradients. */
+/* One update of this worker's shards from their gradients.  Not collective.
+ * ADJ_ERR_ARG if `optimizer` is NULL. */
 int adj_optimizer_step(adj_optimizer *optimizer);
 /* The configuration in use (defaults filled in). */
 const adj_optimizer_config *adj_optimizer_get_config(const adj_optimizer *optimizer);
@@ -108,11 +112,13 @@ const adj_optimizer_config *adj_optimizer_get_config(const adj_optimizer *optimi
 int64_t adj_optimizer_steps(const adj_optimizer *optimizer);
 /* The learning rate the next step will use (the schedule at the step count). */
 double adj_optimizer_learning_rate(const adj_optimizer *optimizer);
-void adj_optimizer_set_steps(adj_optimizer *optimizer, int64_t steps);
+/* Sets the steps taken (a restored run's); ADJ_ERR_ARG for a negative count. */
+int adj_optimizer_set_steps(adj_optimizer *optimizer, int64_t steps);
 /* The optimizer's state buffers (SGD: velocity; Adam: first and second
  * moments), flat and laid out exactly like adj_network_flat_parameters, so a
  * checkpoint can gather them per parameter like the values.  Returns how many
- * (0, 1 or 2) and fills buffers[0..n). */
+ * (0, 1 or 2) and fills buffers[0..n); -1 if `optimizer` or `buffers` is
+ * NULL. */
 int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
 
 /* Initialises every parameter like PyTorch's default: uniform on
@@ -121,7 +127,9 @@ int adj_optimizer_state_buffers(adj_optimizer *optimizer, adj_tensor *buffers);
  * (PyTorch's), drawing nothing.  The global values are drawn on rank 0
  * from `seed` in parameter order (float64, then rounded to the dtype) and
  * scattered onto each parameter's layout, so every layout starts from the same
- * global parameters.  Works for any network; collective. */
+ * global parameters.  Works for any network, and for a lone layer too (drawn
+ * the same way; a lone batch norm layer is drawn uniform, not 1 and 0).
+ * Collective.  ADJ_ERR_ARG if `network` is NULL. */
 int adj_network_init_uniform(adj_layer *network, uint64_t seed);
 
 ADJ_END_DECLS

@@ -1,10 +1,88 @@
 /* The network accessors check that their argument is a network: given a
  * network made by adj_network_create they return its stages; given any other
- * layer (here a ReLU layer) they fail with ADJ_ERR_ARG and a message naming
- * the layer instead of reading its implementation as a network's. */
+ * layer (here a ReLU layer) or NULL, every one of them (depth, layer,
+ * set_training, stage_parameters, set_backward_hook, flat_parameters) fails
+ * with ADJ_ERR_ARG and a message naming the layer instead of reading its
+ * implementation as a network's; the ReLU layer still runs afterwards.
+ * adj_network_init_uniform takes any layer but refuses NULL. */
 #include <string.h>
 
 #include "harness.h"
+
+/* Counts the hook's calls: (BEGIN, END) per stage in one backward. */
+typedef struct hook_count {
+  int begin, end;
+} hook_count;
+
+static int count_events(void *ctx, int index, adj_backward_event event) {
+  hook_count *c = ctx;
+  (void)index;
+  if (event == ADJ_BACKWARD_BEGIN) c->begin++;
+  else c->end++;
+  return 0;
+}
+
+/* One forward and backward through `layer` on zero tensors. */
+static int run_once(adj_layer *layer) {
+  adj_tensor x = {0}, y = {0}, dy = {0}, dx = {0};
+  int status = adj_layer_create_input(layer, &x);
+  if (!status) status = adj_layer_create_output(layer, &y);
+  if (!status) status = adj_layer_create_output(layer, &dy);
+  if (!status) status = adj_layer_create_input(layer, &dx);
+  if (!status) status = adj_layer_forward(layer, &x, &y);
+  if (!status) status = adj_layer_backward(layer, &dy, &dx);
+  adj_tensor_destroy(&x), adj_tensor_destroy(&y), adj_tensor_destroy(&dy), adj_tensor_destroy(&dx);
+  return status;
+}
+
+/* The accessors that write (set_training, set_backward_hook) or read a
+ * network's stage table (stage_parameters) refuse another layer and NULL. */
+static void refuse_other_layers(adj_test *t, adj_layer *net, adj_layer *relu) {
+  int first = -7, count = -7;
+  adj_test_expect_error(t, "adj_network_stage_parameters(relu, 0)",
+                        adj_network_stage_parameters(relu, 0, &first, &count), ADJ_ERR_ARG,
+                        "adj_network_stage_parameters: layer 'relu' is not a network");
+  ADJ_TEST_CHECK(t, first == -7 && count == -7, "a refused stage_parameters wrote first %d, count %d", first, count);
+  adj_test_expect_error(t, "adj_network_stage_parameters(NULL, 0)",
+                        adj_network_stage_parameters(NULL, 0, &first, &count), ADJ_ERR_ARG,
+                        "layer 'NULL' is not a network");
+  adj_test_expect_error(t, "adj_network_stage_parameters(net, 0, NULL, NULL)",
+                        adj_network_stage_parameters(net, 0, NULL, NULL), ADJ_ERR_ARG,
+                        "first and count are required");
+  ADJ_TEST_OK(t, adj_network_stage_parameters(net, 1, &first, &count));
+  ADJ_TEST_CHECK(t, first == 0 && count == 0, "stage 1 of two activations: first %d, count %d", first, count);
+
+  hook_count calls = {0, 0};
+  adj_test_expect_error(t, "adj_network_set_backward_hook(relu)",
+                        adj_network_set_backward_hook(relu, count_events, &calls), ADJ_ERR_ARG,
+                        "adj_network_set_backward_hook: layer 'relu' is not a network");
+  adj_test_expect_error(t, "adj_network_set_backward_hook(NULL)",
+                        adj_network_set_backward_hook(NULL, count_events, &calls), ADJ_ERR_ARG,
+                        "layer 'NULL' is not a network");
+  adj_test_expect_error(t, "adj_network_set_training(relu)", adj_network_set_training(relu, false), ADJ_ERR_ARG,
+                        "adj_network_set_training: layer 'relu' is not a network");
+  adj_test_expect_error(t, "adj_network_set_training(NULL)", adj_network_set_training(NULL, false), ADJ_ERR_ARG,
+                        "layer 'NULL' is not a network");
+  adj_test_expect_error(t, "adj_network_init_uniform(NULL)", adj_network_init_uniform(NULL, 1), ADJ_ERR_ARG,
+                        "adj_network_init_uniform: layer is NULL");
+  ADJ_TEST_OK(t, adj_network_init_uniform(relu, 1));
+
+  /* The refused calls left the ReLU layer as it was: it runs and calls no hook. */
+  ADJ_TEST_OK(t, run_once(relu));
+  ADJ_TEST_CHECK(t, calls.begin == 0 && calls.end == 0, "a refused hook was called %d + %d times", calls.begin,
+                 calls.end);
+  /* On the network the hook is set, runs around each stage, and NULL removes it. */
+  ADJ_TEST_OK(t, adj_network_set_backward_hook(net, count_events, &calls));
+  ADJ_TEST_OK(t, run_once(net));
+  ADJ_TEST_CHECK(t, calls.begin == 2 && calls.end == 2, "hook on a 2-stage backward: %d begins, %d ends", calls.begin,
+                 calls.end);
+  ADJ_TEST_OK(t, adj_network_set_backward_hook(net, NULL, NULL));
+  ADJ_TEST_OK(t, run_once(net));
+  ADJ_TEST_CHECK(t, calls.begin == 2 && calls.end == 2, "a removed hook still ran: %d begins, %d ends", calls.begin,
+                 calls.end);
+  adj_test_report(t, "stage_parameters, set_backward_hook, set_training refuse relu and NULL; hook ran %d+%d times",
+                  calls.begin, calls.end);
+}
 
 int main(int argc, char **argv) {
   adj_test t;
@@ -56,6 +134,7 @@ int main(int argc, char **argv) {
   adj_clear_error();
   ADJ_TEST_CHECK(&t, adj_network_depth(NULL) == -1 && strstr(adj_last_error(), "layer 'NULL' is not a network"),
                  "depth of NULL: '%s'", adj_last_error());
+  refuse_other_layers(&t, net, relu);
 
   adj_layer_destroy(&net);
   adj_layer_destroy(&relu);

@@ -9,11 +9,14 @@
  *  - a second optimizer set to step k (as a resumed run is) uses the rate
  *    the first used at step k;
  *  - a cosine schedule over 0 or -3 steps and an unknown schedule are refused
- *    on every rank with the value named.
+ *    on every rank with the value named, and so is an Adam epsilon that is
+ *    negative, NaN or infinite (Adam divides by sqrt(v) + epsilon); a step of
+ *    a NULL optimizer fails with ADJ_ERR_ARG.
  * The network is a small 1.5D MLP spread over every rank, so each rank
  * updates its own shard. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "net_check.h"
@@ -114,6 +117,32 @@ static void check_refusals(adj_test *t, adj_layer *net) {
   adj_test_expect_error(t, "schedule 7", adj_optimizer_create(net, &oc, &o), ADJ_ERR_ARG,
                         "unknown learning-rate schedule 7");
   ADJ_TEST_CHECK(t, o == NULL, "a refused optimizer was returned");
+  /* A zero epsilon means the default 1e-8; a tiny positive one is accepted. */
+  const double bad_epsilon[] = {-1e-8, -1.0, NAN, INFINITY, -INFINITY};
+  for (size_t i = 0; i < sizeof bad_epsilon / sizeof bad_epsilon[0]; i++) {
+    adj_optimizer_config adam = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = LR, .epsilon = bad_epsilon[i]};
+    char label[64], phrase[96];
+    snprintf(label, sizeof label, "Adam epsilon %g", bad_epsilon[i]);
+    snprintf(phrase, sizeof phrase, "Adam epsilon %g must be finite and not negative", bad_epsilon[i]);
+    adj_test_expect_error(t, label, adj_optimizer_create(net, &adam, &o), ADJ_ERR_ARG, phrase);
+    ADJ_TEST_CHECK(t, o == NULL, "an optimizer with epsilon %g was returned", bad_epsilon[i]);
+    adj_optimizer_destroy(&o);
+  }
+  ADJ_TEST_OK(t, adj_optimizer_create(net, &(adj_optimizer_config){.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = LR,
+                                                                   .epsilon = 1e-300},
+                                      &o));
+  adj_optimizer_destroy(&o);
+  adj_test_expect_error(t, "adj_optimizer_step(NULL)", adj_optimizer_step(NULL), ADJ_ERR_ARG,
+                        "adj_optimizer_step: optimizer is NULL");
+  ADJ_TEST_OK(t, adj_optimizer_create(net, &(adj_optimizer_config){.kind = ADJ_OPTIMIZER_SGD, .learning_rate = LR}, &o));
+  if (o) adj_test_expect_error(t, "adj_optimizer_set_steps(-5)", adj_optimizer_set_steps(o, -5), ADJ_ERR_ARG,
+                               "step count -5 is negative");
+  adj_optimizer_destroy(&o);
+  adj_tensor state[2];
+  adj_clear_error();
+  int n_state = adj_optimizer_state_buffers(NULL, state);
+  adj_test_expect_error(t, "adj_optimizer_state_buffers(NULL)", n_state == -1 ? ADJ_ERR_ARG : ADJ_SUCCESS,
+                        ADJ_ERR_ARG, "adj_optimizer_state_buffers: optimizer is NULL");
 }
 
 int main(int argc, char **argv) {

@@ -1,6 +1,7 @@
 /* Decompositions: the balanced rule (n/P, first n mod P get one more), explicit
  * cuts with empty blocks, blocks that tile the global tensor exactly, inactive
- * ranks with zero volume, and errors naming the bad value. */
+ * ranks with zero volume, and errors naming the bad value (NULL arguments
+ * included). */
 #include <string.h>
 
 #include "harness.h"
@@ -105,6 +106,19 @@ int main(int argc, char **argv) {
                           adj_decomposition_create_on_first_ranks(t.comm, 1, (const int[1]){n + 1},
                                                                   (const int64_t[1]){4}, &first),
                           ADJ_ERR_SIZE, "ranks but the communicator has");
+  }
+  /* A local tensor needs a decomposition and somewhere to put the tensor. */
+  {
+    adj_tensor local;
+    adj_test_expect_error(&t, "create_local(NULL decomposition)",
+                          adj_decomposition_create_local(NULL, ADJ_FLOAT32, &local), ADJ_ERR_ARG,
+                          "adj_decomposition_create_local: decomposition is NULL");
+    adj_decomposition *any = NULL;
+    ADJ_TEST_OK(&t, adj_decomposition_create_on_first_ranks(t.comm, 1, (const int[1]){1}, (const int64_t[1]){4}, &any));
+    if (any)
+      adj_test_expect_error(&t, "create_local(NULL tensor)", adj_decomposition_create_local(any, ADJ_FLOAT32, NULL),
+                            ADJ_ERR_ARG, "tensor pointer is NULL");
+    adj_decomposition_destroy(&any);
   }
   adj_test_report(&t, "balanced and explicit decompositions tile their tensors on %d ranks", t.size);
   return adj_test_finish(&t);

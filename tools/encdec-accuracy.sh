@@ -35,25 +35,16 @@ common="--data $data --epochs $epochs --batch $batch --lr 0.001 --lr-schedule $s
 mkdir -p "$results"
 out=$results/encdec-accuracy.txt
 : > "$out"
-runs=0 failures=0
+. tools/run-logged.sh
 
-# run LABEL LOG COMMAND...: runs it into LOG; on success prints "LABEL seed S"
-# and the log's last line (the test accuracy) to the terminal and $out, on
-# failure says so on stderr with the log's first lines (a refusal) and last
-# lines (a crash), and counts it.
+# run LABEL LOG COMMAND...: runs it into LOG (run-logged.sh); on success prints
+# "LABEL seed S" and the log's last line (the test accuracy) to the terminal
+# and $out.
 run() {
   label=$1 log=$2
   shift 2
-  runs=$((runs + 1)) status=0
-  "$@" > "$log" 2>&1 || status=$?
-  if [ "$status" -eq 0 ]; then
-    echo "$label seed $seed $(tail -1 "$log")" | tee -a "$out"
-    return 0
-  fi
-  failures=$((failures + 1))
-  echo "encdec-accuracy: $label seed $seed FAILED (exit $status); $log:" >&2
-  if [ "$(wc -l < "$log")" -le 10 ]; then sed 's/^/  /' "$log" >&2
-  else { head -3 "$log"; echo "..."; tail -5 "$log"; } | sed 's/^/  /' >&2; fi
+  run_logged encdec-accuracy "$label seed $seed" "$log" "$@" || return 0
+  echo "$label seed $seed $(tail -1 "$log")" | tee -a "$out"
 }
 
 echo "encdec on $data: $epochs epochs, batch $batch, Adam lr 0.001 ($schedule), train limit $train_limit, test limit $test_limit"
@@ -80,7 +71,4 @@ awk 'function gap(x, y, what, target,   g) {
              m["adjoin-sequential"], m["adjoin-2x2"], m["pytorch"], n["pytorch"]
            gap("adjoin-sequential", "pytorch", "adjoin sequential - pytorch", 0.5)
            gap("adjoin-2x2", "adjoin-sequential", "adjoin 2x2 - adjoin sequential", 0.3) }' "$out"
-if [ "$failures" -gt 0 ]; then
-  echo "encdec-accuracy: $failures of $runs runs failed (logs in $results/)" >&2
-  exit 1
-fi
+exit_if_runs_failed encdec-accuracy "$results"

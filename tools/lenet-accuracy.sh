@@ -33,7 +33,7 @@ train=${ADJOIN_TRAIN:-build/examples/adjoin-train}
 results=${RESULTS:-results}
 tag=$(echo "$layouts" | tr ' ' '-')
 out=$results/accuracy-$tag.txt
-runs=0 failures=0
+. tools/run-logged.sh
 
 # A positive whole number of at most 4 digits (no leading zero).
 whole() { case $1 in '' | 0* | *[!0-9]* | ?????*) return 1 ;; esac; }
@@ -52,22 +52,6 @@ layout_ranks() {
   return 0
 }
 
-# run LABEL LOG COMMAND...: runs it into LOG; on failure says so on stderr
-# with the log's first lines (a refusal) and last lines (a crash), and counts
-# it.
-run() {
-  label=$1 log=$2
-  shift 2
-  runs=$((runs + 1))
-  "$@" > "$log" 2>&1 && return 0
-  status=$?
-  failures=$((failures + 1))
-  echo "lenet-accuracy: $label FAILED (exit $status); $log:" >&2
-  if [ "$(wc -l < "$log")" -le 10 ]; then sed 's/^/  /' "$log" >&2
-  else { head -3 "$log"; echo "..."; tail -5 "$log"; } | sed 's/^/  /' >&2; fi
-  return 1
-}
-
 mkdir -p "$results"
 : > "$out"
 for set in $sets; do
@@ -76,7 +60,7 @@ for set in $sets; do
     for seed in $seeds; do
       name=$results/$set-$layout-seed$seed
       # shellcheck disable=SC2086
-      run "$set $layout seed $seed" "$name.log" mpiexec.mpich -n "$ranks" "$train" --data "data/$set" $flags \
+      run_logged lenet-accuracy "$set $layout seed $seed" "$name.log" mpiexec.mpich -n "$ranks" "$train" --data "data/$set" $flags \
         --epochs 10 --batch 256 --lr 0.001 --optimizer adam --seed "$seed" --metrics "$name.csv" || continue
       echo "$set $layout seed $seed $(tail -1 "$name.log") $(tail -1 "$name.csv" | cut -d, -f5,6 | awk -F, '{printf "epoch %.1f s, %.0f images/s", $1, $2}')" |
         tee -a "$out"
@@ -94,7 +78,4 @@ awk '{ split($5, a, "="); k = $1 " | " $2; n[k]++; s[k] += a[2]; acc[$1, $2, $4]
            for (k in n) printf "| %s | %d | %.2f%% | %.2f%% | %.2f%% | %s |\n", k, n[k], 100 * s[k] / n[k], 100 * lo[k],
              100 * hi[k], k ~ / sequential$/ ? "-" : dn[k] ? sprintf("%+.2f points over %d seeds", 100 * d[k] / dn[k], dn[k]) : "no sequential run" }' \
   "$out" | sort
-if [ "$failures" -gt 0 ]; then
-  echo "lenet-accuracy: $failures of $runs runs failed (logs in $results/)" >&2
-  exit 1
-fi
+exit_if_runs_failed lenet-accuracy "$results"

@@ -235,9 +235,9 @@ static int phantom_run(int argc, char **argv, int ranks) {
            s->p, (long long)s->k);
   }
   if (!within)
-    tool_complain("k = %lld is not below the eq. 8 bound (n/p)(1 - 1/p) = %.3f: the phantom model is not smaller than the "
-             "dense one%s\n",
-             (long long)s->k, (double)s->n / s->p * (1.0 - 1.0 / s->p), a.allow_large_k ? " (allowed)" : "");
+    tool_complain("k = %lld is not below the eq. 8 bound (n/p)(1 - 1/p) = %.3f: the phantom model is not smaller "
+                  "than the dense one%s\n",
+                  (long long)s->k, (double)s->n / s->p * (1.0 - 1.0 / s->p), a.allow_large_k ? " (allowed)" : "");
   if (!within && !a.allow_large_k) return EXIT_MODEL;
   if (tool_quiet()) return 0;
   print_sizes(s);

@@ -9,7 +9,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
-#include "adjoin/adjoint_test.h"
+#include "adjoin/dottest.h"
 #include "adjoin/partition.h"
 
 typedef struct adj_battery_case adj_battery_case;

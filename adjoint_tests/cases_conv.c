@@ -16,6 +16,7 @@
 #include "battery.h"
 #include "conv_cases.h"
 #include "error_impl.h"
+#include "adjoin/layer_dottest.h"
 
 /* Shorthands so the table reads as a table: window W(dims, kernel, stride,
  * dilation, padding left, padding right). */

@@ -10,7 +10,9 @@
 
 #include "adjoin/conv_layer.h"
 #include "adjoin/deep_halo_layer.h"
-#include "adjoin/layers.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/pool_layer.h"
+#include "adjoin/layer_dottest.h"
 #include "battery.h"
 #include "error_impl.h"
 #include "layer_cases.h"

@@ -1,4 +1,5 @@
-/* Battery cases for the distributed layers of layers.h: activations, flatten,
+/* Battery cases for the distributed layers of pointwise_layer.h, pool_layer.h, affine_layer.h and
+ * repartition_layer.h: activations, flatten,
  * max and average pooling, affine and repartition.  Each case is the Jacobian
  * dot-product test of adj_dottest_layer (input and parameter perturbations at
  * once) on one layout, in both dtypes.  Layouts spread over batch, channel and
@@ -7,7 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "adjoin/layers.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/pool_layer.h"
+#include "adjoin/affine_layer.h"
+#include "adjoin/repartition_layer.h"
+#include "adjoin/layer_dottest.h"
 #include "battery.h"
 #include "error_impl.h"
 #include "layer_cases.h"

@@ -1,4 +1,4 @@
-/* Battery cases for the losses of losses.h: the Jacobian dot-product test of
+/* Battery cases for the losses of loss_layers.h: the Jacobian dot-product test of
  * adj_dottest_layer for every loss that takes a point drawn from [-1, 1) (BCE
  * and Poisson NLL with a linear input need positive inputs: t327 tests them at
  * chosen points) and every reduction, in both dtypes, on layouts that split
@@ -6,7 +6,8 @@
  * reduced output on a rank that may hold no input. */
 #include <stdio.h>
 
-#include "adjoin/losses.h"
+#include "adjoin/loss_layers.h"
+#include "adjoin/layer_dottest.h"
 #include "battery.h"
 #include "error_impl.h"
 #include "layer_cases.h"
@@ -79,7 +80,7 @@ static int adj_run_loss(MPI_Comm comm, const adj_battery_case *c, adj_dottest_re
   adj_layer *layer = NULL;
   int status = adj_case_layout(comm, 2, g->shape, g->parts, g->ranks, g->uneven, &input);
   if (!status)
-    status = adj_loss_layer_create(&(adj_loss_config){.dtype = c->dtype, .kind = s->kind,
+    status = adj_loss_layer_create(&(adj_loss_layer_config){.dtype = c->dtype, .kind = s->kind,
                                                       .reduction = (adj_loss_reduction)c->params[2],
                                                       .input = input, .root = g->root,
                                                       .log_target = s->log_target},

@@ -1,4 +1,4 @@
-/* Battery cases for batch normalisation (norm_layer.h): the Jacobian
+/* Battery cases for batch normalisation (batchnorm_layer.h): the Jacobian
  * dot-product test of adj_dottest_layer (input, gamma and beta perturbed at
  * once) in training and evaluation, with and without affine parameters and
  * running statistics, in both dtypes.  Layouts split batch, channels and
@@ -7,7 +7,8 @@
  * without channels); a few need 5 to 8 ranks. */
 #include <stdio.h>
 
-#include "adjoin/norm_layer.h"
+#include "adjoin/batchnorm_layer.h"
+#include "adjoin/layer_dottest.h"
 #include "battery.h"
 #include "error_impl.h"
 #include "layer_cases.h"

@@ -1,5 +1,5 @@
 /* Battery cases for padding modes (pad_layer.h) and average pooling without
- * the padding in its divisor (kernels.h ADJ_POOL_AVG_EXCLUDE_PAD): the
+ * the padding in its divisor (pool.h ADJ_POOL_AVG_EXCLUDE_PAD): the
  * dot-product test of each (both linear, so the Jacobian is the map itself)
  * in both dtypes, for zeros, reflect, replicate and circular padding in 1-D,
  * 2-D and 3-D, on spatial partitions with permuted ranks, inactive ranks and
@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "adjoin/layers.h"
+#include "adjoin/pool_layer.h"
 #include "adjoin/pad_layer.h"
+#include "adjoin/layer_dottest.h"
 #include "battery.h"
 #include "error_impl.h"
 #include "layer_cases.h"

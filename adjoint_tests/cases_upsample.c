@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "adjoin/upsample_layer.h"
+#include "adjoin/layer_dottest.h"
 #include "battery.h"
 #include "error_impl.h"
 #include "layer_cases.h"

@@ -1,7 +1,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "adjoin/adjoint_test.h"
+#include "adjoin/agree.h"
+#include "adjoin/dottest.h"
 #include "adjoin/rng.h"
 #include "error_impl.h"
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "adjoin/layers.h"
+#include "adjoin/pointwise_layer.h"
 
 /* Ranks are digits in grid order; "" means 0, 1, 2, ... */
 typedef struct adj_affine_case {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "adjoin/adjoin.h"
+#include "adjoin/pool_layer.h"
 #include "bench_host.h"
 
 typedef struct bench_options {

@@ -1,6 +1,6 @@
 /* bench-phantom: phantom parallelism (PP) against tensor parallelism (TP) on
  * the ranks of the run (paper 003), and against adjoin's own model-parallel
- * layer: the 1.5D affine layer (affine15.h) on a P_r = p, P_c = 1 grid.
+ * layer: the 1.5D affine layer (affine15_layer.h) on a P_r = p, P_c = 1 grid.
  *
  * Step mode (default): a stack of L layers of width n, ReLU between, forward
  * and backward of one batch; TP, 1.5D and PP at each k run in turns (TP,
@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "adjoin/adjoin.h"
+#include "adjoin/affine.h"
 #include "bench_host.h"
 
 enum { MAX_K = 8, MAX_ROUNDS = 64, MAX_LAYERS = 16 };

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "adjoin/adjoin.h"
+#include "adjoin/pool_layer.h"
 #include "bench_host.h"
 
 enum { BATCH = 64, MAX_OPS = 32, MAX_LAYERS = 16, LENET_MAX_ROWS = 5 };

@@ -15,7 +15,7 @@
  * epochs after one warm-up epoch, so a neighbour's burst on the shared
  * machine lowers no figure.  Each rank gets cores / ranks kernel threads
  * (adj_train_share_cores) unless ADJ_NUM_THREADS says otherwise.  The
- * PyTorch twin is tools/bench_pytorch_lenet.py (same network, batch and
+ * PyTorch twin is tools/pytorch/bench_pytorch_lenet.py (same network, batch and
  * optimizer); the README compares the two.  For float32 it also prints each
  * stage's forward and backward time per batch, to show where the time goes. */
 #include <cblas.h>

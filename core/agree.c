@@ -86,14 +86,17 @@ int adj_status_agree_private(MPI_Comm comm, int status, bool choice, const char 
 
 static int adj_status_spread(MPI_Comm comm, int rank, int failing, int status, adj_wait_policy policy) {
   MPI_Request request;
-  /* Failure path only: the failing rank sends its code and message to all. */
+  /* Failure path only: the failing rank sends its code, message and trail
+   * to all, so every rank reports where the error was found. */
   struct {
     int code;
     char text[900];
+    char trail[1600];
   } report = {0};
   if (rank == failing) {
     report.code = status;
     snprintf(report.text, sizeof report.text, "%s", adj_last_error());
+    snprintf(report.trail, sizeof report.trail, "%s", adj_last_error_trace());
   }
   ADJ_CALL_MPI(MPI_Ibcast(&report, (int)sizeof report, MPI_BYTE, failing, comm, &request));
   ADJ_CALL(adj_wait_all(1, &request, policy));
@@ -106,5 +109,6 @@ static int adj_status_spread(MPI_Comm comm, int rank, int failing, int status, a
     snprintf(message, sizeof message, "rank %d: %s", failing, report.text);
     adj_error_set_message(message);
   }
+  adj_error_set_trace(report.trail);
   return report.code;
 }

@@ -3,6 +3,7 @@
 #include "adjoin/dtype.h"
 #include "adjoin/status.h"
 #include "dtype_impl.h"
+#include "dtype_mpi_impl.h"
 #include "error_impl.h"
 
 typedef struct adj_dtype_info {

@@ -7,7 +7,7 @@
 #include <cblas.h>
 #include <strings.h>
 
-#include "adjoin/kernels.h"
+#include "adjoin/threads.h"
 #include "adjoin/threads.h"
 #include "cpu_impl.h"
 #include "error_impl.h"
@@ -84,7 +84,7 @@ void adj_blas_threads_share(int threads) {
   if (!(chosen && atoi(chosen) > 0)) openblas_set_num_threads(threads);
 }
 
-/* ---- OpenBLAS's kernels against the CPU (adjoin/kernels.h) ------------------------------- */
+/* ---- OpenBLAS's kernels against the CPU (adjoin/threads.h) ------------------------------- */
 
 /* OpenBLAS's x86-64 kernels with AVX2 and FMA, and the width of their
  * vectors (its names, compared without case). */

@@ -1,5 +1,5 @@
 /* The CPU the library runs on, as the kernels' dispatch and the OpenBLAS
- * advice (adjoin/kernels.h) need it: one place that reads it. */
+ * advice (adjoin/threads.h) need it: one place that reads it. */
 #ifndef ADJOIN_CORE_CPU_IMPL_H
 #define ADJOIN_CORE_CPU_IMPL_H
 

@@ -1,9 +1,9 @@
-/* Private helpers shared by the distributed layers of layers.h
+/* Private helpers shared by the distributed layers (dist_layer.c)
  * (pointwise_layer.c, pool_layer.c, affine_layer.c, repartition_layer.c). */
 #ifndef ADJOIN_LAYERS_DIST_LAYER_IMPL_H
 #define ADJOIN_LAYERS_DIST_LAYER_IMPL_H
 
-#include "adjoin/layers.h"
+#include "adjoin/pointwise_layer.h"
 #include "adjoin/op.h"
 #include "layer_impl.h"
 

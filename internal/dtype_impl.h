@@ -1,17 +1,12 @@
-/* Private dtype helpers shared by the tensor code and the primitives: the MPI
- * datatype of each dtype and the one local add every reduction uses, so a sum
- * taken locally and a sum taken by MPI agree element for element. */
+/* Private dtype helpers shared by the tensor code, the kernels and the
+ * primitives: the one local add every reduction uses, so a sum taken locally
+ * and a sum taken by MPI (dtype_mpi_impl.h) agree element for element. */
 #ifndef ADJOIN_CORE_DTYPE_IMPL_H
 #define ADJOIN_CORE_DTYPE_IMPL_H
 
-#include <mpi.h>
 #include <stdint.h>
 
 #include "adjoin/dtype.h"
-
-/* MPI_FLOAT, MPI_DOUBLE, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T;
- * MPI_DATATYPE_NULL for an invalid dtype. */
-MPI_Datatype adj_dtype_mpi(adj_dtype dtype);
 
 /* dst[i] += src[i] for n elements of dtype.  Integers add modulo 2^bits (the
  * signed types through their unsigned twins, so overflow is defined and equals

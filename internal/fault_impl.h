@@ -14,7 +14,7 @@
  *                                 after their exchanges)
  *     batch norm                  forward, jvp, backward (before the
  *                                 statistics / sums reduction)
- *     reduced losses (losses.h)   forward, jvp (backward reduces dy first)
+ *     reduced losses (loss_layers.h)   forward, jvp (backward reduces dy first)
  *     phantom                     forward, backward (while the gather runs)
  *     tensor-parallel             backward (before the all-reduce)
  *     softmax cross-entropy       backward (on the root, before the scatter)

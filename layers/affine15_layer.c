@@ -1,4 +1,4 @@
-/* The 1.5D affine layer (affine15.h):
+/* The 1.5D affine layer (affine15_layer.h):
  *
  *   X^ = G x,  W^ = B_w W,  b^ = B_b b      all-gather over P_r, broadcasts over P_c
  *   y  = X^ W^T + b^                        local GEMM, this worker's output block
@@ -14,9 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "adjoin/affine15.h"
+#include "adjoin/affine15_layer.h"
 #include "adjoin/all_gather.h"
 #include "adjoin/broadcast.h"
+#include "adjoin/affine.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "adjoin/affine_layer.h"
 #include "adjoin/broadcast.h"
+#include "adjoin/affine.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "op_after_impl.h"

@@ -1,4 +1,4 @@
-/* Distributed batch normalisation (see norm_layer.h for the maths, the
+/* Distributed batch normalisation (see batchnorm_layer.h for the maths, the
  * statistics exchange and the parameter placement).
  *
  * Each call makes exactly one float64 all-sum-reduce over the workers that
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "adjoin/all_sum_reduce.h"
-#include "adjoin/norm_layer.h"
+#include "adjoin/batchnorm_layer.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "op_after_impl.h"

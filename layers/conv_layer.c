@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/conv_layer.h"
+#include "adjoin/agree.h"
 #include "adjoin/broadcast.h"
 #include "conv_layer_impl.h"
 #include "stage_impl.h"

@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/broadcast.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/deep_halo_layer.h"
 #include "adjoin/halo.h"
+#include "adjoin/pool_layer.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "stage_impl.h"

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "dist_layer_impl.h"
 #include "op_after_impl.h"
 

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/layer.h"
+#include "adjoin/agree.h"
 #include "adjoin/repartition.h"
 #include "agree_impl.h"
 #include "fault_impl.h"

@@ -1,4 +1,4 @@
-/* Distributed losses with PyTorch's semantics (see include/adjoin/losses.h).
+/* Distributed losses with PyTorch's semantics (see include/adjoin/loss_layers.h).
  *
  * Reduced losses make one float64 all-sum-reduce over a one-dimensional
  * partition of every base rank per call: forward and jvp add the workers'
@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/all_sum_reduce.h"
-#include "adjoin/losses.h"
+#include "adjoin/loss_layers.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "op_after_impl.h"
@@ -216,7 +217,7 @@ const char *adj_loss_kind_name(adj_loss_kind kind) {
   return kind >= ADJ_LOSS_L1 && kind <= ADJ_LOSS_NLL ? names[kind] : "unknown";
 }
 
-static int adj_loss_validate(const char *who, const adj_loss_config *c) {
+static int adj_loss_validate(const char *who, const adj_loss_layer_config *c) {
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
   ADJ_CHECK(c->kind >= ADJ_LOSS_L1 && c->kind <= ADJ_LOSS_NLL, ADJ_ERR_ARG, "%s: unknown loss kind %d", who,
             (int)c->kind);
@@ -245,7 +246,7 @@ static int adj_loss_validate(const char *who, const adj_loss_config *c) {
 
 /* The reduced output: [1] on the root alone.  Reduction NONE: the input's
  * layout, or for NLL (N) on the batch partition with the input's batch cuts. */
-static int adj_loss_output_layout(const adj_loss_config *c, adj_decomposition **out) {
+static int adj_loss_output_layout(const adj_loss_layer_config *c, adj_decomposition **out) {
   const adj_partition *p = adj_decomposition_partition(c->input);
   if (c->reduction == ADJ_LOSS_NONE && c->kind != ADJ_LOSS_NLL) {
     *out = adj_decomposition_reference((adj_decomposition *)c->input);
@@ -266,7 +267,7 @@ static int adj_loss_output_layout(const adj_loss_config *c, adj_decomposition **
   return status;
 }
 
-static double adj_loss_scale(const adj_loss_config *c) {
+static double adj_loss_scale(const adj_loss_layer_config *c) {
   const int64_t *shape = adj_decomposition_global_shape(c->input);
   if (c->reduction == ADJ_LOSS_SUM || c->reduction == ADJ_LOSS_NONE) return 1;
   if (c->reduction == ADJ_LOSS_BATCHMEAN || c->kind == ADJ_LOSS_NLL) return 1 / (double)shape[0];
@@ -276,7 +277,7 @@ static double adj_loss_scale(const adj_loss_config *c) {
 }
 
 /* Buffers on this rank (the caller agrees). */
-static int adj_loss_buffers(const adj_loss_config *c, adj_loss_layer *s) {
+static int adj_loss_buffers(const adj_loss_layer_config *c, adj_loss_layer *s) {
   adj_box block = adj_decomposition_local_block(c->input);
   ADJ_CALL(adj_tensor_create(&s->partial, ADJ_FLOAT64, 1, (const int64_t[1]){1}));
   if (c->kind != ADJ_LOSS_NLL) return adj_tensor_create(&s->target, c->dtype, block.rank, block.extent);
@@ -289,7 +290,7 @@ static int adj_loss_buffers(const adj_loss_config *c, adj_loss_layer *s) {
   return ADJ_SUCCESS;
 }
 
-static int adj_loss_plan(const adj_loss_config *c, adj_loss_layer **out) {
+static int adj_loss_plan(const adj_loss_layer_config *c, adj_loss_layer **out) {
   *out = NULL;
   adj_loss_layer *s = calloc(1, sizeof *s);
   int status = s ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "loss layer: out of memory");
@@ -318,7 +319,7 @@ static int adj_loss_plan(const adj_loss_config *c, adj_loss_layer **out) {
   return status;
 }
 
-int adj_loss_layer_create(const adj_loss_config *c, adj_layer **layer) {
+int adj_loss_layer_create(const adj_loss_layer_config *c, adj_layer **layer) {
   static const char who[] = "loss layer";
   *layer = NULL;
   ADJ_CALL(adj_loss_validate(who, c));

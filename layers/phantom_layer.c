@@ -1,4 +1,4 @@
-/* Phantom-parallel and tensor-parallel feed-forward layers (phantom.h), each
+/* Phantom-parallel and tensor-parallel feed-forward layers (phantom_layer.h), each
  * one all-gather operator around local GEMMs:
  *
  *   phantom   forward   g = C x^T;  G = A g;  y = x L^T + b + G_rem^T D^T
@@ -12,10 +12,10 @@
  *             backward  dX = dy W;  dx = A* P^T B* dX;  grad W += dy^T X
  *
  * A is adjoin's all-gather (A* its reduce-scatter); the local terms reuse the
- * affine kernel (kernels.h).  For tp, P keeps the first rank's gathered copy
+ * affine kernel (affine.h).  For tp, P keeps the first rank's gathered copy
  * (P^T puts the gradient there and zeros on the others) and B broadcasts it
  * to every rank; B* is a sum-reduce that runs as an all-reduce, so the layer
- * performs exactly paper Table II's four collectives (phantom.h).
+ * performs exactly paper Table II's four collectives (phantom_layer.h).
  *
  * "G_rem" is G without this rank's own k rows:
  * rows [0, j k) and [(j+1) k, p k), which meet D's column blocks [0, j k) and
@@ -27,11 +27,12 @@
 #include <string.h>
 
 #include "adjoin/all_gather.h"
-#include "adjoin/phantom.h"
+#include "adjoin/phantom_layer.h"
+#include "adjoin/affine.h"
 #include "broadcast_impl.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
-#include "kernels_impl.h"
+#include "blas_impl.h"
 
 typedef struct adj_phantom_layer {
   bool tp;         /* the tensor-parallel baseline */

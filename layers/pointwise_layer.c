@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "adjoin/pointwise_layer.h"
 #include "dist_layer_impl.h"
 #include "stage_impl.h"
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/pool_layer.h"
 #include "adjoin/halo.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"

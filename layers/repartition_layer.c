@@ -1,6 +1,7 @@
 /* The repartition layer: the paper's "transpose" glue between layers whose
  * layouts differ.  Linear, so jvp is the operator itself and backward its
  * adjoint (the repartition back); no parameters. */
+#include "adjoin/repartition_layer.h"
 #include "adjoin/repartition.h"
 #include "dist_layer_impl.h"
 

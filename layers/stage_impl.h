@@ -4,7 +4,10 @@
 #ifndef ADJOIN_LAYERS_STAGE_IMPL_H
 #define ADJOIN_LAYERS_STAGE_IMPL_H
 
-#include "adjoin/kernels.h"
+#include "adjoin/window.h"
+#include "adjoin/conv.h"
+#include "adjoin/pool.h"
+#include "adjoin/activation.h"
 #include "layer_impl.h"
 
 typedef enum adj_stage_kind {

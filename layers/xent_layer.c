@@ -1,4 +1,4 @@
-/* Softmax cross-entropy as a layer (see include/adjoin/loss_layer.h): a gather
+/* Softmax cross-entropy as a layer (see include/adjoin/xent_layer.h): a gather
  * of the logits onto the root, then the local kernel on the counted rows.
  * Where the gather is the identity (the logits already whole on the root), z
  * and dz are views of the caller's blocks and nothing is copied; the logits
@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adjoin/loss_layer.h"
+#include "adjoin/xent_layer.h"
 #include "adjoin/repartition.h"
+#include "adjoin/loss.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 
@@ -97,7 +98,7 @@ static void adj_xent_layer_destroy(adj_layer *l) { adj_xent_free(l->impl); }
 static const adj_layer_methods adj_xent_methods = {adj_xent_layer_forward, adj_xent_layer_jvp,
                                                    adj_xent_layer_backward, adj_xent_layer_destroy};
 
-static int adj_xent_validate(const char *who, const adj_loss_layer_config *c) {
+static int adj_xent_validate(const char *who, const adj_xent_layer_config *c) {
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
   int rank = adj_decomposition_rank(c->input), size;
   ADJ_CHECK(rank == 2, ADJ_ERR_SIZE, "%s: the logits have rank %d; the loss takes (N, C)", who, rank);
@@ -108,7 +109,7 @@ static int adj_xent_validate(const char *who, const adj_loss_layer_config *c) {
 }
 
 /* The gather and the root's buffers.  Collective. */
-static int adj_xent_plan(const adj_loss_layer_config *c, adj_xent_layer *x) {
+static int adj_xent_plan(const adj_xent_layer_config *c, adj_xent_layer *x) {
   ADJ_CALL(adj_gather_create(c->dtype, c->input, c->root, &x->gather));
   /* The layer checks its tensors at its public call; the gather moves its own
    * buffers and needs no agreement of its own. */
@@ -122,7 +123,7 @@ static int adj_xent_plan(const adj_loss_layer_config *c, adj_xent_layer *x) {
 }
 
 /* The scalar's layout: global shape [1] on a partition of the root alone. */
-static int adj_xent_output_layout(const adj_loss_layer_config *c, adj_decomposition **out) {
+static int adj_xent_output_layout(const adj_xent_layer_config *c, adj_decomposition **out) {
   MPI_Comm base = adj_partition_base_comm(adj_decomposition_partition(c->input));
   adj_partition *p;
   ADJ_CALL(adj_partition_create(base, 1, (const int[1]){1}, 1, &c->root, &p));
@@ -131,7 +132,7 @@ static int adj_xent_output_layout(const adj_loss_layer_config *c, adj_decomposit
   return status;
 }
 
-int adj_xent_layer_create(const adj_loss_layer_config *c, adj_layer **layer) {
+int adj_xent_layer_create(const adj_xent_layer_config *c, adj_layer **layer) {
   static const char who[] = "softmax cross-entropy layer";
   *layer = NULL;
   ADJ_CALL(adj_xent_validate(who, c));

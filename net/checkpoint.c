@@ -16,8 +16,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/checkpoint.h"
-#include "adjoin/norm_layer.h"
+#include "adjoin/batchnorm_layer.h"
+#include "adjoin/network.h"
 #include "error_impl.h"
 
 static const char ck_magic[8] = {'A', 'D', 'J', 'C', 'K', 'P', 'T', '\n'};
@@ -100,7 +102,7 @@ static double ck_get_f64(ck_reader *r) {
 /* ---- what the network holds --------------------------------------------------------- */
 
 /* This worker's blocks of parameter i: its value, then the optimizer's state
- * buffers at the parameter's offset in their flat layout (net.h).  Returns
+ * buffers at the parameter's offset in their flat layout (network.h).  Returns
  * how many (1 + state buffers). */
 static int ck_parts(adj_layer *net, adj_optimizer *opt, int index, adj_tensor parts[3]) {
   adj_parameter *p = adj_layer_parameter(net, index);

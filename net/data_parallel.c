@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/data_parallel.h"
-#include "adjoin/net.h"
+#include "adjoin/network.h"
 #include "dtype_impl.h"
+#include "dtype_mpi_impl.h"
 #include "error_impl.h"
 
 struct adj_replicas {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/dataset.h"
 #include "adjoin/wait.h"
 #include "error_impl.h"

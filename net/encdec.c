@@ -5,9 +5,11 @@
 
 #include "adjoin/conv_layer.h"
 #include "adjoin/encdec.h"
-#include "adjoin/layers.h"
-#include "adjoin/loss_layer.h"
-#include "adjoin/norm_layer.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/pool_layer.h"
+#include "adjoin/affine_layer.h"
+#include "adjoin/xent_layer.h"
+#include "adjoin/batchnorm_layer.h"
 #include "adjoin/upsample_layer.h"
 #include "error_impl.h"
 #include "net_builder.h"
@@ -80,7 +82,7 @@ static int encdec_head(adj_builder *b) {
                                 .in_features = adj_decomposition_global_shape(b->current)[1],
                                 .out_features = ENCDEC_CLASSES};
   ADJ_CALL(adj_builder_push(b, adj_affine_layer_create(&ac, &layer), &layer));
-  adj_loss_layer_config lc = {.dtype = b->dtype, .input = b->current, .root = 0};
+  adj_xent_layer_config lc = {.dtype = b->dtype, .input = b->current, .root = 0};
   return adj_builder_push(b, adj_xent_layer_create(&lc, &layer), &layer);
 }
 

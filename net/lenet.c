@@ -3,13 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "adjoin/affine15.h"
+#include "adjoin/affine15_layer.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/deep_halo_layer.h"
-#include "adjoin/layers.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/pool_layer.h"
+#include "adjoin/affine_layer.h"
 #include "adjoin/lenet.h"
-#include "adjoin/loss_layer.h"
-#include "adjoin/net.h"
+#include "adjoin/xent_layer.h"
+#include "adjoin/network.h"
 #include "error_impl.h"
 #include "net_builder.h"
 
@@ -20,7 +22,7 @@ typedef struct lenet_layout {
   int batch_parts;    /* P_b of the affine layers */
   int in_parts;       /* P_fi of C5 */
   int out_parts[3];   /* P_fo of C5, F6 and the output layer */
-  int head15[2];      /* P_r x P_c of a 1.5D head (affine15.h); 0 x 0: the DistDL affine layers */
+  int head15[2];      /* P_r x P_c of a 1.5D head (affine15_layer.h); 0 x 0: the DistDL affine layers */
   int conv_batch;     /* P_n of both convolutions and pools (the batch split); 0 means 1 */
 } lenet_layout;
 
@@ -126,7 +128,7 @@ static int lenet_head(lenet_build *b) {
   if (b->config->logits_only)
     return adj_builder_glue(&b->base, 2, (const int[2]){1, 1}, (const int64_t[2]){b->config->batch, 10});
   adj_layer *layer = NULL;
-  adj_loss_layer_config lc = {.dtype = b->config->dtype, .input = b->base.current, .root = 0};
+  adj_xent_layer_config lc = {.dtype = b->config->dtype, .input = b->base.current, .root = 0};
   return adj_builder_push(&b->base, adj_xent_layer_create(&lc, &layer), &layer);
 }
 

@@ -1,11 +1,13 @@
 /* The multilayer perceptron (see include/adjoin/mlp.h). */
 #include <stdio.h>
 
-#include "adjoin/affine15.h"
-#include "adjoin/layers.h"
-#include "adjoin/loss_layer.h"
+#include "adjoin/affine15_layer.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/affine_layer.h"
+#include "adjoin/repartition_layer.h"
+#include "adjoin/xent_layer.h"
 #include "adjoin/mlp.h"
-#include "adjoin/net.h"
+#include "adjoin/network.h"
 #include "error_impl.h"
 
 static int mlp_check(const adj_mlp_config *c) {
@@ -76,7 +78,7 @@ static int mlp_stages(const adj_mlp_config *c, adj_layer **stages, int *n) {
     }
   }
   if (!status) {
-    adj_loss_layer_config lc = {.dtype = c->dtype, .input = current, .root = 0};
+    adj_xent_layer_config lc = {.dtype = c->dtype, .input = current, .root = 0};
     layer = NULL;
     status = mlp_push(stages, n, &current, adj_xent_layer_create(&lc, &layer), &layer);
   }

@@ -1,7 +1,7 @@
 /* A multilayer perceptron of 1.5D affine layers (mlp15.h). */
 #include "adjoin/mlp15.h"
-#include "adjoin/layers.h"
-#include "adjoin/net.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/network.h"
 #include "error_impl.h"
 
 int adj_mlp15_create(const adj_mlp15_config *c, adj_layer **network) {

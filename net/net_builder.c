@@ -3,8 +3,9 @@
 
 #include <stdio.h>
 
-#include "adjoin/layers.h"
-#include "adjoin/net.h"
+#include "adjoin/pointwise_layer.h"
+#include "adjoin/repartition_layer.h"
+#include "adjoin/network.h"
 #include "error_impl.h"
 
 int adj_builder_push(adj_builder *b, int status, adj_layer **stage) {

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adjoin/net.h"
-#include "adjoin/norm_layer.h"
+#include "adjoin/agree.h"
+#include "adjoin/network.h"
+#include "adjoin/batchnorm_layer.h"
 #include "adjoin/rng.h"
 #include "layer_impl.h"
 
@@ -349,7 +350,7 @@ static int init_parameter_uniform(adj_layer *network, int index, adj_rng *rng, i
   return status;
 }
 
-/* Any layer is accepted, not only a network (net.h): a lone layer's
+/* Any layer is accepted, not only a network (network.h): a lone layer's
  * parameters are drawn the same way, one by one in order. */
 int adj_network_init_uniform(adj_layer *network, uint64_t seed) {
   ADJ_CHECK(network, ADJ_ERR_ARG, "adj_network_init_uniform: layer is NULL");

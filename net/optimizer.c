@@ -4,7 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "adjoin/net.h"
+#include "adjoin/agree.h"
+#include "adjoin/network.h"
+#include "adjoin/optimizer.h"
 #include "error_impl.h"
 #include "fault_impl.h"
 #include "threads_impl.h"

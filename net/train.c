@@ -4,8 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/checkpoint.h"
-#include "adjoin/loss_layer.h"
+#include "adjoin/xent_layer.h"
 #include "adjoin/threads.h"
 #include "adjoin/train.h"
 #include "agree_impl.h"

@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mpi.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/partition.h"
 #include "adjoin/status.h"
 #include "error_impl.h"

@@ -16,8 +16,10 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/all_gather.h"
 #include "op_impl.h"
+#include "dtype_mpi_impl.h"
 
 typedef struct adj_all_gather {
   bool gather_forward; /* forward is all-gather (else reduce-scatter) */

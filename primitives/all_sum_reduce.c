@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/all_sum_reduce.h"
 #include "op_impl.h"
+#include "dtype_mpi_impl.h"
 
 typedef struct adj_asr {
   MPI_Comm group;        /* workers summed together; null when inactive */

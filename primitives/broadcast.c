@@ -32,10 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/broadcast.h"
 #include "algorithm_table_impl.h"
 #include "broadcast_impl.h"
 #include "op_impl.h"
+#include "dtype_mpi_impl.h"
 
 typedef enum adj_sum_algorithm {
   ADJ_SUM_AUTO = 0,

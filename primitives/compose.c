@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "op_impl.h"
 
 typedef struct adj_compose {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/all_sum_reduce.h"
 #include "adjoin/gradient_reducer.h"
 #include "op_impl.h"

@@ -31,10 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mpi.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/halo.h"
 #include "box_type_impl.h"
 #include "op_impl.h"
+#include "dtype_mpi_impl.h"
 
 typedef struct adj_halo_message {
   int peer;             /* rank in the operator's communicator */

@@ -1,7 +1,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mpi.h>
 
+#include "adjoin/agree.h"
 #include "agree_impl.h"
 #include "op_after_impl.h"
 #include "op_impl.h"

@@ -23,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/repartition.h"
 #include "box_type_impl.h"
 #include "op_impl.h"
+#include "dtype_mpi_impl.h"
 
 /* A box this worker exchanges with one peer. */
 typedef struct adj_peer_box {

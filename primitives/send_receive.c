@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/agree.h"
 #include "adjoin/send_receive.h"
 #include "op_impl.h"
+#include "dtype_mpi_impl.h"
 
 typedef struct adj_send_receive {
   int src, dst, me;

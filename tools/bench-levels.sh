@@ -1,6 +1,6 @@
 #!/bin/sh
 # Issue 11's per-level table on this host: alternating rounds, each running
-# PyTorch 1.13's LeNet-5 (tools/bench_pytorch_lenet.py), then at every
+# PyTorch 1.13's LeNet-5 (tools/pytorch/bench_pytorch_lenet.py), then at every
 # instruction-set level the CPU runs adjoin's sequential and dist4 training
 # (bench-train, float32, 8192 images, best of 3 epochs, batch 256).  Rounds
 # alternate so a slow spell of a shared machine falls on every column alike;
@@ -53,9 +53,9 @@ r=1
 while [ "$r" -le "$rounds" ]; do
   line="round $r"
   if [ "$torch" = yes ]; then
-    pt=$(/usr/bin/python3 tools/bench_pytorch_lenet.py --epochs 3 2>"$log.err" | sed -n 's/^images_per_s=//p')
+    pt=$(/usr/bin/python3 tools/pytorch/bench_pytorch_lenet.py --epochs 3 2>"$log.err" | sed -n 's/^images_per_s=//p')
     if [ -z "$pt" ]; then
-      echo "bench-levels.sh: tools/bench_pytorch_lenet.py printed no images_per_s: $(tail -n 1 "$log.err")" >&2
+      echo "bench-levels.sh: tools/pytorch/bench_pytorch_lenet.py printed no images_per_s: $(tail -n 1 "$log.err")" >&2
       exit 1
     fi
     line="$line pytorch $pt"

@@ -2,7 +2,7 @@
 # The encoder-decoder's accuracy experiment (issue 16 item 7): for each seed,
 # the batch norm encoder-decoder (include/adjoin/encdec.h) trained on
 # Fashion-MNIST by adjoin sequentially (1 rank), by adjoin on a 2 x 2 spatial
-# grid (4 ranks) and by its PyTorch twin (tools/encdec_pytorch.py), with the
+# grid (4 ranks) and by its PyTorch twin (tools/pytorch/encdec_pytorch.py), with the
 # same hyperparameters (Adam, learning rate 0.001, batch 256).  Prints each
 # run's test accuracy, the three means and the two gaps against the targets:
 # adjoin sequential within 0.5 points of PyTorch, distributed within 0.3
@@ -57,7 +57,7 @@ for seed in $seeds; do
     mpiexec.mpich -n 4 "$train" --model encdec --layout 2x2 --optimizer adam --seed "$seed" $common
   # shellcheck disable=SC2086
   run pytorch "$results/encdec-pytorch-seed$seed.log" \
-    /usr/bin/python3 tools/encdec_pytorch.py --seed "$seed" --threads 2 $common
+    /usr/bin/python3 tools/pytorch/encdec_pytorch.py --seed "$seed" --threads 2 $common
 done
 # A gap is reported only when both of its sides have runs.
 awk 'function gap(x, y, what, target,   g) {

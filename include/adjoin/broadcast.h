@@ -38,7 +38,7 @@
  * copies, root -> 1 -> 2 ...; otherwise the copying direction is MPI's
  * broadcast.
  * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter|chain forces one
- * (except in the tensor-parallel layer of phantom.h, whose broadcast always
+ * (except in the tensor-parallel layer of phantom_layer.h, whose broadcast always
  * sums by all-reduce);
  * adj_op_algorithm names the choice.  An all-reduce or reduce-scatter leaf
  * keeps a scratch block (the whole block, or its chunk), a chain member

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "adjoin/layer.h"
-#include "adjoin/net.h"
+#include "adjoin/optimizer.h"
 #include "adjoin/rng.h"
 #include "adjoin/export.h"
 

@@ -48,7 +48,8 @@
 #include <stdbool.h>
 
 #include "adjoin/decomposition.h"
-#include "adjoin/kernels.h"
+#include "adjoin/window.h"
+#include "adjoin/conv.h"
 #include "adjoin/layer.h"
 #include "adjoin/op.h"
 #include "adjoin/export.h"
@@ -65,7 +66,7 @@ typedef struct adj_conv_layer_config {
   int64_t in_channels;               /* C_in of the weights; 0 means "the input's" */
   bool no_bias;                      /* default: with bias */
   /* The local convolution's algorithm; AUTO (0): the plan's rule or the
-   * environment's ADJ_CONV_ALGORITHM (adjoin/kernels.h). */
+   * environment's ADJ_CONV_ALGORITHM (adjoin/conv.h). */
   adj_conv_algorithm algorithm;
 
   /* The input, one of two ways:
@@ -91,7 +92,7 @@ typedef struct adj_conv_layer_config {
  * P_co x P_ci workers, 1 "bias" (C_out) on P_co workers unless config->no_bias. */
 int adj_conv_layer_create(const adj_conv_layer_config *config, adj_layer **layer);
 
-/* The algorithm this rank's local convolution runs (adjoin/kernels.h); AUTO
+/* The algorithm this rank's local convolution runs (adjoin/conv.h); AUTO
  * when the layer is not a convolution or this rank computes no block. */
 adj_conv_algorithm adj_conv_layer_algorithm(const adj_layer *layer);
 

@@ -22,7 +22,7 @@
  * computed from the same inputs by the same local kernel as in the
  * layer-by-layer run, so the forward equals it bit for bit as long as the
  * convolution algorithm gives each element the same arithmetic for any
- * extent (kernels.h; pin it with ADJ_CONV_ALGORITHM to compare).
+ * extent (conv.h; pin it with ADJ_CONV_ALGORITHM to compare).
  *
  * Cost: one exchange (k times fewer messages for k layers that each exchange
  * with the same neighbours) against wider halos and redundant flops in the

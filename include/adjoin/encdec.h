@@ -9,7 +9,7 @@
  *         max-pool 2                 (B, 16, 7, 7)
  *   head  flatten (B, 784), affine 784 -> 10 (logits), softmax cross-entropy
  *
- * Batch normalisation is norm_layer.h's (eps 1e-5, momentum 0.1, PyTorch's
+ * Batch normalisation is batchnorm_layer.h's (eps 1e-5, momentum 0.1, PyTorch's
  * defaults): batch statistics in training, running statistics in
  * evaluation (adj_network_set_training), and the running statistics are
  * network state that checkpoints save (checkpoint.h).  The pooled blocks run
@@ -46,7 +46,7 @@ typedef struct adj_encdec_config {
   MPI_Comm comm;          /* every rank of it calls adj_encdec_create */
   adj_dtype dtype;
   const char *layout;     /* "sequential" or "P0xP1" */
-  int64_t batch;          /* B: fixed batch size (pad a short last batch; see loss_layer.h) */
+  int64_t batch;          /* B: fixed batch size (pad a short last batch; see xent_layer.h) */
 } adj_encdec_config;
 
 /* Builds the network; input (B, 1, 28, 28) on rank 0, output the scalar loss

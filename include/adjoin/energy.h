@@ -21,7 +21,7 @@
  * Per layer and iteration the collectives are Table II's, message sizes in
  * floats: TP broadcast n N, all-gather n/p N, all-reduce n N, reduce-scatter
  * n/p N; PP all-gather k N and reduce-scatter k N.  adjoin's 1.5D affine
- * layer (affine15.h) on a P_r = p, P_c = 1 grid, pure model parallelism, is
+ * layer (affine15_layer.h) on a P_r = p, P_c = 1 grid, pure model parallelism, is
  * modelled in the same terms ("mp15"): per layer an all-gather of n/p N
  * forward (the input features) and its adjoint, a reduce-scatter of n/p N,
  * backward; its weight broadcasts over P_c = 1 move nothing.  The compute

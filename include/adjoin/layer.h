@@ -19,7 +19,7 @@
  * operators are identities, op.h, its kernels read them where they lie).
  *
  * Distributed layers are compositions of adjoin's operators (halo exchange,
- * broadcast, sum-reduce, repartition) with the local kernels of kernels.h; the
+ * broadcast, sum-reduce, repartition) with the local kernels (conv.h, pool.h, affine.h, ...); the
  * data movement is linear, so its part of jvp is the forward operator and its
  * part of backward is the adjoint operator.  Each parameter lives where the
  * algorithm puts it (e.g. a convolution's weights on its P_co x P_ci partition,

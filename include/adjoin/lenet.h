@@ -6,7 +6,7 @@
  *   conv2  6 -> 16, 5x5             (B, 16, 10, 10)  ReLU   max-pool 2x2 / 2  (B, 16, 5, 5)
  *   flatten (B, 400)
  *   affine 400 -> 120  ReLU   affine 120 -> 84  ReLU   affine 84 -> 10 (logits)
- *   softmax cross-entropy, mean over the batch (loss_layer.h)
+ *   softmax cross-entropy, mean over the batch (xent_layer.h)
  * ReLU rather than the 1998 tanh: it reaches the accuracy targets of the
  * paper's PyTorch twin with the same Adam settings, and is what that twin uses.
  * The stages run as conv, max-pool, ReLU: the same function and gradient as
@@ -36,7 +36,7 @@
  * broadcast to two batch halves and its gradient summed back (P_b = 2).
  * dist2 alternates the affine grids (1 x 2, 2 x 1, 1 x 2) so each layer's
  * output partition is the next one's input partition without glue.
- * hybrid4 runs the three affine layers as the 1.5D layers of affine15.h on a
+ * hybrid4 runs the three affine layers as the 1.5D layers of affine15_layer.h on a
  * P_r x P_c = 2 x 2 grid (rows of the weights over P_r, the batch over P_c).
  * hybrid4-batch also splits the convolutions and pools over the batch: rows
  * of the image over 2 workers and the batch over 2 (the integrated
@@ -57,9 +57,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "adjoin/kernels.h"
+#include "adjoin/window.h"
 #include "adjoin/layer.h"
-#include "adjoin/net.h"
+#include "adjoin/network.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -68,14 +68,14 @@ typedef struct adj_lenet_config {
   MPI_Comm comm;          /* every rank of it calls adj_lenet_create */
   adj_dtype dtype;
   const char *layout;     /* "sequential", "dist2", "dist4", "dist8", "hybrid4" or "hybrid4-batch" */
-  int64_t batch;          /* B: fixed batch size (pad a short last batch; see loss_layer.h) */
+  int64_t batch;          /* B: fixed batch size (pad a short last batch; see xent_layer.h) */
   bool logits_only;       /* stop at the logits (B, 10) on rank 0, without the loss */
   bool deep_halos;        /* fuse conv1 .. the second ReLU into one deep halo layer
                            * (deep_halo_layer.h): one halo exchange instead of four;
                            * the same function, parameters and layouts */
 } adj_lenet_config;
 
-/* Builds the network: one adj_layer (net.h) whose input is (B, 1, 28, 28) on
+/* Builds the network: one adj_layer (network.h) whose input is (B, 1, 28, 28) on
  * rank 0 (zero volume elsewhere) and whose output is the scalar loss on rank 0
  * (or the logits, with logits_only).  Parameters start at zero: call
  * adj_lenet_init.  Collective on config->comm; an unknown layout or too few
@@ -83,7 +83,7 @@ typedef struct adj_lenet_config {
 int adj_lenet_create(const adj_lenet_config *config, adj_layer **network);
 
 /* The loss stage of a network made by adj_lenet_create (NULL with
- * logits_only), to set labels and read loss and accuracy (loss_layer.h). */
+ * logits_only), to set labels and read loss and accuracy (xent_layer.h). */
 adj_layer *adj_lenet_loss(adj_layer *network);
 
 /* Number of ranks a layout needs, or 0 for an unknown name; and the names, for

@@ -1,11 +1,11 @@
 /* A multilayer perceptron for (B, 1, rows, cols) images: flatten, then affine
  * layers of the given widths with ReLU between them, then softmax
- * cross-entropy (loss_layer.h).  ShallowSpeed's reference network (paper 004)
+ * cross-entropy (xent_layer.h).  ShallowSpeed's reference network (paper 004)
  * is sizes 784-128-127-126-125-124-123-10.  By default every stage lives on
  * rank 0 of the communicator (a sequential network; data parallelism
  * replicates it, see data_parallel.h); with a grid, the flattened images move
  * onto a P_r x P_c grid of the first ranks and the affine layers are the 1.5D
- * layers of affine15.h (features over P_r, the batch over P_c).  Either way it
+ * layers of affine15_layer.h (features over P_r, the batch over P_c).  Either way it
  * trains with adj_trainer like LeNet-5, and the parameters have the same
  * names and global shapes, so checkpoints move between grids.
  *

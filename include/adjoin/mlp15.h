@@ -1,14 +1,14 @@
-/* A multilayer perceptron of 1.5D affine layers (affine15.h) on one P_r x P_c
+/* A multilayer perceptron of 1.5D affine layers (affine15_layer.h) on one P_r x P_c
  * grid: affine, activation, affine, ..., affine (no activation after the
  * last), every activation (N, F) split by batch over P_c and by features over
  * P_r, so a loss on the output counts each sample once.  P_r = 1 is data
- * parallel, P_c = 1 model parallel.  The result is a network (net.h).
+ * parallel, P_c = 1 model parallel.  The result is a network (network.h).
  * Collective over the input's base communicator. */
 #ifndef ADJOIN_MLP15_H
 #define ADJOIN_MLP15_H
 
-#include "adjoin/affine15.h"
-#include "adjoin/kernels.h"
+#include "adjoin/affine15_layer.h"
+#include "adjoin/activation.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS

@@ -14,7 +14,7 @@
  *              layer, its model (eq. 8) or, with ADJ_PLAN_CONV_DOMAIN, the
  *              cheaper of model and domain (eq. 9).
  *   adjoin     what adjoin's operators count for the 1.5D affine layer
- *              (affine15.h): all-gather of each fc layer's input over P_r,
+ *              (affine15_layer.h): all-gather of each fc layer's input over P_r,
  *              the reduce-scatter adjoint (half the paper's all-reduce, none
  *              for the first layer), the weight and bias broadcasts and their
  *              sum-reduces over P_c; real (balanced) block sizes, the largest
@@ -37,7 +37,7 @@
 
 #include <mpi.h>
 
-#include "adjoin/affine15.h"
+#include "adjoin/affine15_layer.h"
 #include "adjoin/pad_layer.h"
 #include "adjoin/export.h"
 
@@ -148,7 +148,7 @@ int adj_plan_mode_parse(const char *text, adj_plan_mode *mode);
 
 /* ---- exact prediction of adjoin's counters ----------------------------------------------- */
 
-/* What the operators of one 1.5D affine layer (affine15.h) on this worker
+/* What the operators of one 1.5D affine layer (affine15_layer.h) on this worker
  * count for one forward and one backward: input (N, f_in) on a p_c x p_r grid
  * with batch cuts `batch_cuts` (p_c + 1 offsets, or NULL for balanced), the
  * worker at row r, column c, word_bytes per element; `input_gradient` says

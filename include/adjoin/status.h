@@ -2,7 +2,9 @@
  *
  * Every fallible adjoin function returns an int status: ADJ_SUCCESS (0) or one of
  * the codes below.  The library never exits or aborts; instead it records a
- * readable message that names the bad value, retrievable with adj_last_error().
+ * readable message that names the bad value, retrievable with adj_last_error(),
+ * and the file:line:function of each frame the error passed on its way out
+ * (adj_last_error_trace(), as PETSc's tracebacks).
  *
  * Collective safety: an error detected from arguments every rank shares is found
  * identically on every rank.  An error only one rank can see (a tensor of the
@@ -38,7 +40,13 @@ const char *adj_status_name(int status);
 /* Message recorded by the most recent failure on this thread ("" if none). */
 const char *adj_last_error(void);
 
-/* Forget the recorded message. */
+/* The trail of the most recent failure: one line per function it passed on
+ * its way out, innermost first, each "  at kernels/conv.c:412 (adj_conv_plan_create)"
+ * and ending in a newline ("" if none).  An error agreed across ranks carries
+ * the trail of the rank that found it (agree.h). */
+const char *adj_last_error_trace(void);
+
+/* Forget the recorded message and its trail. */
 void adj_clear_error(void);
 
 ADJ_END_DECLS

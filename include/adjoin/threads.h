@@ -24,6 +24,9 @@
 #ifndef ADJOIN_THREADS_H
 #define ADJOIN_THREADS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -39,6 +42,26 @@ int adj_threads_share_node(int ranks_on_node);
 /* Sets the kernels' thread count; ADJ_ERR_ARG names a count outside 1..4096.
  * Not thread-safe: call it between kernel calls. */
 int adj_threads_set(int threads);
+
+/* Whether OpenBLAS, whose GEMMs the affine layers and the shifted and im2col
+ * convolutions run, uses kernels below what this CPU runs.  A DYNAMIC_ARCH
+ * OpenBLAS picks its kernels from the CPU's family and model when it loads;
+ * a version older than the CPU does not know the model and falls back to its
+ * oldest x86-64 kernels (Debian 12's OpenBLAS 0.3.21 on a Xeon of model 207
+ * runs Prescott's, SSE3, at a fifth of the AVX-512 kernels' sgemm rate,
+ * bench/RESULTS.md).  It chooses before main runs, so adjoin can only say so:
+ * the environment variable OPENBLAS_CORETYPE, set before the program starts,
+ * names the kernels instead.  True when OpenBLAS's kernels lack AVX2 and FMA
+ * on a CPU that has them and OPENBLAS_CORETYPE is not set; `advice` (size
+ * bytes, may be NULL) then receives one line naming the kernels, the CPU and
+ * the value to set (SkylakeX with AVX-512, Haswell with AVX2), else "". */
+bool adj_blas_kernels_behind(char *advice, size_t size);
+
+/* The OPENBLAS_CORETYPE value adj_blas_kernels_behind advises ("SkylakeX" or
+ * "Haswell"), or NULL when it advises nothing.  A launcher script asks for it
+ * (`adjoin-train --openblas-coretype`) and exports it before starting the
+ * ranks, since OpenBLAS reads it only as it loads. */
+const char *adj_blas_kernels_coretype(void);
 
 ADJ_END_DECLS
 

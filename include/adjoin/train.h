@@ -1,5 +1,5 @@
 /* Training loop: epochs of shuffled mini-batches through a network whose last
- * stage is a softmax cross-entropy layer (loss_layer.h), as adj_lenet_create
+ * stage is a softmax cross-entropy layer (xent_layer.h), as adj_lenet_create
  * builds it.
  *
  * Each step: rank 0 copies the batch's images into the network's input (the
@@ -8,7 +8,7 @@
  * forward, backward from d loss = 1, and one optimizer step on every worker's
  * shards.  An epoch visits every sample once in an order drawn from a seeded
  * generator (adj_shuffle_indices); a short last batch is padded with zeros and
- * only its real samples count in the loss (loss_layer.h), so no sample is
+ * only its real samples count in the loss (xent_layer.h), so no sample is
  * dropped and every layer keeps its fixed batch size.
  *
  * Reproducibility: the same seed, layout and dtype give bit-identical runs
@@ -31,7 +31,8 @@
 #include "adjoin/dataset.h"
 #include "adjoin/gradient_reducer.h"
 #include "adjoin/layer.h"
-#include "adjoin/net.h"
+#include "adjoin/network.h"
+#include "adjoin/optimizer.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS

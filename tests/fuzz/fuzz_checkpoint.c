@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "adjoin/adjoin.h"
+#include "adjoin/affine_layer.h"
 #include "fuzz.h"
 
 static adj_partition *partition;

@@ -15,7 +15,7 @@
  * of stages that chain such sums.  Keep it small enough that a wrong result
  * (an error of O(1), or a term missing from a sum) still fails by decades.
  *
- * The dot-product test's tolerance is adj_dottest_tolerance (adjoint_test.h),
+ * The dot-product test's tolerance is adj_dottest_tolerance (dottest.h),
  * which tests reuse rather than redefine here. */
 #ifndef ADJOIN_TEST_TOLERANCE_H
 #define ADJOIN_TEST_TOLERANCE_H

@@ -110,7 +110,7 @@ void dl_expect_error(adj_test *t, const char *label, int status, adj_layer **lay
 FILE *dl_open_reference(adj_test *t, const char *path);
 
 /* One line of a twin script's file: case index, outputs y of a fixed input,
- * and the gradient of sum(y_j w_j) (tools/upsample_twin.py says how).  Skips
+ * and the gradient of sum(y_j w_j) (tools/pytorch/upsample_twin.py says how).  Skips
  * comment lines; false at the end of the file or on a malformed line (then a
  * failed check). */
 enum { DL_REFERENCE_MAX = 4096 };

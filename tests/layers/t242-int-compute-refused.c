@@ -8,6 +8,12 @@
 #include <string.h>
 
 #include "harness.h"
+#include "adjoin/pool_layer.h"
+#include "adjoin/affine_layer.h"
+#include "adjoin/repartition_layer.h"
+#include "adjoin/pool.h"
+#include "adjoin/affine.h"
+#include "adjoin/loss.h"
 
 static const adj_dtype integer_dtypes[] = {ADJ_INT32, ADJ_INT64, ADJ_UINT8};
 
@@ -30,8 +36,8 @@ static int create_layer(int kind, adj_dtype dtype, const adj_decomposition *x, a
   case 5: return adj_batchnorm_layer_create(&(adj_batchnorm_layer_config){.dtype = dtype, .input = x}, layer);
   case 6: return adj_upsample_layer_create(&(adj_upsample_layer_config){.dtype = dtype, .input = x}, layer);
   case 7: return adj_pad_layer_create(&(adj_pad_layer_config){.dtype = dtype, .input = x}, layer);
-  case 8: return adj_loss_layer_create(&(adj_loss_config){.dtype = dtype, .input = x}, layer);
-  case 9: return adj_xent_layer_create(&(adj_loss_layer_config){.dtype = dtype, .input = x}, layer);
+  case 8: return adj_loss_layer_create(&(adj_loss_layer_config){.dtype = dtype, .input = x}, layer);
+  case 9: return adj_xent_layer_create(&(adj_xent_layer_config){.dtype = dtype, .input = x}, layer);
   default:
     return adj_repartition_layer_create(&(adj_repartition_layer_config){.dtype = dtype, .input = x, .output = x},
                                         layer);

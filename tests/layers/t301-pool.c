@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "layer_check.h"
+#include "adjoin/pool.h"
 
 typedef struct pool_case {
   const char *name;

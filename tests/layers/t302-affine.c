@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "layer_check.h"
+#include "adjoin/affine.h"
 
 typedef struct affine_case {
   const char *name;

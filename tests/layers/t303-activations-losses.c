@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layer_check.h"
+#include "adjoin/loss.h"
 
 /* A point x with a direction dx for a map of one tensor; `loss` selects the
  * scalar maps (xent / mse) and `act` the activation otherwise. */

@@ -1,4 +1,4 @@
-/* The convolution plan's rule (adjoin/kernels.h) against the GEMMs it has,
+/* The convolution plan's rule (adjoin/conv.h) against the GEMMs it has,
  * for the forward and for the backward without dx (a first layer's).  With
  * OpenBLAS kernels that have AVX2 and FMA, direct takes LeNet's conv1 and
  * conv2 and shifted the 64->64 layer, except that at the baseline level

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "kernels_impl.h"
+#include "blas_impl.h"
 
 enum { ROWS = 3, MAX_COLS = 80, GAP = 5 };
 

@@ -63,7 +63,7 @@ static double max_rel_diff(const adj_tensor *a, const adj_tensor *b, double scal
 
 /* Two backward calls without zeroing add up (grad = 2 g on every owner) and
  * give the same dx.  Between them, a call with dx left out on odd ranks only
- * breaks the collective choice (layers.h): refused on every rank, the
+ * breaks the collective choice (layer.h): refused on every rank, the
  * gradients untouched, instead of a hang. */
 static void check_accumulation(adj_test *t, const char *label, adj_layer *layer) {
   adj_tensor x, y, dx1, dx2, g1[2];

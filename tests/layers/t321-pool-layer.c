@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "dist_check.h"
+#include "adjoin/pool.h"
+#include "adjoin/pool_layer.h"
 
 typedef struct pool_case {
   const char *name;

@@ -15,6 +15,7 @@
 
 #include "dist_check.h"
 #include "layer_cases.h"
+#include "adjoin/affine_layer.h"
 
 static void check_case(adj_test *t, const adj_affine_case *c) {
   char label[160];

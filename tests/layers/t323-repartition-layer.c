@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dist_check.h"
+#include "adjoin/repartition_layer.h"
 
 typedef struct side {
   int parts[3];

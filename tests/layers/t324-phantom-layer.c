@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "dist_check.h"
+#include "adjoin/affine.h"
 
 typedef struct ph_case {
   int64_t batch, n_in, n_out, k;

@@ -1,7 +1,7 @@
-/* t326: distributed batch normalisation (norm_layer.h), 1-D, 2-D and 3-D, in
+/* t326: distributed batch normalisation (batchnorm_layer.h), 1-D, 2-D and 3-D, in
  * float32 and float64, training and evaluation, affine on and off, running
  * statistics on and off:
- *   - the sequential layer against PyTorch (tools/batchnorm_twin.py wrote
+ *   - the sequential layer against PyTorch (tools/pytorch/batchnorm_twin.py wrote
  *     data/t326-batchnorm-torch.txt: outputs, input and parameter gradients,
  *     running statistics, evaluation outputs) and against a naive float64
  *     reference written here
@@ -158,7 +158,7 @@ static void test_reference(adj_test *t, adj_dtype dtype, int rank, const int64_t
 
 /* ---- PyTorch's numbers ------------------------------------------------------------------ */
 
-/* The table of tools/batchnorm_twin.py, in its order: input shapes and offsets. */
+/* The table of tools/pytorch/batchnorm_twin.py, in its order: input shapes and offsets. */
 static const struct {
   int rank;
   int64_t shape[5];

@@ -1,7 +1,7 @@
-/* t327: the losses of losses.h (L1, MSE, BCE, BCE with logits, KL divergence
+/* t327: the losses of loss_layers.h (L1, MSE, BCE, BCE with logits, KL divergence
  * with and without a log target, Poisson NLL with log, linear and full
  * forms, NLL) and their reductions (mean, sum, none, batchmean):
- *   - against PyTorch on fixed inputs (tools/losses_twin.py wrote
+ *   - against PyTorch on fixed inputs (tools/pytorch/losses_twin.py wrote
  *     data/t327-losses-torch.txt): value and input gradient, both dtypes;
  *   - distributed against sequential on layouts with unequal and empty
  *     blocks and inactive ranks: the global value on EVERY rank, the output,
@@ -41,7 +41,7 @@ static const loss_spec specs[] = {
 enum { N_SPECS = (int)(sizeof specs / sizeof specs[0]) };
 static const char *const reduction_names[] = {"mean", "sum", "none", "batchmean"};
 
-/* The fixed inputs of tools/losses_twin.py, by flat global index. */
+/* The fixed inputs of tools/pytorch/losses_twin.py, by flat global index. */
 static double fa(int64_t i) { return (double)((i * 7 + 3) % 13) / 13.0; }
 static double fb(int64_t i) { return (double)((i * 5 + 1) % 11) / 11.0; }
 
@@ -75,7 +75,7 @@ static bool valid(const loss_spec *s, int red) {
 
 static int loss_create(const loss_spec *s, int red, adj_dtype dtype, const adj_decomposition *input, int root,
                        adj_layer **layer) {
-  return adj_loss_layer_create(&(adj_loss_config){.dtype = dtype, .kind = s->kind,
+  return adj_loss_layer_create(&(adj_loss_layer_config){.dtype = dtype, .kind = s->kind,
                                                   .reduction = (adj_loss_reduction)red, .input = input,
                                                   .root = root, .log_target = s->log_target,
                                                   .poisson_linear_input = s->linear, .poisson_full = s->full},

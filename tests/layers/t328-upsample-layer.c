@@ -2,7 +2,7 @@
  * and trilinear, align_corners on and off, by size and by scale factor,
  * upsampling and downsampling:
  *   - the sequential layer against PyTorch's F.interpolate on fixed inputs
- *     (tools/upsample_twin.py wrote data/t328-upsample-torch.txt): outputs
+ *     (tools/pytorch/upsample_twin.py wrote data/t328-upsample-torch.txt): outputs
  *     and input gradients, both dtypes;
  *   - the dot-product test (the adjoint is exact), the Taylor test (linear:
  *     round-off) and distributed against sequential, on partitions over
@@ -25,7 +25,7 @@ typedef struct up_case {
   double scale[3];
 } up_case;
 
-/* The table of tools/upsample_twin.py, in its order. */
+/* The table of tools/pytorch/upsample_twin.py, in its order. */
 static const up_case torch_cases[] = {
     {4, {1, 2, 4, 5}, ADJ_INTERP_NEAREST, false, {7, 8}, {0}},
     {4, {1, 2, 4, 5}, ADJ_INTERP_NEAREST, false, {0}, {2, 3}},

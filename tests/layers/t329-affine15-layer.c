@@ -1,4 +1,4 @@
-/* t324: the 1.5D affine layer (affine15.h) and an MLP of three of them with
+/* t324: the 1.5D affine layer (affine15_layer.h) and an MLP of three of them with
  * ReLU between, on P_r x P_c grids from 1 x 1 to 6 x 1 (1x6, 2x3, 3x2, 6x1 at
  * 6 ranks): Jacobian dot-product test (input, weights and biases at once) and
  * distributed against sequential (outputs, jvps, input and parameter
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dist_check.h"
+#include "adjoin/affine_layer.h"
 
 enum { N = 7, F0 = 11, F1 = 13, F2 = 9, F3 = 7 };
 

@@ -2,7 +2,7 @@
  * circular, in 1-3 spatial dimensions:
  *   - the sequential layer against a naive reference written here (each output
  *     entry's source found by bouncing or wrapping its index) and against
- *     PyTorch's F.pad on fixed inputs (tools/pad_twin.py wrote
+ *     PyTorch's F.pad on fixed inputs (tools/pytorch/pad_twin.py wrote
  *     data/t340-pad-torch.txt): outputs and input gradients, both dtypes;
  *   - the dot-product test (the adjoint adds the padding's gradients back into
  *     the entries it copies), the Taylor test (linear: round-off) and
@@ -26,7 +26,7 @@ typedef struct pad_case {
   int64_t padding[3][2];
 } pad_case;
 
-/* The table of tools/pad_twin.py's PAD_CASES, in its order ("constant" is zeros). */
+/* The table of tools/pytorch/pad_twin.py's PAD_CASES, in its order ("constant" is zeros). */
 static const pad_case torch_cases[] = {
     {3, {2, 1, 5}, ADJ_PAD_REFLECT, {{2, 3}}},
     {3, {2, 1, 5}, ADJ_PAD_REPLICATE, {{4, 1}}},

@@ -1,9 +1,9 @@
-/* t341: average pooling with and without count_include_pad (kernels.h:
+/* t341: average pooling with and without count_include_pad (pool.h:
  * ADJ_POOL_AVG divides by the kernel volume, ADJ_POOL_AVG_EXCLUDE_PAD by the
  * window's taps inside the input), and pooling after a padding mode:
  *   - the sequential kernels against a naive reference written here (each
  *     window summed tap by tap) and against PyTorch's F.avg_pool1d/2d/3d with
- *     count_include_pad False and True on fixed inputs (tools/pad_twin.py wrote
+ *     count_include_pad False and True on fixed inputs (tools/pytorch/pad_twin.py wrote
  *     data/t341-avg-pool-torch.txt): outputs and input gradients, both dtypes;
  *   - the distributed pool layer with ADJ_POOL_AVG_EXCLUDE_PAD: dot-product,
  *     Taylor (linear: round-off) and distributed against sequential at 1-8
@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "dist_check.h"
+#include "adjoin/pool.h"
+#include "adjoin/pool_layer.h"
 
 typedef struct avg_case {
   int rank;
@@ -32,7 +34,7 @@ typedef struct avg_case {
   {.spatial_dims = 3, .kernel = {k0, k1, k2}, .stride = {s0, s1, s2}, .padding_left = {p0, p1, p2},      \
    .padding_right = {p0, p1, p2}}
 
-/* The table of tools/pad_twin.py's POOL_CASES, in its order. */
+/* The table of tools/pytorch/pad_twin.py's POOL_CASES, in its order. */
 static const avg_case torch_cases[] = {
     {3, {2, 1, 9}, W1(3, 2, 1), false},
     {3, {2, 1, 9}, W1(3, 2, 1), true},

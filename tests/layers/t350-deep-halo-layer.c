@@ -34,6 +34,7 @@
 
 #include "dist_check.h"
 #include "layer_cases.h"
+#include "adjoin/pool_layer.h"
 
 enum { MAX_STAGES = 8 };
 

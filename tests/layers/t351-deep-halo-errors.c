@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "dist_check.h"
+#include "adjoin/repartition_layer.h"
 
 static adj_layer *conv(adj_test *t, const adj_decomposition *in, int64_t out, int64_t k, int64_t pad, int co_parts) {
   adj_layer *layer = NULL;

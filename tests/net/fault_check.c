@@ -84,7 +84,7 @@ int fc_local_sites(const char *name, const char **kinds) {
       {"batchnorm", false, {"forward local", "jvp local", "backward local"}},
       {"upsample", false, {"backward local"}},
       {"deep halo", false, {"backward local"}},
-      {"_loss", false, {"forward local", "jvp local"}}, /* losses.h, reduced */
+      {"_loss", false, {"forward local", "jvp local"}}, /* loss_layers.h, reduced */
       {"softmax_xent", false, {"backward local"}},
       {"phantom[", true, {"forward local", "backward local"}},
       {"tp[", true, {"backward local"}},

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "net_check.h"
+#include "adjoin/pool_layer.h"
 
 enum { BATCH = 3 };
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "adjoin/conv_layer.h"
-#include "adjoin/layers.h"
+#include "adjoin/pool_layer.h"
 #include "adjoin/lenet.h"
 #include "adjoin/mlp15.h"
 #include "adjoin/plan.h"

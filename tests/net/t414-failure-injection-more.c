@@ -12,9 +12,9 @@
  *   - LeNet-5 with deep halos (its conv blocks fused into one layer), plus
  *     the fused layer's local chain on rank 0;
  *   - the MLP of 1.5D affine layers (mlp.h with a grid);
- *   - the phantom and tensor-parallel layers (phantom.h), alone;
+ *   - the phantom and tensor-parallel layers (phantom_layer.h), alone;
  *   - the pad layer (pad_layer.h), reflect and circular, alone;
- *   - each loss of losses.h alone, reduced by its mean, on a batch cut over
+ *   - each loss of loss_layers.h alone, reduced by its mean, on a batch cut over
  *     every rank (at 4 and 5 ranks some blocks are empty).
  * An unknown or never-reached site fails the test, so it cannot pass
  * vacuously. */
@@ -152,7 +152,7 @@ static void loss_cases(adj_test *t) {
   adj_decomposition *input = lone_input(t, 2, (const int[2]){t->size, 1}, (const int64_t[2]){ROWS, COLS}, &p);
   for (int kind = ADJ_LOSS_L1; kind <= ADJ_LOSS_NLL && input; kind++) {
     adj_layer *layer = NULL;
-    ADJ_TEST_OK(t, adj_loss_layer_create(&(adj_loss_config){.dtype = ADJ_FLOAT64, .kind = (adj_loss_kind)kind,
+    ADJ_TEST_OK(t, adj_loss_layer_create(&(adj_loss_layer_config){.dtype = ADJ_FLOAT64, .kind = (adj_loss_kind)kind,
                                                             .reduction = ADJ_LOSS_MEAN, .input = input},
                                          &layer));
     if (!layer) continue;

@@ -1,4 +1,4 @@
-/* t415: the optimizer's learning-rate schedules (adj_lr_schedule in net.h).
+/* t415: the optimizer's learning-rate schedules (adj_lr_schedule in network.h).
  *  - the rate at chosen steps against the closed form written here: constant
  *    at lr; cosine at lr (1 + cos(pi k / T)) / 2, lr / 2 half-way, 0 at T
  *    and after it;

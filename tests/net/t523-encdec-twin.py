@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""t523: the PyTorch twin (tools/encdec_pytorch.py) is the same network as
+"""t523: the PyTorch twin (tools/pytorch/encdec_pytorch.py) is the same network as
 adjoin's encoder-decoder.  adjoin-train trains it for one epoch on 1,000
 Fashion-MNIST images (float64, 2x2 grid on 4 ranks) and saves a checkpoint;
 adjoin-train --resume evaluates that checkpoint on 2,000 test images, and the

@@ -1,0 +1,180 @@
+/* adjoin-dottest: runs the adjoint-test battery under mpiexec and prints one row
+ * per case and a closing "N passed, M failed" line.
+ *
+ *   mpiexec -n 4 adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]
+ *   adjoin-dottest --help
+ *
+ * A case needing more ranks than the run has is skipped (and counted so).
+ * --seed N (default 0) is added to every case's own seed, so the random
+ * vectors of the test (and the layers' linearisation points) change with it
+ * while seed 0 repeats the test suite's draws.
+ * --min-ranks leaves out cases needing fewer than N ranks, so a large run can
+ * cover only what a smaller run could not. */
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/adjoin.h"
+#include "tool_output.h"
+#include "battery.h"
+
+typedef struct adj_dottest_options {
+  int list;
+  const char *filter;
+  int min_ranks;
+  unsigned long long seed;
+} adj_dottest_options;
+
+/* Whole-string unsigned decimal no larger than max: "abc", "-1", "4x" and
+ * values past max are refused (strtoull alone would wrap "-1"). */
+static int adj_parse_count(const char *flag, const char *text, unsigned long long max, unsigned long long *out,
+                           int rank) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || errno || *end || v > max) {
+    if (rank == 0) fprintf(stderr, "adjoin-dottest: %s needs an integer from 0 to %llu, got '%s'\n", flag, max, text);
+    return 2;
+  }
+  *out = v;
+  return 0;
+}
+
+static const char usage[] =
+    "usage: mpiexec -n N adjoin-dottest [--list] [--filter TEXT] [--min-ranks N] [--seed N]\n"
+    "  --list          print the names of the cases, run none\n"
+    "  --filter TEXT   only the cases whose name contains TEXT\n"
+    "  --min-ranks N   leave out the cases needing fewer than N ranks\n"
+    "  --seed N        added to every case's seed [0: the test suite's draws]\n"
+    "A case needing more ranks than the run has is skipped.  Exit status: 0 when\n"
+    "every case run passes, 1 on a failure or a filter matching nothing, 2 on a\n"
+    "usage error.\n";
+
+/* The value after flag argv[*i], or NULL (and a message) when there is none. */
+static const char *adj_option_value(int argc, char **argv, int *i, int rank) {
+  if (*i + 1 < argc) return argv[++*i];
+  if (rank == 0) fprintf(stderr, "adjoin-dottest: %s needs a value\n%s", argv[*i], usage);
+  return NULL;
+}
+
+/* 0, 2 on a usage error, -1 when --help asked for the usage (printed). */
+static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int rank) {
+  *o = (adj_dottest_options){.seed = 0};
+  for (int i = 1; i < argc; i++) {
+    const char *flag = argv[i];
+    if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
+      if (rank == 0) fputs(usage, stdout);
+      return -1;
+    }
+    if (!strcmp(flag, "--list")) {
+      o->list = 1;
+      continue;
+    }
+    int filter = !strcmp(flag, "--filter"), seed = !strcmp(flag, "--seed"), min = !strcmp(flag, "--min-ranks");
+    if (!filter && !seed && !min) {
+      if (rank == 0) fprintf(stderr, "adjoin-dottest: unknown argument '%s'\n%s", flag, usage);
+      return 2;
+    }
+    const char *value = adj_option_value(argc, argv, &i, rank);
+    unsigned long long v = 0;
+    if (!value) return 2;
+    if (filter) o->filter = value;
+    else if (seed && adj_parse_count(flag, value, ULLONG_MAX, &o->seed, rank)) return 2;
+    else if (min && adj_parse_count(flag, value, INT_MAX, &v, rank)) return 2;
+    if (min) o->min_ranks = (int)v;
+  }
+  return 0;
+}
+
+/* Ranks not needed by a case wait here without spinning, so the ranks that work
+ * get the cores (tests oversubscribe a 2-core machine). */
+static void adj_quiet_barrier(MPI_Comm comm) {
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  adj_wait_all(1, &request, ADJ_WAIT_YIELD);
+}
+
+int main(int argc, char **argv) {
+  int rank, size;
+  if (adj_init(&argc, &argv, &rank, &size)) {
+    fprintf(stderr, "adjoin-dottest: %s\n", tool_error());
+    return 1;
+  }
+  adj_dottest_options o;
+  int code = adj_parse_options(argc, argv, &o, rank);
+  adj_battery b;
+  if (!code && adj_battery_build(&b)) {
+    if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", tool_error());
+    code = 1;
+  }
+  if (code) {
+    adj_finalize();
+    return code < 0 ? 0 : code;
+  }
+  /* One communicator per rank count: the first n ranks. */
+  MPI_Comm *comms = calloc((size_t)size + 1, sizeof *comms);
+  for (int n = 1; n <= size; n++) MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &comms[n]);
+  int passed = 0, failed = 0, skipped = 0, matched = 0;
+  if (rank == 0 && !o.list)
+    printf("%-14s %5s  %-26s %-18s %-7s %12s  %s\n", "operator", "ranks", "partitions", "global shape", "dtype",
+           "rel. error", "result (integers: the exact difference)");
+  for (int i = 0; i < b.count; i++) {
+    const adj_battery_case *c = &b.cases[i];
+    if ((o.filter && !strstr(c->name, o.filter)) || c->ranks < o.min_ranks) continue;
+    matched++;
+    if (o.list) {
+      if (rank == 0) printf("%s\n", c->name);
+      continue;
+    }
+    if (c->ranks > size) {
+      skipped++;
+      if (rank == 0)
+        printf("%-14s %5d  %-26s %-18s %-7s %12s  skipped (needs %d ranks)\n", c->op, c->ranks, c->partitions,
+               c->shape, adj_dtype_name(c->dtype), "-", c->ranks);
+      continue;
+    }
+    adj_dottest_result r = {0};
+    int status = 0;
+    if (rank < c->ranks) {
+      adj_clear_error();
+      adj_battery_case seeded = *c;
+      seeded.seed = o.seed;
+      status = c->run(comms[c->ranks], &seeded, &r);
+    }
+    adj_quiet_barrier(MPI_COMM_WORLD);
+    double tolerance = adj_dottest_tolerance(c->dtype, c->is_layer);
+    int ok = status == 0 && r.relative_error <= tolerance;
+    ok ? passed++ : failed++;
+    if (rank == 0) {
+      if (status)
+        printf("%-14s %5d  %-26s %-18s %-7s %12s  FAIL (%s: %s) [%s]\n", c->op, c->ranks, c->partitions, c->shape,
+               adj_dtype_name(c->dtype), "-", adj_status_name(status), adj_last_error(), c->name);
+      else if (r.exact)
+        printf("%-14s %5d  %-26s %-18s %-7s %12lld  %s (exact: <Fx,y> = %lld, <x,F*y> = %lld)\n", c->op, c->ranks,
+               c->partitions, c->shape, adj_dtype_name(c->dtype), (long long)(r.range_inner_int - r.domain_inner_int),
+               ok ? "pass" : "FAIL", (long long)r.range_inner_int, (long long)r.domain_inner_int);
+      else
+        printf("%-14s %5d  %-26s %-18s %-7s %12.3e  %s\n", c->op, c->ranks, c->partitions, c->shape,
+               adj_dtype_name(c->dtype), r.relative_error, ok ? "pass" : "FAIL");
+      fflush(stdout);
+    }
+  }
+  /* A filter that selects nothing is most likely a typo: say so and fail
+   * rather than print "0 passed, 0 failed" and exit 0. */
+  if (!matched && rank == 0)
+    fprintf(stderr, "adjoin-dottest: no case matches --filter '%s' with --min-ranks %d (see --list)\n",
+            o.filter ? o.filter : "", o.min_ranks);
+  if (rank == 0 && !o.list && matched) {
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+  }
+  for (int n = 1; n <= size; n++)
+    if (comms[n] != MPI_COMM_NULL) MPI_Comm_free(&comms[n]);
+  free(comms);
+  adj_battery_free(&b);
+  adj_finalize();
+  return failed || !matched ? 1 : 0;
+}

@@ -1,0 +1,98 @@
+/* Checked numbers from text (include/adjoin/parse.h). */
+#include "adjoin/parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_impl.h"
+
+/* The text as it reads in a message: quoted, shortened when long. */
+#define ADJ_PARSE_SHOWN "'%.40s%s'"
+#define ADJ_PARSE_SHOW(text) (text), strlen(text) > 40 ? "..." : ""
+
+int adj_parse_int64(const char *text, int64_t min, int64_t max, const char *what, int64_t *out) {
+  ADJ_CHECK(what && out, ADJ_ERR_ARG, "adj_parse_int64: `what` and `out` are required");
+  ADJ_CHECK(text, ADJ_ERR_ARG, "%s has no value", what);
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  bool digits = end != text && !isspace((unsigned char)text[0]);
+  ADJ_CHECK(digits && *end == '\0', ADJ_ERR_ARG, "%s " ADJ_PARSE_SHOWN " is not an integer", what,
+            ADJ_PARSE_SHOW(text));
+  ADJ_CHECK(errno != ERANGE && v >= min && v <= max, ADJ_ERR_ARG, "%s " ADJ_PARSE_SHOWN " is out of range %lld..%lld",
+            what, ADJ_PARSE_SHOW(text), (long long)min, (long long)max);
+  *out = v;
+  return ADJ_SUCCESS;
+}
+
+int adj_parse_int(const char *text, int min, int max, const char *what, int *out) {
+  int64_t v = 0;
+  ADJ_CHECK(out, ADJ_ERR_ARG, "adj_parse_int: `out` is required");
+  ADJ_CALL(adj_parse_int64(text, min, max, what, &v));
+  *out = (int)v;
+  return ADJ_SUCCESS;
+}
+
+int adj_parse_real(const char *text, double min, double max, const char *what, double *out) {
+  ADJ_CHECK(what && out, ADJ_ERR_ARG, "adj_parse_real: `what` and `out` are required");
+  ADJ_CHECK(text, ADJ_ERR_ARG, "%s has no value", what);
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  bool number = end != text && !isspace((unsigned char)text[0]) && *end == '\0';
+  ADJ_CHECK(number && isfinite(v) && errno != ERANGE, ADJ_ERR_ARG, "%s " ADJ_PARSE_SHOWN " is not a finite number",
+            what, ADJ_PARSE_SHOW(text));
+  ADJ_CHECK(v >= min && v <= max, ADJ_ERR_ARG, "%s " ADJ_PARSE_SHOWN " is out of range %g..%g", what,
+            ADJ_PARSE_SHOW(text), min, max);
+  *out = v;
+  return ADJ_SUCCESS;
+}
+
+int adj_parse_bytes(const char *text, int64_t min, int64_t max, const char *what, int64_t *out) {
+  ADJ_CHECK(what && out, ADJ_ERR_ARG, "adj_parse_bytes: `what` and `out` are required");
+  ADJ_CHECK(text, ADJ_ERR_ARG, "%s has no value", what);
+  ADJ_CHECK(isdigit((unsigned char)text[0]), ADJ_ERR_ARG,
+            "%s " ADJ_PARSE_SHOWN " is not a byte count (digits and an optional K, M, G, T, KiB, ..., e.g. 2GiB)",
+            what, ADJ_PARSE_SHOW(text));
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  static const char units[] = "KMGT";
+  int shift = 0;
+  const char *unit = *end ? strchr(units, *end) : NULL;
+  if (unit) shift = 10 * (int)(unit - units + 1), end++;
+  if (shift && !strcmp(end, "iB")) end += 2;
+  else if (!strcmp(end, "B")) end++;
+  ADJ_CHECK(*end == '\0', ADJ_ERR_ARG,
+            "%s " ADJ_PARSE_SHOWN " is not a byte count: '%s' follows the digits (suffixes: K, M, G, T, KiB, MiB, "
+            "GiB, TiB)",
+            what, ADJ_PARSE_SHOW(text), end);
+  ADJ_CHECK(errno != ERANGE && v <= ((unsigned long long)INT64_MAX >> shift) &&
+                (int64_t)(v << shift) >= min && (int64_t)(v << shift) <= max,
+            ADJ_ERR_ARG, "%s " ADJ_PARSE_SHOWN " is out of range %lld..%lld bytes", what, ADJ_PARSE_SHOW(text),
+            (long long)min, (long long)max);
+  *out = (int64_t)(v << shift);
+  return ADJ_SUCCESS;
+}
+
+int adj_int64_mul(int64_t a, int64_t b, const char *what, int64_t *out) {
+  int64_t r;
+  ADJ_CHECK(out, ADJ_ERR_ARG, "adj_int64_mul: `out` is required");
+  ADJ_CHECK(!__builtin_mul_overflow(a, b, &r), ADJ_ERR_ARG, "%s: %lld x %lld is beyond int64", what ? what : "product",
+            (long long)a, (long long)b);
+  *out = r;
+  return ADJ_SUCCESS;
+}
+
+int adj_int64_add(int64_t a, int64_t b, const char *what, int64_t *out) {
+  int64_t r;
+  ADJ_CHECK(out, ADJ_ERR_ARG, "adj_int64_add: `out` is required");
+  ADJ_CHECK(!__builtin_add_overflow(a, b, &r), ADJ_ERR_ARG, "%s: %lld + %lld is beyond int64", what ? what : "sum",
+            (long long)a, (long long)b);
+  *out = r;
+  return ADJ_SUCCESS;
+}

@@ -1,0 +1,107 @@
+/* Losses: softmax cross-entropy (integer labels) and mean-squared error, each with
+ * mean or sum reduction.  The loss is a scalar, so its jvp returns a number and
+ * its backward takes the scalar seed dloss. */
+#include <math.h>
+
+#include "adjoin/loss.h"
+#include "kernels_impl.h"
+
+#define ADJ_TYPED_FILE "loss_typed.inc"
+#include "instantiate.h"
+
+static int adj_check_reduction(const char *who, adj_reduction reduction) {
+  ADJ_CHECK(reduction == ADJ_REDUCE_MEAN || reduction == ADJ_REDUCE_SUM, ADJ_ERR_ARG,
+            "%s: unknown reduction %d", who, (int)reduction);
+  return ADJ_SUCCESS;
+}
+
+/* 1 / count for the mean (0 when empty, so an empty batch has loss 0), 1 for the sum. */
+static double adj_reduction_scale(adj_reduction reduction, int64_t count) {
+  if (reduction == ADJ_REDUCE_SUM) return 1.0;
+  return count > 0 ? 1.0 / (double)count : 0.0;
+}
+
+/* ---- softmax cross-entropy ----------------------------------------------------------- */
+
+static int adj_xent_check(const char *who, const adj_tensor *logits, const int64_t *labels, adj_reduction reduction) {
+  ADJ_CALL(adj_check_reduction(who, reduction));
+  ADJ_CALL(adj_check_input(who, "logits (N, C)", logits, 2));
+  int64_t n = logits->shape[0], c = logits->shape[1];
+  ADJ_CHECK(labels || n == 0, ADJ_ERR_ARG, "%s: labels is NULL", who);
+  for (int64_t i = 0; i < n; i++)
+    ADJ_CHECK(labels[i] >= 0 && labels[i] < c, ADJ_ERR_ARG, "%s: label %lld of sample %lld is outside [0, %lld)", who,
+              (long long)labels[i], (long long)i, (long long)c);
+  return ADJ_SUCCESS;
+}
+
+int adj_softmax_xent_forward(const adj_tensor *logits, const int64_t *labels, adj_reduction reduction,
+                             double *loss) {
+  ADJ_CALL(adj_xent_check("softmax cross-entropy forward", logits, labels, reduction));
+  ADJ_CHECK(loss, ADJ_ERR_ARG, "softmax cross-entropy forward: loss is NULL");
+  int64_t n = logits->shape[0], c = logits->shape[1];
+  *loss = adj_reduction_scale(reduction, n) * ADJ_DISPATCH(logits->dtype, xent_forward, logits->data, labels, n, c);
+  return ADJ_SUCCESS;
+}
+
+int adj_softmax_xent_jvp(const adj_tensor *logits, const int64_t *labels, adj_reduction reduction,
+                         const adj_tensor *dlogits, double *dloss) {
+  static const char who[] = "softmax cross-entropy jvp";
+  ADJ_CALL(adj_xent_check(who, logits, labels, reduction));
+  ADJ_CALL(adj_check_tensor(who, "perturbation dlogits", dlogits, logits->dtype, 2, logits->shape));
+  ADJ_CHECK(dloss, ADJ_ERR_ARG, "%s: dloss is NULL", who);
+  int64_t n = logits->shape[0], c = logits->shape[1];
+  *dloss = adj_reduction_scale(reduction, n) *
+           ADJ_DISPATCH(logits->dtype, xent_jvp, logits->data, labels, n, c, dlogits->data);
+  return ADJ_SUCCESS;
+}
+
+int adj_softmax_xent_backward(const adj_tensor *logits, const int64_t *labels, adj_reduction reduction, double dloss,
+                              adj_tensor *dlogits) {
+  static const char who[] = "softmax cross-entropy backward";
+  ADJ_CALL(adj_xent_check(who, logits, labels, reduction));
+  ADJ_CALL(adj_check_tensor(who, "gradient dlogits", dlogits, logits->dtype, 2, logits->shape));
+  int64_t n = logits->shape[0], c = logits->shape[1];
+  double scale = dloss * adj_reduction_scale(reduction, n);
+  ADJ_DISPATCH(logits->dtype, xent_backward, logits->data, labels, n, c, scale, dlogits->data);
+  return ADJ_SUCCESS;
+}
+
+/* ---- mean-squared error ------------------------------------------------------------ */
+
+static int adj_mse_check(const char *who, const adj_tensor *y, const adj_tensor *target, adj_reduction reduction,
+                         const char *name, const adj_tensor *t) {
+  ADJ_CALL(adj_check_reduction(who, reduction));
+  ADJ_CHECK(y, ADJ_ERR_ARG, "%s: prediction y is NULL", who);
+  ADJ_CALL(adj_check_input(who, "prediction y", y, y->rank));
+  ADJ_CALL(adj_check_tensor(who, "target", target, y->dtype, y->rank, y->shape));
+  return t ? adj_check_tensor(who, name, t, y->dtype, y->rank, y->shape) : ADJ_SUCCESS;
+}
+
+int adj_mse_forward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double *loss) {
+  ADJ_CALL(adj_mse_check("mse forward", y, target, reduction, NULL, NULL));
+  ADJ_CHECK(loss, ADJ_ERR_ARG, "mse forward: loss is NULL");
+  int64_t n = adj_tensor_volume(y);
+  *loss = adj_reduction_scale(reduction, n) * ADJ_DISPATCH(y->dtype, residual_dot, y->data, target->data, NULL, n);
+  return ADJ_SUCCESS;
+}
+
+int adj_mse_jvp(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, const adj_tensor *dy,
+                double *dloss) {
+  ADJ_CHECK(dy, ADJ_ERR_ARG, "mse jvp: perturbation dy is NULL");
+  ADJ_CALL(adj_mse_check("mse jvp", y, target, reduction, "perturbation dy", dy));
+  ADJ_CHECK(dloss, ADJ_ERR_ARG, "mse jvp: dloss is NULL");
+  int64_t n = adj_tensor_volume(y);
+  *dloss = 2.0 * adj_reduction_scale(reduction, n) *
+           ADJ_DISPATCH(y->dtype, residual_dot, y->data, target->data, dy->data, n);
+  return ADJ_SUCCESS;
+}
+
+int adj_mse_backward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double dloss,
+                     adj_tensor *dy) {
+  ADJ_CHECK(dy, ADJ_ERR_ARG, "mse backward: gradient dy is NULL");
+  ADJ_CALL(adj_mse_check("mse backward", y, target, reduction, "gradient dy", dy));
+  int64_t n = adj_tensor_volume(y);
+  double scale = 2.0 * dloss * adj_reduction_scale(reduction, n);
+  ADJ_DISPATCH(y->dtype, residual_scale, y->data, target->data, n, scale, dy->data);
+  return ADJ_SUCCESS;
+}

@@ -1,0 +1,706 @@
+/* The communication cost model and grid planner (plan.h).  Equations are
+ * those of papers 000 (eq. 4) and 001 (eqs. 8, 9) as transcribed in
+ * specs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
+ * for the all-gather, the layer input for dX), A4 (parameterised layers only;
+ * no dX for the first), A7 (eq. 9's halo with X^{i+1} := the conv output),
+ * A8 (no halo when P_r = 1) and A10 (no redistribution in paper modes). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoin/agree.h"
+#include "adjoin/decomposition.h"
+#include "adjoin/plan.h"
+#include "adjoin/wait.h"
+#include "error_impl.h"
+
+const char *adj_plan_collective_name(int k) {
+  static const char *const names[ADJ_PLAN_COLLECTIVES] = {"fwd-gather", "bwd-dx", "weights", "halo"};
+  return k >= 0 && k < ADJ_PLAN_COLLECTIVES ? names[k] : "invalid";
+}
+
+/* ---- parsing ------------------------------------------------------------------------------ */
+
+typedef struct adj_plan_parser {
+  const char *source;
+  int line;
+  adj_plan_network *net;
+  int capacity;
+  int64_t c, h, w; /* current activation shape */
+  bool have_input;
+} adj_plan_parser;
+
+/* Reads key=value options of a layer line into the fields named by keys, and
+ * mode=NAME into *mode when the layer takes one (mode not NULL). */
+static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *keys, int64_t **values, int nkeys,
+                            adj_padding_mode *mode) {
+  for (char *tok = strtok(rest, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+    char *eq = strchr(tok, '=');
+    ADJ_CHECK(eq, ADJ_ERR_IO, "%s:%d: option '%s' is not key=value", p->source, p->line, tok);
+    *eq = '\0';
+    if (mode && !strcmp(tok, "mode")) {
+      int status = adj_padding_mode_parse(eq + 1, mode);
+      ADJ_CHECK(!status, ADJ_ERR_IO, "%s:%d: unknown padding mode '%s' (zeros, reflect, replicate, circular)",
+                p->source, p->line, eq + 1);
+      continue;
+    }
+    int k = 0;
+    while (k < nkeys && strcmp(keys[k], tok)) k++;
+    ADJ_CHECK(k < nkeys, ADJ_ERR_IO, "%s:%d: unknown option '%s'", p->source, p->line, tok);
+    char *end;
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 10);
+    ADJ_CHECK(!errno && end != eq + 1 && !*end && v >= 0 && v <= (1LL << 40), ADJ_ERR_IO,
+              "%s:%d: option %s has bad value '%s'", p->source, p->line, tok, eq + 1);
+    *values[k] = v;
+  }
+  return ADJ_SUCCESS;
+}
+
+static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
+  if (p->net->n == p->capacity) {
+    int cap = p->capacity ? 2 * p->capacity : 16;
+    adj_plan_layer *grown = realloc(p->net->layers, sizeof *grown * (size_t)cap);
+    ADJ_CHECK(grown, ADJ_ERR_MEM, "%s: out of memory at layer %d", p->source, p->net->n);
+    p->net->layers = grown, p->capacity = cap;
+  }
+  p->net->layers[p->net->n++] = *l;
+  p->c = l->out_c, p->h = l->out_h, p->w = l->out_w;
+  return ADJ_SUCCESS;
+}
+
+static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
+  ADJ_CHECK(l->kernel >= 1 && l->stride >= 1, ADJ_ERR_IO, "%s:%d: layer %s needs k >= 1 and s >= 1 (k=%lld s=%lld)",
+            p->source, p->line, l->name, (long long)l->kernel, (long long)l->stride);
+  int64_t span_h = p->h + 2 * l->pad - l->kernel, span_w = p->w + 2 * l->pad - l->kernel;
+  ADJ_CHECK(span_h >= 0 && span_w >= 0, ADJ_ERR_IO, "%s:%d: layer %s: kernel %lld exceeds the padded input %lldx%lld",
+            p->source, p->line, l->name, (long long)l->kernel, (long long)(p->h + 2 * l->pad),
+            (long long)(p->w + 2 * l->pad));
+  /* PyTorch's limits on what a padding mode can copy from. */
+  int64_t smaller = p->h < p->w ? p->h : p->w;
+  ADJ_CHECK(l->padding_mode != ADJ_PAD_REFLECT || l->pad < smaller, ADJ_ERR_IO,
+            "%s:%d: layer %s: reflect padding %lld must be < the input extent %lld", p->source, p->line, l->name,
+            (long long)l->pad, (long long)smaller);
+  ADJ_CHECK(l->padding_mode != ADJ_PAD_CIRCULAR || l->pad <= smaller, ADJ_ERR_IO,
+            "%s:%d: layer %s: circular padding %lld must be <= the input extent %lld", p->source, p->line, l->name,
+            (long long)l->pad, (long long)smaller);
+  l->in_c = p->c, l->in_h = p->h, l->in_w = p->w;
+  l->out_h = span_h / l->stride + 1, l->out_w = span_w / l->stride + 1;
+  return ADJ_SUCCESS;
+}
+
+static int adj_plan_line(adj_plan_parser *p, char *line) {
+  char *hash = strchr(line, '#');
+  if (hash) *hash = '\0';
+  char kind[16] = "", name[32] = "";
+  int used = 0;
+  if (sscanf(line, " %15s%n", kind, &used) != 1) return ADJ_SUCCESS; /* blank */
+  char *rest = line + used;
+  if (!strcmp(kind, "network")) {
+    ADJ_CHECK(sscanf(rest, " %63s", p->net->name) == 1, ADJ_ERR_IO, "%s:%d: network needs a name", p->source, p->line);
+    return ADJ_SUCCESS;
+  }
+  if (!strcmp(kind, "input")) {
+    long long c = 0, h = 1, w = 1;
+    int got = sscanf(rest, " %lld %lld %lld", &c, &h, &w);
+    ADJ_CHECK((got == 1 || got == 3) && c >= 1 && h >= 1 && w >= 1, ADJ_ERR_IO,
+              "%s:%d: input needs C H W or F, all >= 1 (got '%s')", p->source, p->line, rest);
+    p->c = c, p->h = h, p->w = w, p->have_input = true;
+    return ADJ_SUCCESS;
+  }
+  ADJ_CHECK(p->have_input, ADJ_ERR_IO, "%s:%d: layer before the input line", p->source, p->line);
+  ADJ_CHECK(sscanf(rest, " %31s%n", name, &used) == 1 && !strchr(name, '='), ADJ_ERR_IO,
+            "%s:%d: %s layer needs a name", p->source, p->line, kind);
+  rest += used;
+  adj_plan_layer l = {.stride = 1, .groups = 1};
+  snprintf(l.name, sizeof l.name, "%s", name);
+  if (!strcmp(kind, "conv")) {
+    l.kind = ADJ_PLAN_CONV;
+    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out", "k", "s", "p", "g"},
+                              (int64_t *[]){&l.out_c, &l.kernel, &l.stride, &l.pad, &l.groups}, 5, &l.padding_mode));
+    ADJ_CHECK(l.out_c >= 1 && l.groups >= 1 && p->c % l.groups == 0 && l.out_c % l.groups == 0, ADJ_ERR_IO,
+              "%s:%d: conv %s: out=%lld and g=%lld must divide the %lld input channels and the outputs", p->source,
+              p->line, l.name, (long long)l.out_c, (long long)l.groups, (long long)p->c);
+    ADJ_CALL(adj_plan_window(p, &l));
+    l.weights = l.out_c * (p->c / l.groups) * l.kernel * l.kernel, l.biases = l.out_c;
+  } else if (!strcmp(kind, "pool")) {
+    l.kind = ADJ_PLAN_POOL;
+    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"k", "s", "p"}, (int64_t *[]){&l.kernel, &l.stride, &l.pad},
+                              3, &l.padding_mode));
+    l.out_c = p->c;
+    ADJ_CALL(adj_plan_window(p, &l));
+  } else if (!strcmp(kind, "fc")) {
+    l.kind = ADJ_PLAN_FC;
+    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out"}, (int64_t *[]){&l.out_c}, 1, NULL));
+    ADJ_CHECK(l.out_c >= 1, ADJ_ERR_IO, "%s:%d: fc %s needs out >= 1", p->source, p->line, l.name);
+    l.in_c = p->c * p->h * p->w, l.in_h = l.in_w = 1, l.out_h = l.out_w = 1;
+    l.weights = l.out_c * l.in_c, l.biases = l.out_c;
+  } else {
+    return adj_error_set(ADJ_ERR_IO, "%s:%d: unknown layer type '%s' (conv, pool, fc)", p->source, p->line, kind);
+  }
+  return adj_plan_add(p, &l);
+}
+
+int adj_plan_network_parse(const char *text, const char *source, adj_plan_network **network) {
+  ADJ_CHECK(network && text, ADJ_ERR_ARG, "plan: network text or output pointer is NULL");
+  *network = NULL;
+  adj_plan_parser p = {.source = source ? source : "network", .net = calloc(1, sizeof(adj_plan_network))};
+  char *copy = strdup(text);
+  int status = p.net && copy ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan: out of memory");
+  for (char *line = copy, *next; !status && line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    p.line++;
+    status = adj_plan_line(&p, line);
+  }
+  if (!status && p.net->n == 0) status = adj_error_set(ADJ_ERR_IO, "%s: no layers", p.source);
+  if (!status && !p.net->name[0]) snprintf(p.net->name, sizeof p.net->name, "%s", p.source);
+  free(copy);
+  if (status) adj_plan_network_destroy(&p.net);
+  *network = p.net;
+  return status;
+}
+
+int adj_plan_network_read(const char *path, adj_plan_network **network) {
+  ADJ_CHECK(network && path, ADJ_ERR_ARG, "plan: path or output pointer is NULL");
+  *network = NULL;
+  FILE *f = fopen(path, "rb");
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open network file '%s': %s", path, strerror(errno));
+  enum { MAX_TEXT = 1 << 20 };
+  char *text = malloc(MAX_TEXT + 1);
+  size_t got = text ? fread(text, 1, MAX_TEXT + 1, f) : 0;
+  fclose(f);
+  ADJ_CHECK(text, ADJ_ERR_MEM, "plan: out of memory reading '%s'", path);
+  int status = got > MAX_TEXT ? adj_error_set(ADJ_ERR_IO, "plan: network file '%s' exceeds %d bytes", path, MAX_TEXT)
+               : memchr(text, '\0', got) ? adj_error_set(ADJ_ERR_IO, "plan: network file '%s' is not text", path)
+                                         : ADJ_SUCCESS;
+  if (!status) {
+    text[got] = '\0';
+    status = adj_plan_network_parse(text, path, network);
+  }
+  free(text);
+  return status;
+}
+
+void adj_plan_network_destroy(adj_plan_network **network) {
+  if (!network || !*network) return;
+  free((*network)->layers);
+  free(*network);
+  *network = NULL;
+}
+
+int64_t adj_plan_network_parameters(const adj_plan_network *net) {
+  int64_t total = 0;
+  for (int i = 0; i < net->n; i++) total += net->layers[i].weights + net->layers[i].biases;
+  return total;
+}
+
+/* ---- modes ------------------------------------------------------------------------------- */
+
+static const char *const adj_plan_mode_names[] = {"paper-eq4", "paper", "adjoin"};
+
+const char *adj_plan_mode_name(adj_plan_mode mode) {
+  return mode >= ADJ_PLAN_PAPER_EQ4 && mode <= ADJ_PLAN_ADJOIN ? adj_plan_mode_names[mode] : "?";
+}
+
+int adj_plan_mode_parse(const char *text, adj_plan_mode *mode) {
+  for (int m = 0; m <= ADJ_PLAN_ADJOIN; m++)
+    if (text && !strcmp(text, adj_plan_mode_names[m])) return *mode = (adj_plan_mode)m, ADJ_SUCCESS;
+  return adj_error_set(ADJ_ERR_ARG, "plan: unknown mode '%s' (paper-eq4, paper, adjoin)", text ? text : "(NULL)");
+}
+
+/* ---- costs ------------------------------------------------------------------------------- */
+
+/* ceil(log2 q): the latency count of a collective over q workers (0 for q = 1). */
+static double adj_plan_log2(int64_t q) {
+  int k = 0;
+  while (((int64_t)1 << k) < q) k++;
+  return k;
+}
+
+typedef struct adj_plan_ctx {
+  const adj_plan_config *c;
+  double word;   /* bytes per element */
+  double alpha, beta;                       /* point to point: the halo exchanges */
+  double collective_alpha, collective_beta; /* every other class */
+} adj_plan_ctx;
+
+/* Adds `times` collectives of `latency` messages each and `words` per worker. */
+static void adj_plan_charge(const adj_plan_ctx *x, adj_plan_layer_cost *cost, int kind, double times, double latency,
+                            double words) {
+  bool p2p = kind == ADJ_PLAN_HALO;
+  double alpha = p2p ? x->alpha : x->collective_alpha, beta = p2p ? x->beta : x->collective_beta;
+  cost->messages[kind] += times * latency;
+  cost->words[kind] += times * words;
+  cost->time[kind] += times * (alpha * latency + beta * x->word * words);
+}
+
+/* 001 eq. (8) terms of one layer on p_r x p_c (eq. 4 uses 3 for gather + dX). */
+static void adj_plan_paper_model(const adj_plan_ctx *x, const adj_plan_layer *l, bool first, int p_r, int p_c,
+                                 adj_plan_layer_cost *cost) {
+  double b = (double)x->c->batch, d_out = (double)(l->out_c * l->out_h * l->out_w);
+  double d_in = (double)(l->in_c * l->in_h * l->in_w), w = (double)(l->weights + l->biases);
+  double fr = (p_r - 1.0) / p_r, fc = (p_c - 1.0) / p_c;
+  if (x->c->mode == ADJ_PLAN_PAPER_EQ4) {
+    /* 000 eq. (4): 3 (alpha log Pr + B (Pr-1)/Pr beta d_i / Pc): one all-gather
+     * and one all-reduce (2) of d_i; every layer, the first included. */
+    adj_plan_charge(x, cost, ADJ_PLAN_FWD_GATHER, 1, adj_plan_log2(p_r), b * fr * d_out / p_c);
+    adj_plan_charge(x, cost, ADJ_PLAN_BWD_DX, 2, adj_plan_log2(p_r), b * fr * d_out / p_c);
+  } else {
+    adj_plan_charge(x, cost, ADJ_PLAN_FWD_GATHER, 1, adj_plan_log2(p_r), b / p_c * fr * d_out);
+    if (!first) adj_plan_charge(x, cost, ADJ_PLAN_BWD_DX, 2, adj_plan_log2(p_r), b / p_c * fr * d_in);
+  }
+  adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p_c), fc * w / p_r);
+}
+
+/* 001 eq. (9) L_D terms of a conv layer: halo on the input and on the output
+ * gradient (one side, floor(k/2) rows each), weights all-reduced over all P. */
+static void adj_plan_paper_domain(const adj_plan_ctx *x, const adj_plan_layer *l, int p_r, int p_c,
+                                  adj_plan_layer_cost *cost) {
+  double b = (double)x->c->batch, half = (double)(l->kernel / 2), p = (double)p_r * p_c;
+  if (p_r > 1) {
+    adj_plan_charge(x, cost, ADJ_PLAN_HALO, 1, 1, b / p_c * (double)(l->in_w * l->in_c) * half);
+    adj_plan_charge(x, cost, ADJ_PLAN_HALO, 1, 1, b / p_c * (double)(l->out_w * l->out_c) * half);
+  }
+  adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 2, adj_plan_log2(p_r * p_c), (p - 1) / p * (double)(l->weights + l->biases));
+}
+
+/* Largest and smallest block of n split over parts (balanced). */
+static int64_t adj_plan_max_block(int64_t n, int parts) { return (n + parts - 1) / parts; }
+static int64_t adj_plan_min_block(int64_t n, int parts) { return n / parts; }
+
+/* A parameter block of n words broadcast to q > 1 workers and its gradient
+ * summed back, as the operators count it on the busiest worker: the forward
+ * moves n; the adjoint n by the reduce that the automatic choice takes below
+ * 64 KB, or 2 n (sent and received) by the all-reduce it takes from there
+ * (docs/primitive-algorithms.md; a measured algorithm table is not modelled). */
+static void adj_plan_charge_parameters(const adj_plan_ctx *x, adj_plan_layer_cost *cost, int64_t q, double n) {
+  if (n <= 0 || q <= 1) return;
+  double adjoint = n * x->word >= 65536 ? 2 : 1;
+  adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 1, adj_plan_log2(q), n);
+  adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 1, adj_plan_log2(q), adjoint * n);
+}
+
+/* adjoin mode, fc layer: the 1.5D layer's counted volumes on the worst worker. */
+static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, bool first, int p_r, int p_c,
+                               adj_plan_layer_cost *cost) {
+  int64_t f_in = l->in_c, f_out = l->out_c;
+  double n_c = (double)adj_plan_max_block(x->c->batch, p_c);
+  double gathered = (double)(f_in - adj_plan_min_block(f_in, p_r)) * n_c;
+  adj_plan_charge(x, cost, ADJ_PLAN_FWD_GATHER, 1, adj_plan_log2(p_r), p_r > 1 ? gathered : 0);
+  if (!first) adj_plan_charge(x, cost, ADJ_PLAN_BWD_DX, 1, adj_plan_log2(p_r), p_r > 1 ? gathered : 0);
+  if (p_c > 1) {
+    double rows = (double)adj_plan_max_block(f_out, p_r);
+    /* Weight and bias broadcasts forward, their sum-reduces backward. */
+    adj_plan_charge_parameters(x, cost, p_c, rows * (double)f_in);
+    if (l->biases) adj_plan_charge_parameters(x, cost, p_c, rows);
+  }
+}
+
+/* Rows of input block `part` that worker needs from its neighbours for an H
+ * split over p_r: the output rows are balanced, the input rows too. */
+static int64_t adj_plan_halo_rows(const adj_plan_layer *l, int p_r, int part) {
+  int64_t o0, on, i0, in;
+  adj_balanced_block(l->out_h, p_r, part, &o0, &on);
+  adj_balanced_block(l->in_h, p_r, part, &i0, &in);
+  if (on == 0) return 0;
+  int64_t need0 = o0 * l->stride - l->pad, need1 = (o0 + on - 1) * l->stride - l->pad + l->kernel;
+  if (need0 < 0) need0 = 0;
+  if (need1 > l->in_h) need1 = l->in_h;
+  int64_t left = i0 > need0 ? i0 - need0 : 0, right = need1 > i0 + in ? need1 - (i0 + in) : 0;
+  return left + right;
+}
+
+/* Rows of H a boundary worker's padding copies from other workers (pad
+ * layer, pad_layer.h), the larger of the two sides: the two boundary workers
+ * receive at once. */
+static int64_t adj_plan_padding_rows(const adj_plan_layer *l, int p_r) {
+  if (l->padding_mode == ADJ_PAD_ZEROS || l->pad == 0 || p_r == 1) return 0;
+  int64_t n = l->in_h, rows = 0;
+  for (int side = 0; side < 2; side++) {
+    int64_t start, extent, a, b; /* the boundary block and the rows [a, b) copied */
+    adj_balanced_block(n, p_r, side ? p_r - 1 : 0, &start, &extent);
+    switch (l->padding_mode) {
+      case ADJ_PAD_REFLECT: a = side ? n - 1 - l->pad : 1, b = a + l->pad; break;
+      case ADJ_PAD_REPLICATE: a = side ? n - 1 : 0, b = a + 1; break;
+      default: a = side ? 0 : n - l->pad, b = a + l->pad; break;
+    }
+    int64_t lo = a > start ? a : start, hi = b < start + extent ? b : start + extent;
+    int64_t outside = (b - a) - (hi > lo ? hi - lo : 0);
+    if (outside > rows) rows = outside;
+  }
+  return rows;
+}
+
+/* adjoin mode, conv or pool layer split over H by p_r and the batch by p_c:
+ * halo rows from the exact window geometry (both sides), forward and adjoint,
+ * plus a padding mode's rows (W is not split, so its padding is local);
+ * conv weights broadcast to and summed from all P. */
+static void adj_plan_adjoin_window(const adj_plan_ctx *x, const adj_plan_layer *l, int p_r, int p_c,
+                                   adj_plan_layer_cost *cost) {
+  double n_c = (double)adj_plan_max_block(x->c->batch, p_c);
+  int64_t rows = 0;
+  for (int part = 0; part < p_r; part++) {
+    int64_t h = adj_plan_halo_rows(l, p_r, part);
+    if (h > rows) rows = h;
+  }
+  /* An exchange with no rows to move posts no message (e.g. a 2x2 pool of
+   * stride 2 on even blocks). */
+  if (p_r > 1 && rows > 0) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 2, n_c * (double)(rows * l->in_w * l->in_c));
+  /* A padding mode's rows from other workers, forward and adjoint. */
+  int64_t padding = adj_plan_padding_rows(l, p_r);
+  if (padding) adj_plan_charge(x, cost, ADJ_PLAN_HALO, 2, 1, n_c * (double)(padding * l->in_w * l->in_c));
+  int64_t p = (int64_t)p_r * p_c;
+  if (l->kind == ADJ_PLAN_CONV) {
+    adj_plan_charge_parameters(x, cost, p, (double)l->weights);
+    adj_plan_charge_parameters(x, cost, p, (double)l->biases);
+  }
+}
+
+static int adj_plan_check(const adj_plan_network *net, const adj_plan_config *c, int p_r, int p_c) {
+  ADJ_CHECK(net && c, ADJ_ERR_ARG, "plan: network or config is NULL");
+  ADJ_CHECK(c->p >= 1, ADJ_ERR_ARG, "plan: P = %d must be >= 1", c->p);
+  ADJ_CHECK(c->mode >= ADJ_PLAN_PAPER_EQ4 && c->mode <= ADJ_PLAN_ADJOIN, ADJ_ERR_ARG, "plan: unknown mode %d",
+            (int)c->mode);
+  ADJ_CHECK(c->alpha > 0 && isfinite(c->alpha), ADJ_ERR_ARG, "plan: alpha %g must be > 0 (seconds per message)",
+            c->alpha);
+  ADJ_CHECK(c->beta > 0 && isfinite(c->beta), ADJ_ERR_ARG, "plan: beta %g must be > 0 (seconds per byte)", c->beta);
+  bool none = c->collective_alpha == 0 && c->collective_beta == 0;
+  ADJ_CHECK(none || (c->collective_alpha > 0 && c->collective_beta > 0 && isfinite(c->collective_alpha) &&
+                     isfinite(c->collective_beta)),
+            ADJ_ERR_ARG, "plan: collective alpha %g and beta %g must both be > 0 (or both 0: alpha and beta)",
+            c->collective_alpha, c->collective_beta);
+  ADJ_CHECK(c->word_bytes >= 0, ADJ_ERR_ARG, "plan: word size %d bytes must be > 0", c->word_bytes);
+  ADJ_CHECK(p_r >= 1 && p_c >= 1 && (int64_t)p_r * p_c == c->p, ADJ_ERR_ARG,
+            "plan: grid %dx%d has %lld workers but P = %d", p_r, p_c, (long long)p_r * p_c, c->p);
+  ADJ_CHECK(c->batch >= p_c, ADJ_ERR_SIZE, "plan: grid %dx%d splits the batch of %lld over P_c = %d (more workers than samples)",
+            p_r, p_c, (long long)c->batch, p_c);
+  for (int i = 0; i < net->n; i++) {
+    const adj_plan_layer *l = &net->layers[i];
+    if (l->kind == ADJ_PLAN_FC)
+      ADJ_CHECK(l->out_c >= p_r, ADJ_ERR_SIZE,
+                "plan: layer %s has %lld output rows but the grid %dx%d puts P_r = %d workers on them (more workers "
+                "than rows)",
+                l->name, (long long)l->out_c, p_r, p_c, p_r);
+    else if (c->mode == ADJ_PLAN_ADJOIN && c->conv != ADJ_PLAN_CONV_BATCH)
+      ADJ_CHECK(l->out_h >= p_r, ADJ_ERR_SIZE,
+                "plan: layer %s has %lld output rows but the grid %dx%d splits them over P_r = %d (more workers than "
+                "rows)",
+                l->name, (long long)l->out_h, p_r, p_c, p_r);
+  }
+  return ADJ_SUCCESS;
+}
+
+static double adj_plan_layer_total(adj_plan_layer_cost *cost) {
+  cost->total = 0;
+  for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) cost->total += cost->time[k];
+  return cost->total;
+}
+
+/* One conv layer in a paper mode on p_r x p_c: eq. 8 (model), or with
+ * ADJ_PLAN_CONV_DOMAIN eq. 9's cheaper of model and domain (paper mode only;
+ * eq. 4 knows no domain). */
+static void adj_plan_paper_conv(const adj_plan_ctx *x, const adj_plan_layer *l, bool first, int p_r, int p_c,
+                                adj_plan_layer_cost *cost) {
+  adj_plan_layer_cost model = {.p_r = p_r, .p_c = p_c}, domain = {.p_r = p_r, .p_c = p_c, .domain = true};
+  adj_plan_paper_model(x, l, first, p_r, p_c, &model);
+  if (x->c->mode == ADJ_PLAN_PAPER_EQ4 || x->c->conv != ADJ_PLAN_CONV_DOMAIN || p_r == 1) {
+    *cost = model;
+    return;
+  }
+  adj_plan_paper_domain(x, l, p_r, p_c, &domain);
+  *cost = adj_plan_layer_total(&domain) < adj_plan_layer_total(&model) ? domain : model;
+}
+
+int adj_plan_evaluate(const adj_plan_network *net, const adj_plan_config *c, int p_r, int p_c,
+                      adj_plan_result *result) {
+  ADJ_CHECK(result, ADJ_ERR_ARG, "plan: result pointer is NULL");
+  *result = (adj_plan_result){0};
+  ADJ_CALL(adj_plan_check(net, c, p_r, p_c));
+  bool collective = c->collective_alpha > 0;
+  adj_plan_ctx x = {.c = c, .word = c->word_bytes ? c->word_bytes : 4, .alpha = c->alpha, .beta = c->beta,
+                    .collective_alpha = collective ? c->collective_alpha : c->alpha,
+                    .collective_beta = collective ? c->collective_beta : c->beta};
+  adj_plan_layer_cost *costs = calloc((size_t)net->n, sizeof *costs);
+  ADJ_CHECK(costs, ADJ_ERR_MEM, "plan: out of memory for %d layers", net->n);
+  *result = (adj_plan_result){.p_r = p_r, .p_c = p_c, .n = net->n, .layers = costs};
+  bool first = true;
+  for (int i = 0; i < net->n; i++) {
+    const adj_plan_layer *l = &net->layers[i];
+    bool batch_only = l->kind != ADJ_PLAN_FC && c->conv == ADJ_PLAN_CONV_BATCH;
+    int lr = batch_only ? 1 : p_r, lc = batch_only ? c->p : p_c;
+    adj_plan_layer_cost *cost = &costs[i];
+    *cost = (adj_plan_layer_cost){.p_r = lr, .p_c = lc};
+    if (c->mode == ADJ_PLAN_ADJOIN) {
+      if (l->kind == ADJ_PLAN_FC) adj_plan_adjoin_fc(&x, l, first, lr, lc, cost);
+      else adj_plan_adjoin_window(&x, l, lr, lc, cost), cost->domain = lr > 1;
+    } else if (l->kind == ADJ_PLAN_FC) {
+      adj_plan_paper_model(&x, l, first, lr, lc, cost);
+    } else if (l->kind == ADJ_PLAN_CONV) {
+      adj_plan_paper_conv(&x, l, first, lr, lc, cost);
+    }
+    /* Pooling has no parameters: the paper models none of its communication. */
+    if (l->kind != ADJ_PLAN_POOL) first = false;
+    result->total += adj_plan_layer_total(cost);
+    for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) result->time[k] += cost->time[k];
+  }
+  return ADJ_SUCCESS;
+}
+
+void adj_plan_result_free(adj_plan_result *result) {
+  if (!result) return;
+  free(result->layers);
+  *result = (adj_plan_result){0};
+}
+
+int adj_plan_best(const adj_plan_network *net, const adj_plan_config *c, adj_plan_result *best) {
+  ADJ_CHECK(best && c, ADJ_ERR_ARG, "plan: result or config pointer is NULL");
+  *best = (adj_plan_result){0};
+  int status = ADJ_ERR_ARG;
+  for (int p_r = 1; p_r <= c->p; p_r++) {
+    if (c->p % p_r) continue;
+    adj_plan_result r;
+    int s = adj_plan_evaluate(net, c, p_r, c->p / p_r, &r);
+    if (s == ADJ_ERR_SIZE) continue; /* this grid cannot split some layer */
+    ADJ_CALL(s);
+    if (status || r.total < best->total) adj_plan_result_free(best), *best = r, status = ADJ_SUCCESS;
+    else adj_plan_result_free(&r);
+  }
+  if (status) return adj_error_set(ADJ_ERR_SIZE, "plan: no grid of P = %d workers can split every layer", c->p);
+  return ADJ_SUCCESS;
+}
+
+/* ---- exact counters of the 1.5D layer ------------------------------------------------------- */
+
+int adj_plan_affine15_counts(int64_t n, const int64_t *batch_cuts, int64_t f_in, int64_t f_out, bool bias, int p_r,
+                             int p_c, int r, int c, int word_bytes, bool input_gradient,
+                             adj_affine15_counters *out) {
+  ADJ_CHECK(out && p_r >= 1 && p_c >= 1 && r >= 0 && r < p_r && c >= 0 && c < p_c && word_bytes > 0, ADJ_ERR_ARG,
+            "plan: worker (%d, %d) is outside the %dx%d grid (or bad word size %d)", r, c, p_r, p_c, word_bytes);
+  *out = (adj_affine15_counters){0};
+  int64_t c0, nc, r0, fi, o0, fo;
+  if (batch_cuts) c0 = batch_cuts[c], nc = batch_cuts[c + 1] - batch_cuts[c];
+  else adj_balanced_block(n, p_c, c, &c0, &nc);
+  adj_balanced_block(f_in, p_r, r, &r0, &fi);
+  adj_balanced_block(f_out, p_r, r, &o0, &fo);
+  uint64_t w = (uint64_t)word_bytes, mine = (uint64_t)(nc * fi) * w, rest = (uint64_t)(nc * (f_in - fi)) * w;
+  /* All-gather forward: one contribution sent, the others' received (counted
+   * as one message each way even in a group of one). */
+  out->gather = (adj_op_counters){.forward_applications = 1, .bytes_sent = mine, .bytes_received = rest,
+                                  .messages_sent = 1, .messages_received = 1};
+  if (input_gradient) {
+    /* Reduce-scatter: the others' chunks sent, my chunk from each of them. */
+    out->gather.adjoint_applications = 1;
+    out->gather.bytes_sent += rest, out->gather.messages_sent++;
+    out->gather.bytes_received += mine * (uint64_t)(p_r - 1), out->gather.messages_received++;
+  }
+  /* Broadcast over P_c from the c = 0 owner, sum-reduce back: nothing counted
+   * when the owner is its block's only user. */
+  adj_op_counters *params[2] = {&out->weight, bias ? &out->bias : NULL};
+  uint64_t blocks[2] = {(uint64_t)(fo * f_in) * w, (uint64_t)fo * w};
+  for (int k = 0; k < 2; k++) {
+    if (!params[k]) continue;
+    *params[k] = (adj_op_counters){.forward_applications = 1, .adjoint_applications = 1};
+    if (p_c == 1 || blocks[k] == 0) continue;
+    params[k]->bytes_sent = params[k]->bytes_received = blocks[k];
+    params[k]->messages_sent = params[k]->messages_received = 1;
+  }
+  return ADJ_SUCCESS;
+}
+
+/* ---- calibration ------------------------------------------------------------------------ */
+
+enum { ADJ_PLAN_SIZES = 20 }; /* 8 B << 0 .. 19: 8 B to 4 MiB */
+
+/* Best one-way time of `repeats` round trips of m bytes between ranks 0 and 1. */
+static int adj_plan_pingpong(MPI_Comm comm, int rank, adj_wait_policy policy, char *buffer, int m, int repeats,
+                             double *best) {
+  *best = INFINITY;
+  for (int k = 0; k < repeats; k++) {
+    MPI_Request r;
+    double t0 = MPI_Wtime();
+    if (rank == 0) {
+      ADJ_CALL_MPI(MPI_Isend(buffer, m, MPI_BYTE, 1, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+      ADJ_CALL_MPI(MPI_Irecv(buffer, m, MPI_BYTE, 1, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+    } else if (rank == 1) {
+      ADJ_CALL_MPI(MPI_Irecv(buffer, m, MPI_BYTE, 0, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+      ADJ_CALL_MPI(MPI_Isend(buffer, m, MPI_BYTE, 0, 7, comm, &r));
+      ADJ_CALL(adj_wait_all(1, &r, policy));
+    }
+    double t = (MPI_Wtime() - t0) / 2;
+    if (t < *best) *best = t;
+  }
+  return ADJ_SUCCESS;
+}
+
+/* Least-squares line t = c0 + c1 m through the sweep's sizes 8 << i, over
+ * the times' lower envelope from the right: a message cannot be faster than a
+ * smaller one, so a time above a larger message's is noise (a rank
+ * descheduled on a loaded host), and keeping it could tilt the line down. */
+static void adj_plan_fit_line(double *t, double *c0, double *c1) {
+  for (int i = ADJ_PLAN_SIZES - 2; i >= 0; i--) t[i] = fmin(t[i], t[i + 1]);
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = ADJ_PLAN_SIZES;
+  for (int i = 0; i < ADJ_PLAN_SIZES; i++) {
+    double m = (double)(8 << i);
+    sx += m, sy += t[i], sxx += m * m, sxy += m * t[i];
+  }
+  *c1 = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  *c0 = (sy - *c1 * sx) / n;
+}
+
+/* Shared start of both sweeps: >= 2 ranks, repeats, the wait policy. */
+static int adj_plan_calibrate_setup(MPI_Comm comm, const char *what, int repeats, const double *alpha,
+                                    const double *beta, adj_wait_policy *policy) {
+  int size;
+  MPI_Comm_size(comm, &size);
+  ADJ_CHECK(size >= 2, ADJ_ERR_ARG, "plan calibrate %s: needs at least 2 ranks, the communicator has %d", what, size);
+  ADJ_CHECK(repeats >= 1, ADJ_ERR_ARG, "plan calibrate %s: repeats %d must be >= 1", what, repeats);
+  ADJ_CHECK(alpha && beta, ADJ_ERR_ARG, "plan calibrate %s: alpha or beta pointer is NULL", what);
+  return adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, policy);
+}
+
+int adj_plan_calibrate(MPI_Comm comm, int repeats, double *alpha, double *beta) {
+  adj_wait_policy policy;
+  ADJ_CALL(adj_plan_calibrate_setup(comm, "ping-pong", repeats, alpha, beta, &policy));
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  int largest = 8 << (ADJ_PLAN_SIZES - 1);
+  char *buffer = calloc((size_t)largest, 1);
+  ADJ_CALL(adj_status_agree(comm, buffer ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan calibrate: out of memory"),
+                            policy));
+  double t[ADJ_PLAN_SIZES];
+  int status = ADJ_SUCCESS;
+  for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++)
+    status = adj_plan_pingpong(comm, rank, policy, buffer, 8 << i, repeats, &t[i]);
+  free(buffer);
+  ADJ_CALL(status);
+  /* Rank 0's figures for everyone. */
+  MPI_Request r;
+  ADJ_CALL_MPI(MPI_Ibcast(t, ADJ_PLAN_SIZES, MPI_DOUBLE, 0, comm, &r));
+  ADJ_CALL(adj_wait_all(1, &r, policy));
+  adj_plan_fit_line(t, alpha, beta);
+  /* A fit dominated by the large messages can put the intercept below zero;
+   * the smallest message's time is then the latency. */
+  if (!(*alpha > 0)) *alpha = t[0];
+  ADJ_CHECK(*beta > 0, ADJ_ERR_NUMERIC, "plan calibrate: fitted beta %g s/B is not positive", *beta);
+  return ADJ_SUCCESS;
+}
+
+/* This rank's best time of `repeats` all-reduces of `count` doubles. */
+static int adj_plan_allreduce_time(MPI_Comm comm, adj_wait_policy policy, const double *send, double *recv, int count,
+                                   int repeats, double *best) {
+  *best = INFINITY;
+  for (int k = 0; k < repeats; k++) {
+    MPI_Request r;
+    double t0 = MPI_Wtime();
+    ADJ_CALL_MPI(MPI_Iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, comm, &r));
+    ADJ_CALL(adj_wait_all(1, &r, policy));
+    *best = fmin(*best, MPI_Wtime() - t0);
+  }
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibrate_allreduce(MPI_Comm comm, int repeats, double *alpha, double *beta) {
+  adj_wait_policy policy;
+  ADJ_CALL(adj_plan_calibrate_setup(comm, "all-reduce", repeats, alpha, beta, &policy));
+  int q;
+  MPI_Comm_size(comm, &q);
+  int largest = 1 << (ADJ_PLAN_SIZES - 1); /* doubles: 8 B << 19 = 4 MiB */
+  double *send = calloc((size_t)largest, sizeof *send), *recv = calloc((size_t)largest, sizeof *recv);
+  int status = send && recv ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan calibrate all-reduce: out of memory");
+  status = adj_status_agree(comm, status, policy);
+  double mine[ADJ_PLAN_SIZES], t[ADJ_PLAN_SIZES];
+  for (int i = 0; i < ADJ_PLAN_SIZES && !status; i++)
+    status = adj_plan_allreduce_time(comm, policy, send, recv, 1 << i, repeats, &mine[i]);
+  free(send), free(recv);
+  ADJ_CALL(status);
+  /* A collective ends when its slowest rank does. */
+  MPI_Request r;
+  ADJ_CALL_MPI(MPI_Iallreduce(mine, t, ADJ_PLAN_SIZES, MPI_DOUBLE, MPI_MAX, comm, &r));
+  ADJ_CALL(adj_wait_all(1, &r, policy));
+  double c0, c1, latency = 2 * adj_plan_log2(q), volume = 2.0 * (q - 1) / q;
+  adj_plan_fit_line(t, &c0, &c1);
+  *alpha = (c0 > 0 ? c0 : t[0]) / latency;
+  *beta = c1 / volume;
+  ADJ_CHECK(*beta > 0, ADJ_ERR_NUMERIC, "plan calibrate all-reduce: fitted beta %g s/B is not positive", *beta);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_save(const char *path, const adj_plan_calibration *cal) {
+  FILE *f = path && cal ? fopen(path, "w") : NULL;
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot write calibration file '%s': %s", path ? path : "(NULL)",
+            cal ? strerror(errno) : "no calibration");
+  int bad = fprintf(f, "alpha %.9e\nbeta %.9e\n", cal->alpha, cal->beta) < 0;
+  if (cal->collective_ranks)
+    bad |= fprintf(f, "allreduce_alpha %.9e\nallreduce_beta %.9e\nallreduce_ranks %d\n", cal->collective_alpha,
+                   cal->collective_beta, cal->collective_ranks) < 0;
+  bad |= fclose(f) != 0;
+  ADJ_CHECK(!bad, ADJ_ERR_IO, "plan: writing calibration file '%s' failed", path);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_write(const char *path, double alpha, double beta) {
+  return adj_plan_calibration_save(path, &(adj_plan_calibration){.alpha = alpha, .beta = beta});
+}
+
+/* One "key value" line of a calibration file into the field the key names. */
+static int adj_plan_calibration_line(const char *path, int line, const char *key, double value,
+                                     adj_plan_calibration *cal, unsigned *seen) {
+  static const char *const keys[] = {"alpha", "beta", "allreduce_alpha", "allreduce_beta", "allreduce_ranks"};
+  int k = 0;
+  while (k < 5 && strcmp(keys[k], key)) k++;
+  ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", path, line, key);
+  ADJ_CHECK(value > 0 && isfinite(value) && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))),
+            ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s %g must be > 0%s", path, line, key, value,
+            k == 4 ? " (an integer >= 2)" : "");
+  double *fields[] = {&cal->alpha, &cal->beta, &cal->collective_alpha, &cal->collective_beta};
+  if (k < 4) *fields[k] = value;
+  else cal->collective_ranks = (int)value;
+  *seen |= 1u << k;
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_load(const char *path, adj_plan_calibration *cal) {
+  ADJ_CHECK(path && cal, ADJ_ERR_ARG, "plan: calibration path or output pointer is NULL");
+  *cal = (adj_plan_calibration){0};
+  FILE *f = fopen(path, "r");
+  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open calibration file '%s': %s", path, strerror(errno));
+  char text[256], key[64], tail;
+  unsigned seen = 0;
+  int status = ADJ_SUCCESS;
+  for (int line = 1; !status && fgets(text, sizeof text, f); line++) {
+    double value;
+    int got = sscanf(text, " %63s %lf %c", key, &value, &tail);
+    if (got == EOF || (got >= 1 && key[0] == '#')) continue;
+    status = got == 2 ? adj_plan_calibration_line(path, line, key, value, cal, &seen)
+                      : adj_error_set(ADJ_ERR_IO, "plan: calibration file '%s' line %d is not 'key value'", path, line);
+  }
+  fclose(f);
+  ADJ_CALL(status);
+  ADJ_CHECK((seen & 3u) == 3u, ADJ_ERR_IO, "plan: calibration file '%s' lacks %s", path,
+            seen & 1u ? "beta" : "alpha");
+  ADJ_CHECK((seen >> 2) == 0 || (seen >> 2) == 7u, ADJ_ERR_IO,
+            "plan: calibration file '%s' needs allreduce_alpha, allreduce_beta and allreduce_ranks together", path);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_read(const char *path, double *alpha, double *beta) {
+  ADJ_CHECK(alpha && beta, ADJ_ERR_ARG, "plan: alpha or beta pointer is NULL");
+  adj_plan_calibration cal;
+  ADJ_CALL(adj_plan_calibration_load(path, &cal));
+  *alpha = cal.alpha, *beta = cal.beta;
+  return ADJ_SUCCESS;
+}
+
+void adj_plan_calibration_apply(const adj_plan_calibration *cal, adj_plan_config *config) {
+  if (!cal || !config) return;
+  config->alpha = cal->alpha, config->beta = cal->beta;
+  config->collective_alpha = cal->collective_ranks ? cal->collective_alpha : 0;
+  config->collective_beta = cal->collective_ranks ? cal->collective_beta : 0;
+}

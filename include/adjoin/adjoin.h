@@ -51,5 +51,6 @@
 #include "adjoin/dataset.h"
 #include "adjoin/plan.h"
 #include "adjoin/mlp15.h"
+#include "adjoin/description.h"
 
 #endif

@@ -46,7 +46,7 @@ static int desc_words(desc_parser *p, char *line, char **words, int *count) {
 
 /* Splits key=value words into p->options (refusing a word without '=' and a
  * key given twice). */
-static int desc_options(desc_parser *p, char **words, int count) {
+int desc_split_options(desc_parser *p, char **words, int count) {
   p->n_options = 0;
   for (int i = 0; i < count; i++) {
     char *eq = strchr(words[i], '=');
@@ -168,7 +168,7 @@ int desc_padding(desc_parser *p, const char *key, int want, int64_t padding[][2]
 }
 
 /* Refuses options no reader took, listing the keys the kind knows. */
-static int desc_leftover(desc_parser *p, const char *known) {
+int desc_refuse_leftover(desc_parser *p, const char *known) {
   for (int i = 0; i < p->n_options; i++)
     ADJ_CHECK(p->options[i].used, ADJ_ERR_ARG, "%s:%d: %s: unknown option '%.40s' (%s)", p->source, p->line, p->what,
               p->options[i].key, known);
@@ -184,8 +184,10 @@ int desc_placement_options(desc_parser *p, int ndim, bool out_parts, bool grid, 
     char items[ADJ_DESC_MAX_DIMS + 1][40];
     int n = 0;
     ADJ_CALL(desc_list(p, "parts", parts_text, ADJ_DESC_MAX_DIMS + 1, items, &n));
-    ADJ_CHECK(n == ndim, ADJ_ERR_ARG, "%s '%.40s' has %d entries but the input (batch first) has %d dimensions",
-              desc_what(p, "parts"), parts_text, n, ndim);
+    ADJ_CHECK(ndim < 0 || n == ndim, ADJ_ERR_ARG,
+              "%s '%.40s' has %d entries but the input (batch first) has %d dimensions", desc_what(p, "parts"),
+              parts_text, n, ndim);
+    if (ndim < 0) ndim = n;
     for (int i = 0; i < n; i++) ADJ_CALL(adj_parse_int64(items[i], 1, ADJ_PLACE_MAX_PARTS, desc_what(p, "parts"), &parts[i]));
   }
   if (out_parts) ADJ_CALL(desc_int(p, "out_parts", 1, ADJ_PLACE_MAX_PARTS, &fo));
@@ -323,7 +325,7 @@ static int desc_layer(desc_parser *p, const char *keyword, char **words, int cou
   char name[ADJ_DESC_NAME_SIZE];
   ADJ_CALL(desc_name(p, keyword, words, &count, name));
   snprintf(p->what, sizeof p->what, "%s %s", keyword, name);
-  ADJ_CALL(desc_options(p, words, count));
+  ADJ_CALL(desc_split_options(p, words, count));
   adj_desc_kind kind = desc_keywords[k].kind;
   bool flat_input = kind == ADJ_DESC_AFFINE || kind == ADJ_DESC_PHANTOM;
   if (flat_input && p->rank > 1) ADJ_CALL(desc_implicit_flatten(p, name));
@@ -332,7 +334,7 @@ static int desc_layer(desc_parser *p, const char *keyword, char **words, int cou
   l->kind = kind;
   snprintf(l->name, sizeof l->name, "%s", name);
   ADJ_CALL(desc_infer(p, keyword, l));
-  ADJ_CALL(desc_leftover(p, desc_known_keys(l->kind)));
+  ADJ_CALL(desc_refuse_leftover(p, desc_known_keys(l->kind)));
   p->have_loss = l->kind == ADJ_DESC_LOSS || l->kind == ADJ_DESC_XENT;
   desc_advance(p, l);
   return adj_int64_add(p->d->parameter_count, l->parameter_count, "parameter count", &p->d->parameter_count);
@@ -361,9 +363,9 @@ static int desc_input_line(desc_parser *p, char **words, int count) {
   for (int i = 0; i < n; i++)
     ADJ_CALL(adj_parse_int64(words[i], 1, DESC_MAX_EXTENT, desc_what(p, "extent"), &p->shape[i]));
   p->rank = n;
-  ADJ_CALL(desc_options(p, words + n, count - n));
+  ADJ_CALL(desc_split_options(p, words + n, count - n));
   ADJ_CALL(desc_placement_options(p, n + 1, false, false, &p->d->input_placement));
-  ADJ_CALL(desc_leftover(p, "parts"));
+  ADJ_CALL(desc_refuse_leftover(p, "parts"));
   p->d->input_rank = n;
   memcpy(p->d->input_shape, p->shape, sizeof p->shape);
   p->have_input = true;

@@ -30,6 +30,11 @@ typedef struct desc_parser {
   int n_options;
 } desc_parser;
 
+/* Splits key=value words into p->options (refusing a word without '=' and a
+ * key given twice), and refuses the options no reader took, listing the keys
+ * the line knows. */
+int desc_split_options(desc_parser *p, char **words, int count);
+int desc_refuse_leftover(desc_parser *p, const char *known);
 /* Whether option `key` is on the line (not marking it used). */
 bool desc_given(const desc_parser *p, const char *key);
 /* The value of option `key` (marked used), or NULL when not given. */
@@ -46,8 +51,9 @@ int desc_ints(desc_parser *p, const char *key, int want, int64_t min, int64_t ma
 int desc_reals(desc_parser *p, const char *key, int want, double min, double max, double *out);
 /* Padding per dimension: "P" or "L:R" entries. */
 int desc_padding(desc_parser *p, const char *key, int want, int64_t padding[][2]);
-/* parts= (ndim entries), out_parts= (when allowed) and grid= (when allowed)
- * into *out; leaves it as it is when none is given. */
+/* parts= (ndim entries; any number up to ADJ_DESC_MAX_DIMS + 1 when ndim <
+ * 0), out_parts= (when allowed) and grid= (when allowed) into *out; leaves it
+ * as it is when none is given. */
 int desc_placement_options(desc_parser *p, int ndim, bool out_parts, bool grid, adj_layer_placement *out);
 
 /* Reads the options of layer l (kind set, input shape set), checks them
@@ -63,5 +69,12 @@ int desc_read_text(const char *path, const char *what, char **text);
 /* Rank 0 reads it, every rank of comm gets the same text or the same error.
  * Collective. */
 int desc_share_text(MPI_Comm comm, const char *path, const char *what, char **text);
+
+/* Whether layer i is one of the window layers a uniform placement's
+ * `window` places: any but fc, phantom, flatten and losses before the first
+ * fc or phantom layer; and the first such layer's rank, batch included (0:
+ * none). */
+bool place_window_layer(const adj_description *d, int i);
+int place_window_ndim(const adj_description *d);
 
 #endif

@@ -52,5 +52,7 @@
 #include "adjoin/plan.h"
 #include "adjoin/mlp15.h"
 #include "adjoin/description.h"
+#include "adjoin/placement.h"
+#include "adjoin/network_build.h"
 
 #endif

@@ -54,5 +54,6 @@
 #include "adjoin/description.h"
 #include "adjoin/placement.h"
 #include "adjoin/network_build.h"
+#include "adjoin/network_check.h"
 
 #endif

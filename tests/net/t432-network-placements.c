@@ -1,0 +1,82 @@
+/* Every network file in networks/ at every placement of exactly the run's
+ * rank count: the shipped placement files (networks/NAME/*.place) that use
+ * that many ranks and every uniform placement adj_placement_enumerate
+ * lists.  Each is built and proven (network_check.h): the network Jacobian
+ * dot-product test and distributed == sequential (outputs, input gradients,
+ * parameter gradients) in float64, every figure printed and held within
+ * 1e-12.  Usage: t432-network-placements NETWORKS_DIR [NETWORK.net ...]. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+enum { BATCH = 4 };
+
+static void check_one(adj_test *t, const adj_description *d, const adj_placement *p, const char *name, int *count) {
+  adj_network_check_config c = {.description = d, .placement = p, .comm = t->comm, .dtype = ADJ_FLOAT64,
+                                .batch = BATCH, .seed = 432};
+  adj_network_check_result r;
+  ADJ_TEST_OK(t, adj_network_check(&c, &r));
+  adj_test_report(t, "%-13s %-34s %d ranks  jacobian %.2e  output %.2e  dx %.2e  grads %.2e  %s", d->name, name,
+                  r.ranks, r.jacobian.relative_error, r.output_diff, r.input_gradient_diff, r.parameter_gradient_diff,
+                  r.passed ? "pass" : "FAIL");
+  ADJ_TEST_CHECK(t, r.passed, "%s at %s: jacobian %.3e (tolerance %.0e, |Jv| %.3e), output %.3e, dx %.3e, grads %.3e",
+                 d->name, name, r.jacobian.relative_error, r.jacobian_tolerance, r.jacobian.norm_Fx, r.output_diff,
+                 r.input_gradient_diff, r.parameter_gradient_diff);
+  (*count)++;
+}
+
+/* The shipped placement files of the network that use exactly t->size ranks. */
+static void check_files(adj_test *t, const adj_description *d, const char *path, int *count) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%.*s", (int)(strlen(path) - 4), path);
+  struct dirent **names = NULL;
+  int n = scandir(dir, &names, NULL, alphasort);
+  for (int i = 0; i < n; i++) {
+    const char *file = names[i]->d_name;
+    size_t len = strlen(file);
+    if (len > 6 && !strcmp(file + len - 6, ".place")) {
+      char full[1300];
+      snprintf(full, sizeof full, "%s/%s", dir, file);
+      adj_placement *p = NULL;
+      adj_network_layout layout;
+      ADJ_TEST_OK(t, adj_placement_read(full, &p));
+      ADJ_TEST_OK(t, p ? adj_placement_resolve(d, p, BATCH, &layout) : ADJ_ERR_ARG);
+      if (p && layout.layers && layout.ranks == t->size) check_one(t, d, p, p->name, count);
+      adj_network_layout_free(&layout);
+      adj_placement_destroy(&p);
+    }
+    free(names[i]);
+  }
+  free(names);
+}
+
+static void check_network(adj_test *t, const char *path) {
+  adj_description *d = NULL;
+  ADJ_TEST_OK(t, adj_description_read_all(t->comm, path, &d));
+  if (!d) return;
+  int files = 0, uniform = 0, n = 0;
+  check_files(t, d, path, &files);
+  adj_uniform_placement *list = NULL;
+  ADJ_TEST_OK(t, adj_placement_enumerate(d, t->size, BATCH, &list, &n));
+  for (int i = 0; i < n; i++) {
+    adj_placement *p = NULL;
+    ADJ_TEST_OK(t, adj_placement_uniform(d, &list[i], &p));
+    if (p) check_one(t, d, p, p->name, &uniform);
+    adj_placement_destroy(&p);
+  }
+  adj_test_report(t, "%s: %d shipped and %d enumerated placements on %d ranks checked", d->name, files, uniform,
+                  t->size);
+  ADJ_TEST_CHECK(t, uniform == n && n > 0, "%s: %d of %d enumerated placements checked", d->name, uniform, n);
+  adj_uniform_placement_list_free(&list);
+  adj_description_destroy(&d);
+}
+
+int main(int argc, char **argv) {
+  adj_test t;
+  adj_test_begin(&t, &argc, &argv, "t432-network-placements");
+  ADJ_TEST_CHECK(&t, argc >= 3, "usage: t432-network-placements NETWORK.net ...");
+  for (int i = 1; i < argc; i++) check_network(&t, argv[i]);
+  return adj_test_finish(&t);
+}

@@ -16,6 +16,7 @@
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
 #include "error_impl.h"
+#include "plan_impl.h"
 
 const char *adj_plan_collective_name(int k) {
   static const char *const names[ADJ_PLAN_COLLECTIVES] = {"fwd-gather", "bwd-dx", "weights", "halo"};
@@ -513,8 +514,6 @@ int adj_plan_affine15_counts(int64_t n, const int64_t *batch_cuts, int64_t f_in,
 
 /* ---- calibration ------------------------------------------------------------------------ */
 
-enum { ADJ_PLAN_SIZES = 20 }; /* 8 B << 0 .. 19: 8 B to 4 MiB */
-
 /* Best one-way time of `repeats` round trips of m bytes between ranks 0 and 1. */
 static int adj_plan_pingpong(MPI_Comm comm, int rank, adj_wait_policy policy, char *buffer, int m, int repeats,
                              double *best) {
@@ -543,7 +542,7 @@ static int adj_plan_pingpong(MPI_Comm comm, int rank, adj_wait_policy policy, ch
  * the times' lower envelope from the right: a message cannot be faster than a
  * smaller one, so a time above a larger message's is noise (a rank
  * descheduled on a loaded host), and keeping it could tilt the line down. */
-static void adj_plan_fit_line(double *t, double *c0, double *c1) {
+void adj_plan_fit_line(double *t, double *c0, double *c1) {
   for (int i = ADJ_PLAN_SIZES - 2; i >= 0; i--) t[i] = fmin(t[i], t[i + 1]);
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = ADJ_PLAN_SIZES;
   for (int i = 0; i < ADJ_PLAN_SIZES; i++) {

@@ -50,10 +50,12 @@
 #include "adjoin/layer_dottest.h"
 #include "adjoin/dataset.h"
 #include "adjoin/plan.h"
+#include "adjoin/layer_timing.h"
 #include "adjoin/mlp15.h"
 #include "adjoin/description.h"
 #include "adjoin/placement.h"
 #include "adjoin/network_build.h"
 #include "adjoin/network_check.h"
+#include "adjoin/machine.h"
 
 #endif

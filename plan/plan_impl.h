@@ -1,0 +1,17 @@
+/* Private to plan/: what the calibrations of plan.c and machine.c share. */
+#ifndef ADJOIN_PLAN_PLAN_IMPL_H
+#define ADJOIN_PLAN_PLAN_IMPL_H
+
+/* A calibration sweep's sizes: 8 B << 0 .. 19, 8 B to 4 MiB. */
+enum { ADJ_PLAN_SIZES = 20 };
+
+/* Least-squares line t = c0 + c1 m through the sweep's sizes 8 << i, over the
+ * times' lower envelope from the right (t is changed in place). */
+void adj_plan_fit_line(double *t, double *c0, double *c1);
+
+/* Opens a file of the planner's cache for writing, making the directories
+ * above it; NULL when it cannot. */
+#include <stdio.h>
+FILE *adj_plan_cache_create(const char *path);
+
+#endif

@@ -27,6 +27,7 @@
 
 #include "adjoin/plan.h"
 #include "adjoin/status.h"
+#include "plan_net.h"
 #include "tool_output.h"
 
 enum { EXIT_PLAN = 1, EXIT_USAGE = 2 };
@@ -37,7 +38,9 @@ static const char usage[] =
     "                   [--alpha S] [--beta S_PER_BYTE | --bandwidth BYTES_PER_S] [--word BYTES]\n"
     "                   [--grid RxC | --all-grids | --sweep P0:P1] [--json] [--calibration FILE] NETWORK_FILE\n"
     "       mpiexec -n 2 adjoin-plan --calibrate FILE\n"
-    "       adjoin-plan --help\n";
+    "       adjoin-plan --help\n"
+    "per layer, on a network description (docs/planner.md, \"The per-layer planner\"):\n"
+    PLAN_NET_USAGE;
 
 typedef struct plan_args {
   adj_plan_config config;
@@ -301,6 +304,7 @@ static int plan_calibrate(int *argc, char ***argv, const char *path) {
 }
 
 int main(int argc, char **argv) {
+  if (plan_net_requested(argc, argv)) return plan_net_main(argc, argv);
   plan_args a = {0};
   int s = plan_parse(argc, argv, &a);
   if (s) return s == PLAN_HELP ? 0 : s;

@@ -57,5 +57,8 @@
 #include "adjoin/network_build.h"
 #include "adjoin/network_check.h"
 #include "adjoin/machine.h"
+#include "adjoin/layer_times.h"
+#include "adjoin/step_model.h"
+#include "adjoin/plan_search.h"
 
 #endif

@@ -1,0 +1,425 @@
+/* The step model's stage of each layer kind (step_model.h): the local
+ * computation's twin on worker 0, the operators the layer creates and what
+ * they move, and the buffers it allocates, read off the layers' creation
+ * code (layers/conv_layer.c, pool_layer.c, affine_layer.c, affine15_layer.c,
+ * batchnorm_layer.c, upsample_layer.c, xent_layer.c, loss_layers.c). */
+#include <math.h>
+#include <string.h>
+
+#include "adjoin/conv.h"
+#include "adjoin/decomposition.h"
+#include "error_impl.h"
+#include "step_model_impl.h"
+
+/* ---- window geometry ----------------------------------------------------------------------------- */
+
+/* One spatial dimension of a window layer (halo_geometry.h's rules): the
+ * output is balanced over the parts, each part reads the input its outputs
+ * need, and holds its balanced bulk. */
+typedef struct step_dim {
+  int64_t bulk0, halo0, input0, out0; /* worker 0: bulk, halo, kernel input, outputs */
+  int64_t pad0[2];                    /* worker 0's local zero padding */
+  int64_t halo_max, extent_max;       /* the most any part receives, and holds (bulk + halo) */
+} step_dim;
+
+static void step_window_dim(int64_t n, int64_t m, int parts, const adj_window_geometry *g, int j, step_dim *r) {
+  int64_t k = g->kernel[j], s = g->stride[j], d = g->dilation[j], pl = g->padding_left[j];
+  int64_t span = d * (k - 1) + 1;
+  *r = (step_dim){0};
+  for (int p = 0; p < parts; p++) {
+    int64_t b0, bn, o0, on, need0 = 0, need1 = 0;
+    adj_balanced_block(n, parts, p, &b0, &bn);
+    adj_balanced_block(m, parts, p, &o0, &on);
+    if (on > 0) {
+      need0 = o0 * s - pl > 0 ? o0 * s - pl : 0;
+      need1 = (o0 + on - 1) * s - pl + span < n ? (o0 + on - 1) * s - pl + span : n;
+    }
+    int64_t left = on > 0 && b0 > need0 ? b0 - need0 : 0, right = on > 0 && need1 > b0 + bn ? need1 - (b0 + bn) : 0;
+    if (left + right > r->halo_max) r->halo_max = left + right;
+    if (bn + left + right > r->extent_max) r->extent_max = bn + left + right;
+    if (p) continue;
+    int64_t reach = (on - 1) * s - pl + span;
+    *r = (step_dim){.bulk0 = bn, .halo0 = left + right, .input0 = need1 - need0, .out0 = on,
+                    .pad0 = {pl, reach > n ? reach - n : 0}, .halo_max = r->halo_max, .extent_max = r->extent_max};
+  }
+}
+
+/* The spatial dimensions of the current layout for a window. */
+static void step_window(const step_walk *w, const adj_window_geometry *g, const int64_t *out, step_dim *dims) {
+  for (int j = 0; j < g->spatial_dims; j++)
+    step_window_dim(w->cur.shape[2 + j], out[j], w->cur.parts[2 + j], g, j, &dims[j]);
+}
+
+/* The nested halo exchange (one round per split dimension, corners relayed)
+ * of `channels` x batch-block entries per spatial position, forward and, when
+ * the input gradient is wanted, its adjoint. */
+static void step_halo(const step_walk *w, adj_step_stage *s, int sd, const step_dim *dims, double cross) {
+  double bytes = 0, rounds = 0;
+  for (int j = 0; j < sd; j++) {
+    if (w->cur.parts[2 + j] == 1 || dims[j].halo_max == 0) continue;
+    double section = cross;
+    for (int i = 0; i < sd; i++)
+      if (i != j) section *= (double)(i < j ? dims[i].extent_max : step_block(w->cur.shape[2 + i], w->cur.parts[2 + i]));
+    bytes += (double)dims[j].halo_max * section * w->esize;
+    rounds++;
+  }
+  if (rounds == 0) return;
+  step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, bytes, 2 * rounds);
+  if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, bytes, 2 * rounds);
+}
+
+/* Worker 0's halo-extended block, kernel input and output volumes per sample
+ * and channel, and whether the kernel input is trimmed out of the block. */
+static void step_window_volumes(int sd, const step_dim *dims, double *held, double *input, double *output,
+                                bool *trims) {
+  *held = *input = *output = 1, *trims = false;
+  for (int j = 0; j < sd; j++) {
+    *held *= (double)(dims[j].bulk0 + dims[j].halo0);
+    *input *= (double)dims[j].input0;
+    *output *= (double)dims[j].out0;
+    *trims |= dims[j].input0 != dims[j].bulk0 + dims[j].halo0;
+  }
+}
+
+/* The twin of a window layer: worker 0's kernel input, local padding and
+ * outputs. */
+static void step_window_twin(adj_desc_layer *twin, adj_window_geometry *g, int sd, const step_dim *dims,
+                             int64_t channels_in, int64_t channels_out) {
+  twin->in_shape[0] = channels_in, twin->out_shape[0] = channels_out;
+  for (int j = 0; j < sd; j++) {
+    twin->in_shape[1 + j] = dims[j].input0, twin->out_shape[1 + j] = dims[j].out0;
+    g->padding_left[j] = dims[j].pad0[0], g->padding_right[j] = dims[j].pad0[1];
+  }
+}
+
+/* ---- outputs ----------------------------------------------------------------------------------- */
+
+/* The layer's output layout becomes current; the network keeps it and its
+ * gradient (worker 0's block). */
+static void step_output(step_walk *w, adj_step_stage *s, int ndim, const int *parts, const int64_t *per_sample) {
+  step_layout out = {.ndim = ndim};
+  memcpy(out.parts, parts, sizeof out.parts);
+  out.shape[0] = w->batch;
+  memcpy(&out.shape[1], per_sample, sizeof(int64_t) * (size_t)(ndim - 1));
+  double block = w->esize;
+  for (int k = 0; k < ndim; k++) block *= (double)step_block(out.shape[k], out.parts[k]);
+  s->memory[ADJ_MEMORY_ACTIVATIONS] += 2 * (int64_t)block;
+  s->workers = (int)step_workers(&out) > s->workers ? (int)step_workers(&out) : s->workers;
+  w->cur = out;
+}
+
+static void step_buffer(adj_step_stage *s, double elements, double esize) {
+  s->memory[ADJ_MEMORY_BUFFERS] += (int64_t)(elements * esize);
+}
+
+/* The local convolution plan's workspace for the twin's shapes. */
+static void step_conv_workspace(const step_walk *w, adj_step_stage *s, const adj_desc_layer *twin, int64_t n,
+                                const adj_window_geometry *g) {
+  adj_tensor x = {.dtype = w->m->o.dtype, .rank = twin->in_rank + 1}, wt = {.dtype = w->m->o.dtype,
+                                                                         .rank = twin->in_rank + 1};
+  x.shape[0] = n, wt.shape[0] = twin->out_shape[0], wt.shape[1] = twin->in_shape[0];
+  for (int k = 0; k < twin->in_rank; k++) x.shape[1 + k] = twin->in_shape[k];
+  for (int j = 0; j < g->spatial_dims; j++) wt.shape[2 + j] = g->kernel[j];
+  adj_conv_plan *plan = NULL;
+  adj_conv_plan_config c = {.geometry = *g};
+  if (adj_conv_plan_create(&c, &x, &wt, &plan) == ADJ_SUCCESS)
+    s->memory[ADJ_MEMORY_WORKSPACE] += (int64_t)adj_conv_plan_workspace_size(plan);
+  else
+    adj_clear_error();
+  adj_conv_plan_destroy(&plan);
+}
+
+/* Worker 0's per-sample block of the current layout. */
+static void step_local_block(const step_walk *w, int64_t *block) {
+  for (int k = 1; k < w->cur.ndim; k++) block[k - 1] = step_block(w->cur.shape[k], w->cur.parts[k]);
+}
+
+/* ---- padding modes ------------------------------------------------------------------------------ */
+
+int step_pad(step_walk *w, int i, const adj_padding_mode mode, const int64_t (*padding)[2]) {
+  adj_step_stage *s;
+  ADJ_CALL(step_stage_new(w, i, "pad", NULL, &s));
+  int sd = w->cur.ndim - 2;
+  adj_desc_layer twin = {.kind = ADJ_DESC_PAD, .in_rank = sd + 1, .out_rank = sd + 1, .u.pad = {.mode = mode}};
+  int64_t out[ADJ_DESC_MAX_DIMS] = {w->cur.shape[1]};
+  step_local_block(w, twin.in_shape);
+  twin.out_shape[0] = twin.in_shape[0];
+  double rows = 0, cross = (double)twin.in_shape[0] * (double)step_block(w->batch, w->cur.parts[0]);
+  for (int j = 0; j < sd; j++) {
+    int64_t n = w->cur.shape[2 + j], grown = n + padding[j][0] + padding[j][1];
+    int parts = w->cur.parts[2 + j];
+    twin.out_shape[1 + j] = step_block(grown, parts);
+    twin.u.pad.padding[j][0] = padding[j][0], twin.u.pad.padding[j][1] = parts > 1 ? 0 : padding[j][1];
+    twin.in_shape[1 + j] = twin.out_shape[1 + j] - twin.u.pad.padding[j][0] - twin.u.pad.padding[j][1];
+    out[1 + j] = grown;
+    /* Reflected, replicated or wrapped rows come from the other end's worker. */
+    if (mode == ADJ_PAD_ZEROS || parts == 1) continue;
+    double section = cross * (double)(padding[j][0] > padding[j][1] ? padding[j][0] : padding[j][1]);
+    for (int k = 0; k < sd; k++)
+      if (k != j) section *= (double)twin.in_shape[1 + k];
+    rows += section;
+  }
+  if (rows > 0) {
+    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, rows * w->esize, 1);
+    if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, rows * w->esize, 1);
+  }
+  ADJ_CALL(step_compute(w, s, &twin, step_block(w->batch, w->cur.parts[0]), false));
+  step_output(w, s, w->cur.ndim, w->cur.parts, out);
+  return ADJ_SUCCESS;
+}
+
+/* A window layer's padding mode runs as a pad layer before it (network_build.c);
+ * the window then pads nothing. */
+static int step_mode_padding(step_walk *w, int i, adj_padding_mode mode, adj_window_geometry *g) {
+  if (mode == ADJ_PAD_ZEROS) return ADJ_SUCCESS;
+  int64_t padding[ADJ_DESC_MAX_DIMS][2] = {{0}};
+  for (int j = 0; j < g->spatial_dims; j++) {
+    padding[j][0] = g->padding_left[j], padding[j][1] = g->padding_right[j];
+    g->padding_left[j] = g->padding_right[j] = 0;
+  }
+  return step_pad(w, i, mode, (const int64_t (*)[2])padding);
+}
+
+/* ---- convolution ------------------------------------------------------------------------------- */
+
+/* conv_layer.h's operators: x broadcast over P_co, y summed over P_ci,
+ * weights and bias broadcast over the batch and spatial workers. */
+static void step_conv_moves(const step_walk *w, adj_step_stage *s, const int64_t *blocks, double x_held,
+                            double y_block, double weights, bool bias) {
+  int p_co = (int)blocks[3], p_ci = w->cur.parts[1], q = w->cur.parts[0];
+  for (int j = 2; j < w->cur.ndim; j++) q *= w->cur.parts[j];
+  double e = w->esize, co = (double)blocks[2];
+  step_broadcast(w, s, ADJ_STEP_FORWARD, p_co, x_held * e);
+  if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, p_co, x_held * e);
+  step_sum(w, s, ADJ_STEP_FORWARD, p_ci, y_block * e);
+  step_broadcast(w, s, ADJ_STEP_BACKWARD, p_ci, y_block * e);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, q, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, q, weights * e);
+  if (bias) step_broadcast(w, s, ADJ_STEP_FORWARD, q, co * e), step_sum(w, s, ADJ_STEP_BACKWARD, q, co * e);
+}
+
+int step_conv(step_walk *w, int i) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  adj_window_geometry g = l->u.conv.window;
+  ADJ_CALL(step_mode_padding(w, i, l->u.conv.padding_mode, &g));
+  int sd = g.spatial_dims, p_co = w->layout->layers[i].placement.out_parts > 0 ? w->layout->layers[i].placement.out_parts : 1;
+  adj_step_stage *s;
+  ADJ_CALL(step_stage_new(w, i, "conv", NULL, &s));
+  /* n, ci, co, P_co */
+  int64_t blocks[4] = {step_block(w->batch, w->cur.parts[0]), step_block(w->cur.shape[1], w->cur.parts[1]),
+                       step_block(l->out_shape[0], p_co), p_co};
+  step_dim dims[ADJ_MAX_SPATIAL_DIMS];
+  step_window(w, &g, &l->out_shape[1], dims);
+  adj_desc_layer twin = *l;
+  twin.u.conv.window = g;
+  twin.u.conv.out_channels = blocks[2];
+  step_window_twin(&twin, &twin.u.conv.window, sd, dims, blocks[1] / l->u.conv.groups * l->u.conv.groups,
+                   blocks[2]);
+  double kernel = 1, held, input, output;
+  bool trims;
+  for (int j = 0; j < sd; j++) kernel *= (double)g.kernel[j];
+  step_window_volumes(sd, dims, &held, &input, &output, &trims);
+  double n = (double)blocks[0], ci = (double)blocks[1], co = (double)blocks[2], weights = co * ci * kernel;
+  twin.parameter_count = (int64_t)weights + (l->u.conv.bias ? blocks[2] : 0);
+  ADJ_CALL(step_compute(w, s, &twin, blocks[0], true));
+  step_halo(w, s, sd, dims, n * ci);
+  step_conv_moves(w, s, blocks, n * ci * held, n * co * output, weights, l->u.conv.bias);
+  step_parameter(w, s, (int64_t)weights);
+  if (l->u.conv.bias) step_parameter(w, s, blocks[2]);
+  /* x_pad, x_hat and their gradients; x_k when trimmed; w^, b^, y^ and theirs. */
+  step_buffer(s, 4 * n * ci * held + (trims ? 2 * n * ci * input : 0) + 2 * weights + 2 * n * co * output, w->esize);
+  if (l->u.conv.bias) step_buffer(s, 2 * co, w->esize);
+  step_conv_workspace(w, s, &twin, blocks[0], &twin.u.conv.window);
+  int parts[ADJ_DESC_MAX_DIMS + 1];
+  memcpy(parts, w->cur.parts, sizeof parts);
+  parts[1] = p_co;
+  s->workers = (int)step_workers(&w->cur) * p_co;
+  step_output(w, s, w->cur.ndim, parts, l->out_shape);
+  return ADJ_SUCCESS;
+}
+
+/* ---- pooling ------------------------------------------------------------------------------------ */
+
+int step_pool(step_walk *w, int i) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  adj_window_geometry g = l->u.pool.window;
+  ADJ_CALL(step_mode_padding(w, i, l->u.pool.padding_mode, &g));
+  int sd = g.spatial_dims;
+  adj_step_stage *s;
+  ADJ_CALL(step_stage_new(w, i, "pool", NULL, &s));
+  int64_t n = step_block(w->batch, w->cur.parts[0]), c = step_block(w->cur.shape[1], w->cur.parts[1]);
+  step_dim dims[ADJ_MAX_SPATIAL_DIMS];
+  step_window(w, &g, &l->out_shape[1], dims);
+  adj_desc_layer twin = *l;
+  twin.u.pool.window = g;
+  step_window_twin(&twin, &twin.u.pool.window, sd, dims, c, c);
+  double held, input, output;
+  bool trims;
+  step_window_volumes(sd, dims, &held, &input, &output, &trims);
+  ADJ_CALL(step_compute(w, s, &twin, n, false));
+  step_halo(w, s, sd, dims, (double)(n * c));
+  /* The halo-extended block and its gradient; the trimmed kernel input and its tangent. */
+  step_buffer(s, 2 * (double)(n * c) * held + (trims ? 2 * (double)(n * c) * input : 0), w->esize);
+  step_output(w, s, w->cur.ndim, w->cur.parts, l->out_shape);
+  return ADJ_SUCCESS;
+}
+
+/* ---- affine layers ------------------------------------------------------------------------------- */
+
+/* The twin GEMM of a batch block n, f_in -> f_out features. */
+static adj_desc_layer step_affine_twin(const adj_desc_layer *l, int64_t f_in, int64_t f_out) {
+  adj_desc_layer twin = *l;
+  twin.in_rank = twin.out_rank = 1;
+  twin.in_shape[0] = f_in, twin.out_shape[0] = f_out;
+  twin.u.affine.out_features = f_out;
+  twin.parameter_count = f_in * f_out + (l->u.affine.bias ? f_out : 0);
+  return twin;
+}
+
+/* affine15_layer.h on P_r x P_c: all-gather of the input over P_r (its
+ * adjoint a reduce-scatter), weights and bias broadcast over P_c. */
+static int step_affine15(step_walk *w, int i, adj_step_stage *s) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  int p_r = w->layout->layers[i].placement.grid[0], p_c = w->layout->layers[i].placement.grid[1];
+  int64_t n = step_block(w->batch, p_c), f_in = l->in_shape[0], fo = step_block(l->out_shape[0], p_r);
+  adj_desc_layer twin = step_affine_twin(l, f_in, fo);
+  ADJ_CALL(step_compute(w, s, &twin, n, true));
+  double e = w->esize, gathered = (double)(n * f_in), weights = (double)(fo * f_in);
+  step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
+  if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, p_c, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, p_c, weights * e);
+  step_parameter(w, s, fo * f_in);
+  if (l->u.affine.bias) {
+    step_broadcast(w, s, ADJ_STEP_FORWARD, p_c, (double)fo * e);
+    step_sum(w, s, ADJ_STEP_BACKWARD, p_c, (double)fo * e);
+    step_parameter(w, s, fo);
+  }
+  step_buffer(s, 2 * gathered + 2 * weights + (l->u.affine.bias ? 2 * (double)fo : 0), e);
+  s->workers = p_r * p_c;
+  return ADJ_SUCCESS;
+}
+
+/* affine_layer.h on P_b x P_fo x P_fi: x broadcast over P_fo, weights and
+ * bias over P_b, partial outputs summed over P_fi. */
+static int step_affine_parts(step_walk *w, int i, adj_step_stage *s) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  int p_b = w->cur.parts[0], p_fi = w->cur.parts[1];
+  int p_fo = w->layout->layers[i].placement.out_parts > 0 ? w->layout->layers[i].placement.out_parts : 1;
+  int64_t n = step_block(w->batch, p_b), fi = step_block(l->in_shape[0], p_fi), fo = step_block(l->out_shape[0], p_fo);
+  adj_desc_layer twin = step_affine_twin(l, fi, fo);
+  ADJ_CALL(step_compute(w, s, &twin, n, true));
+  double e = w->esize, x = (double)(n * fi), weights = (double)(fo * fi), y = (double)(n * fo);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, p_fo, x * e);
+  if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, p_fo, x * e);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, p_b, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, p_b, weights * e);
+  step_sum(w, s, ADJ_STEP_FORWARD, p_fi, y * e);
+  step_broadcast(w, s, ADJ_STEP_BACKWARD, p_fi, y * e);
+  step_parameter(w, s, fo * fi);
+  if (l->u.affine.bias) {
+    step_broadcast(w, s, ADJ_STEP_FORWARD, p_b, (double)fo * e);
+    step_sum(w, s, ADJ_STEP_BACKWARD, p_b, (double)fo * e);
+    step_parameter(w, s, fo);
+  }
+  step_buffer(s, 2 * (x + weights + y) + (l->u.affine.bias ? 2 * (double)fo : 0), e);
+  s->workers = p_b * p_fi * p_fo;
+  return ADJ_SUCCESS;
+}
+
+int step_affine(step_walk *w, int i) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  const adj_layer_layout *ll = &w->layout->layers[i];
+  adj_step_stage *s;
+  ADJ_CALL(step_stage_new(w, i, "fc", NULL, &s));
+  ADJ_CALL(ll->placement.kind == ADJ_PLACE_GRID ? step_affine15(w, i, s) : step_affine_parts(w, i, s));
+  step_output(w, s, 2, ll->out_parts, l->out_shape);
+  return ADJ_SUCCESS;
+}
+
+/* ---- layers that keep the layout ------------------------------------------------------------------ */
+
+/* Batch norm: the statistics (5 C doubles forward, 4 C backward) summed over
+ * the workers that share the channels. */
+static void step_batchnorm(const step_walk *w, adj_step_stage *s, const adj_desc_layer *l, double local) {
+  int q = (int)step_workers(&w->cur) / w->cur.parts[1];
+  double c = (double)step_block(w->cur.shape[1], w->cur.parts[1]);
+  step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_ALLREDUCE, q, 5 * c * 8, 0);
+  step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_ALLREDUCE, q, 4 * c * 8, 0);
+  if (l->u.batchnorm.affine) step_parameter(w, s, (int64_t)c), step_parameter(w, s, (int64_t)c);
+  /* x^, the float64 statistics, sums, running statistics and work. */
+  step_buffer(s, local, w->esize);
+  step_buffer(s, 16 * c, 8);
+}
+
+/* Upsampling reads a neighbour's edge entry for linear interpolation. */
+static void step_upsample(const step_walk *w, adj_step_stage *s, const adj_desc_layer *l, double local) {
+  int sd = w->cur.ndim - 2;
+  double edge = 0, cross = local;
+  bool linear = l->u.upsample.mode != ADJ_INTERP_NEAREST;
+  for (int j = 0; j < sd && linear; j++)
+    if (w->cur.parts[2 + j] > 1) edge += 2 * cross / (double)step_block(w->cur.shape[2 + j], w->cur.parts[2 + j]);
+  if (edge > 0) {
+    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, edge * w->esize, 2);
+    if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, edge * w->esize, 2);
+  }
+  step_buffer(s, 2 * (local + edge), w->esize);
+}
+
+int step_pointwise(step_walk *w, int i) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  const adj_layer_layout *ll = &w->layout->layers[i];
+  adj_step_stage *s;
+  ADJ_CALL(step_stage_new(w, i, adj_desc_layer_keyword(l), NULL, &s));
+  adj_desc_layer twin = *l;
+  step_local_block(w, twin.in_shape);
+  int64_t n = step_block(w->batch, w->cur.parts[0]);
+  double local = (double)n;
+  for (int k = 0; k < l->in_rank; k++) local *= (double)twin.in_shape[k];
+  for (int k = 0; k < l->out_rank; k++) twin.out_shape[k] = step_block(l->out_shape[k], ll->out_parts[1 + k]);
+  if (l->kind == ADJ_DESC_FLATTEN) twin.out_shape[0] = (int64_t)(local / (double)n);
+  if (l->kind == ADJ_DESC_UPSAMPLE && l->u.upsample.size[0])
+    memcpy(twin.u.upsample.size, &twin.out_shape[1], sizeof(int64_t) * (size_t)(l->out_rank - 1));
+  if (l->kind == ADJ_DESC_BATCHNORM) step_batchnorm(w, s, l, local);
+  if (l->kind == ADJ_DESC_UPSAMPLE) step_upsample(w, s, l, local);
+  twin.parameter_count = s->parameters;
+  ADJ_CALL(step_compute(w, s, &twin, n, s->parameters > 0));
+  step_output(w, s, ll->out_ndim, ll->out_parts, l->out_shape);
+  return ADJ_SUCCESS;
+}
+
+/* ---- losses -------------------------------------------------------------------------------------- */
+
+/* xent_layer.h gathers the logits onto rank 0, which computes; the other
+ * losses compute on every block and sum a scalar (loss_layers.h). */
+int step_loss(step_walk *w, int i) {
+  const adj_desc_layer *l = &w->d->layers[i];
+  adj_step_stage *s;
+  ADJ_CALL(step_stage_new(w, i, adj_desc_kind_name(l->kind), NULL, &s));
+  adj_desc_layer twin = *l;
+  int64_t workers = step_workers(&w->cur), n = w->batch;
+  double whole = (double)w->batch, local = (double)step_block(w->batch, w->cur.parts[0]);
+  for (int k = 1; k < w->cur.ndim; k++) {
+    whole *= (double)w->cur.shape[k];
+    local *= (double)step_block(w->cur.shape[k], w->cur.parts[k]);
+  }
+  if (l->kind == ADJ_DESC_XENT) {
+    double bytes = (whole - local) * w->esize;
+    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, bytes, (double)(workers - 1));
+    step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, bytes, (double)(workers - 1));
+    step_buffer(s, 2 * whole, w->esize);
+    step_buffer(s, (double)w->batch, 8);
+  } else {
+    step_local_block(w, twin.in_shape);
+    memcpy(twin.out_shape, twin.in_shape, sizeof twin.out_shape);
+    n = step_block(w->batch, w->cur.parts[0]);
+    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_ALLREDUCE, (int)workers, 8, 0);
+    step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_ALLREDUCE, (int)workers, 8, 0);
+    step_buffer(s, local, w->esize);
+  }
+  ADJ_CALL(step_compute(w, s, &twin, n, false));
+  s->workers = (int)workers;
+  /* The loss: a scalar on rank 0. */
+  w->cur = (step_layout){.ndim = 1, .parts = {1}, .shape = {1}};
+  return ADJ_SUCCESS;
+}

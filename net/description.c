@@ -36,7 +36,8 @@ static int desc_words(desc_parser *p, char *line, char **words, int *count) {
   char *hash = strchr(line, '#');
   if (hash) *hash = '\0';
   *count = 0;
-  for (char *w = strtok(line, " \t\r\v\f"); w; w = strtok(NULL, " \t\r\v\f")) {
+  char *save = NULL;
+  for (char *w = strtok_r(line, " \t\r\v\f", &save); w; w = strtok_r(NULL, " \t\r\v\f", &save)) {
     ADJ_CHECK(*count < DESC_MAX_WORDS, ADJ_ERR_ARG, "%s:%d: more than %d words on one line", p->source, p->line,
               DESC_MAX_WORDS);
     words[(*count)++] = w;

@@ -54,7 +54,8 @@ static int place_line(place_parser *q, char *line) {
   if (hash) *hash = '\0';
   char *words[DESC_MAX_WORDS];
   int count = 0;
-  for (char *w = strtok(line, " \t\r\v\f"); w; w = strtok(NULL, " \t\r\v\f")) {
+  char *save = NULL;
+  for (char *w = strtok_r(line, " \t\r\v\f", &save); w; w = strtok_r(NULL, " \t\r\v\f", &save)) {
     ADJ_CHECK(count < DESC_MAX_WORDS, ADJ_ERR_ARG, "%s:%d: more than %d words on one line", p->source, p->line,
               DESC_MAX_WORDS);
     words[count++] = w;
@@ -277,7 +278,9 @@ static int place_scheme(const adj_description *d, const char *name, adj_placemen
     char copy[512];
     ADJ_CHECK(strlen(name) < sizeof copy, ADJ_ERR_ARG, "placement name of %zu characters is too long", strlen(name));
     strcpy(copy, name);
-    for (char *item = strtok(copy, ","); item; item = strtok(NULL, ",")) ADJ_CALL(place_uniform_item(name, item, &u));
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save))
+      ADJ_CALL(place_uniform_item(name, item, &u));
   }
   ADJ_CALL(adj_placement_uniform(d, &u, out));
   snprintf((*out)->name, sizeof (*out)->name, "%.*s", ADJ_DESC_NAME_SIZE - 1, name);

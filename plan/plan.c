@@ -4,7 +4,6 @@
  * for the all-gather, the layer input for dX), A4 (parameterised layers only;
  * no dX for the first), A7 (eq. 9's halo with X^{i+1} := the conv output),
  * A8 (no halo when P_r = 1) and A10 (no redistribution in paper modes). */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 
 #include "adjoin/agree.h"
 #include "adjoin/decomposition.h"
+#include "adjoin/description.h"
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
 #include "error_impl.h"
@@ -23,166 +23,81 @@ const char *adj_plan_collective_name(int k) {
   return k >= 0 && k < ADJ_PLAN_COLLECTIVES ? names[k] : "invalid";
 }
 
-/* ---- parsing ------------------------------------------------------------------------------ */
+/* ---- networks from descriptions --------------------------------------------------------- */
 
-typedef struct adj_plan_parser {
-  const char *source;
-  int line;
-  adj_plan_network *net;
-  int capacity;
-  int64_t c, h, w; /* current activation shape */
-  bool have_input;
-} adj_plan_parser;
-
-/* Reads key=value options of a layer line into the fields named by keys, and
- * mode=NAME into *mode when the layer takes one (mode not NULL). */
-static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *keys, int64_t **values, int nkeys,
-                            adj_padding_mode *mode) {
-  for (char *tok = strtok(rest, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
-    char *eq = strchr(tok, '=');
-    ADJ_CHECK(eq, ADJ_ERR_IO, "%s:%d: option '%s' is not key=value", p->source, p->line, tok);
-    *eq = '\0';
-    if (mode && !strcmp(tok, "mode")) {
-      int status = adj_padding_mode_parse(eq + 1, mode);
-      ADJ_CHECK(!status, ADJ_ERR_IO, "%s:%d: unknown padding mode '%s' (zeros, reflect, replicate, circular)",
-                p->source, p->line, eq + 1);
-      continue;
-    }
-    int k = 0;
-    while (k < nkeys && strcmp(keys[k], tok)) k++;
-    ADJ_CHECK(k < nkeys, ADJ_ERR_IO, "%s:%d: unknown option '%s'", p->source, p->line, tok);
-    char *end;
-    errno = 0;
-    long long v = strtoll(eq + 1, &end, 10);
-    ADJ_CHECK(!errno && end != eq + 1 && !*end && v >= 0 && v <= (1LL << 40), ADJ_ERR_IO,
-              "%s:%d: option %s has bad value '%s'", p->source, p->line, tok, eq + 1);
-    *values[k] = v;
+/* The planner's view of a description layer: conv, pool and fc layers with
+ * their shapes (the height is the split dimension; a 1-d layer's length is
+ * its height); false for the layers the models price nothing for. */
+static bool adj_plan_from_layer(const adj_desc_layer *l, adj_plan_layer *out) {
+  if (l->kind != ADJ_DESC_CONV && l->kind != ADJ_DESC_POOL && l->kind != ADJ_DESC_AFFINE) return false;
+  *out = (adj_plan_layer){.stride = 1, .groups = 1};
+  snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof out->name - 1, l->name);
+  if (l->kind == ADJ_DESC_AFFINE) {
+    out->kind = ADJ_PLAN_FC;
+    out->in_c = l->in_shape[0], out->in_h = out->in_w = 1;
+    out->out_c = l->out_shape[0], out->out_h = out->out_w = 1;
+    out->weights = out->in_c * out->out_c, out->biases = l->u.affine.bias ? out->out_c : 0;
+    return true;
   }
-  return ADJ_SUCCESS;
+  const adj_window_geometry *w = l->kind == ADJ_DESC_CONV ? &l->u.conv.window : &l->u.pool.window;
+  out->kind = l->kind == ADJ_DESC_CONV ? ADJ_PLAN_CONV : ADJ_PLAN_POOL;
+  out->kernel = (w->dilation[0] > 1 ? w->dilation[0] : 1) * (w->kernel[0] - 1) + 1;
+  out->stride = w->stride[0] > 0 ? w->stride[0] : 1;
+  out->pad = w->padding_left[0];
+  out->padding_mode = l->kind == ADJ_DESC_CONV ? l->u.conv.padding_mode : l->u.pool.padding_mode;
+  out->in_c = l->in_shape[0], out->in_h = l->in_shape[1], out->in_w = l->in_rank > 2 ? l->in_shape[2] : 1;
+  out->out_c = l->out_shape[0], out->out_h = l->out_shape[1], out->out_w = l->out_rank > 2 ? l->out_shape[2] : 1;
+  for (int i = 0; i < l->n_parameters; i++) {
+    if (!strcmp(l->parameters[i].name, "weight")) out->weights = l->parameters[i].count;
+    else out->biases = l->parameters[i].count;
+  }
+  if (l->kind == ADJ_DESC_CONV) out->groups = l->u.conv.groups;
+  return true;
 }
 
-static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
-  if (p->net->n == p->capacity) {
-    int cap = p->capacity ? 2 * p->capacity : 16;
-    adj_plan_layer *grown = realloc(p->net->layers, sizeof *grown * (size_t)cap);
-    ADJ_CHECK(grown, ADJ_ERR_MEM, "%s: out of memory at layer %d", p->source, p->net->n);
-    p->net->layers = grown, p->capacity = cap;
+int adj_plan_network_from_description(const adj_description *d, adj_plan_network **network) {
+  ADJ_CHECK(network && d, ADJ_ERR_ARG, "plan: description or output pointer is NULL");
+  *network = NULL;
+  for (int i = 0; i < d->n; i++)
+    ADJ_CHECK(d->layers[i].kind == ADJ_DESC_AFFINE || d->layers[i].in_rank <= 3 ||
+                  (d->layers[i].kind != ADJ_DESC_CONV && d->layers[i].kind != ADJ_DESC_POOL),
+              ADJ_ERR_ARG, "%s:%d: plan: %s %s is 3-d; the cost model prices 1-d and 2-d windows", d->source,
+              d->layers[i].line, adj_desc_layer_keyword(&d->layers[i]), d->layers[i].name);
+  adj_plan_network *net = calloc(1, sizeof *net);
+  adj_plan_layer *layers = calloc((size_t)d->n + 1, sizeof *layers);
+  if (!net || !layers) {
+    free(net), free(layers);
+    return adj_error_set(ADJ_ERR_MEM, "plan: out of memory for %d layers", d->n);
   }
-  p->net->layers[p->net->n++] = *l;
-  p->c = l->out_c, p->h = l->out_h, p->w = l->out_w;
+  snprintf(net->name, sizeof net->name, "%s", d->name);
+  net->layers = layers;
+  for (int i = 0; i < d->n; i++)
+    if (adj_plan_from_layer(&d->layers[i], &layers[net->n])) net->n++;
+  if (net->n == 0) {
+    adj_plan_network_destroy(&net);
+    return adj_error_set(ADJ_ERR_ARG, "%s: plan: no conv, pool or fc layer to price", d->source);
+  }
+  *network = net;
   return ADJ_SUCCESS;
-}
-
-static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
-  ADJ_CHECK(l->kernel >= 1 && l->stride >= 1, ADJ_ERR_IO, "%s:%d: layer %s needs k >= 1 and s >= 1 (k=%lld s=%lld)",
-            p->source, p->line, l->name, (long long)l->kernel, (long long)l->stride);
-  int64_t span_h = p->h + 2 * l->pad - l->kernel, span_w = p->w + 2 * l->pad - l->kernel;
-  ADJ_CHECK(span_h >= 0 && span_w >= 0, ADJ_ERR_IO, "%s:%d: layer %s: kernel %lld exceeds the padded input %lldx%lld",
-            p->source, p->line, l->name, (long long)l->kernel, (long long)(p->h + 2 * l->pad),
-            (long long)(p->w + 2 * l->pad));
-  /* PyTorch's limits on what a padding mode can copy from. */
-  int64_t smaller = p->h < p->w ? p->h : p->w;
-  ADJ_CHECK(l->padding_mode != ADJ_PAD_REFLECT || l->pad < smaller, ADJ_ERR_IO,
-            "%s:%d: layer %s: reflect padding %lld must be < the input extent %lld", p->source, p->line, l->name,
-            (long long)l->pad, (long long)smaller);
-  ADJ_CHECK(l->padding_mode != ADJ_PAD_CIRCULAR || l->pad <= smaller, ADJ_ERR_IO,
-            "%s:%d: layer %s: circular padding %lld must be <= the input extent %lld", p->source, p->line, l->name,
-            (long long)l->pad, (long long)smaller);
-  l->in_c = p->c, l->in_h = p->h, l->in_w = p->w;
-  l->out_h = span_h / l->stride + 1, l->out_w = span_w / l->stride + 1;
-  return ADJ_SUCCESS;
-}
-
-static int adj_plan_line(adj_plan_parser *p, char *line) {
-  char *hash = strchr(line, '#');
-  if (hash) *hash = '\0';
-  char kind[16] = "", name[32] = "";
-  int used = 0;
-  if (sscanf(line, " %15s%n", kind, &used) != 1) return ADJ_SUCCESS; /* blank */
-  char *rest = line + used;
-  if (!strcmp(kind, "network")) {
-    ADJ_CHECK(sscanf(rest, " %63s", p->net->name) == 1, ADJ_ERR_IO, "%s:%d: network needs a name", p->source, p->line);
-    return ADJ_SUCCESS;
-  }
-  if (!strcmp(kind, "input")) {
-    long long c = 0, h = 1, w = 1;
-    int got = sscanf(rest, " %lld %lld %lld", &c, &h, &w);
-    ADJ_CHECK((got == 1 || got == 3) && c >= 1 && h >= 1 && w >= 1, ADJ_ERR_IO,
-              "%s:%d: input needs C H W or F, all >= 1 (got '%s')", p->source, p->line, rest);
-    p->c = c, p->h = h, p->w = w, p->have_input = true;
-    return ADJ_SUCCESS;
-  }
-  ADJ_CHECK(p->have_input, ADJ_ERR_IO, "%s:%d: layer before the input line", p->source, p->line);
-  ADJ_CHECK(sscanf(rest, " %31s%n", name, &used) == 1 && !strchr(name, '='), ADJ_ERR_IO,
-            "%s:%d: %s layer needs a name", p->source, p->line, kind);
-  rest += used;
-  adj_plan_layer l = {.stride = 1, .groups = 1};
-  snprintf(l.name, sizeof l.name, "%s", name);
-  if (!strcmp(kind, "conv")) {
-    l.kind = ADJ_PLAN_CONV;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out", "k", "s", "p", "g"},
-                              (int64_t *[]){&l.out_c, &l.kernel, &l.stride, &l.pad, &l.groups}, 5, &l.padding_mode));
-    ADJ_CHECK(l.out_c >= 1 && l.groups >= 1 && p->c % l.groups == 0 && l.out_c % l.groups == 0, ADJ_ERR_IO,
-              "%s:%d: conv %s: out=%lld and g=%lld must divide the %lld input channels and the outputs", p->source,
-              p->line, l.name, (long long)l.out_c, (long long)l.groups, (long long)p->c);
-    ADJ_CALL(adj_plan_window(p, &l));
-    l.weights = l.out_c * (p->c / l.groups) * l.kernel * l.kernel, l.biases = l.out_c;
-  } else if (!strcmp(kind, "pool")) {
-    l.kind = ADJ_PLAN_POOL;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"k", "s", "p"}, (int64_t *[]){&l.kernel, &l.stride, &l.pad},
-                              3, &l.padding_mode));
-    l.out_c = p->c;
-    ADJ_CALL(adj_plan_window(p, &l));
-  } else if (!strcmp(kind, "fc")) {
-    l.kind = ADJ_PLAN_FC;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out"}, (int64_t *[]){&l.out_c}, 1, NULL));
-    ADJ_CHECK(l.out_c >= 1, ADJ_ERR_IO, "%s:%d: fc %s needs out >= 1", p->source, p->line, l.name);
-    l.in_c = p->c * p->h * p->w, l.in_h = l.in_w = 1, l.out_h = l.out_w = 1;
-    l.weights = l.out_c * l.in_c, l.biases = l.out_c;
-  } else {
-    return adj_error_set(ADJ_ERR_IO, "%s:%d: unknown layer type '%s' (conv, pool, fc)", p->source, p->line, kind);
-  }
-  return adj_plan_add(p, &l);
 }
 
 int adj_plan_network_parse(const char *text, const char *source, adj_plan_network **network) {
   ADJ_CHECK(network && text, ADJ_ERR_ARG, "plan: network text or output pointer is NULL");
   *network = NULL;
-  adj_plan_parser p = {.source = source ? source : "network", .net = calloc(1, sizeof(adj_plan_network))};
-  char *copy = strdup(text);
-  int status = p.net && copy ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan: out of memory");
-  for (char *line = copy, *next; !status && line; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
-    p.line++;
-    status = adj_plan_line(&p, line);
-  }
-  if (!status && p.net->n == 0) status = adj_error_set(ADJ_ERR_IO, "%s: no layers", p.source);
-  if (!status && !p.net->name[0]) snprintf(p.net->name, sizeof p.net->name, "%s", p.source);
-  free(copy);
-  if (status) adj_plan_network_destroy(&p.net);
-  *network = p.net;
+  adj_description *d = NULL;
+  ADJ_CALL(adj_description_parse(text, source, &d));
+  int status = adj_plan_network_from_description(d, network);
+  adj_description_destroy(&d);
   return status;
 }
 
 int adj_plan_network_read(const char *path, adj_plan_network **network) {
   ADJ_CHECK(network && path, ADJ_ERR_ARG, "plan: path or output pointer is NULL");
   *network = NULL;
-  FILE *f = fopen(path, "rb");
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open network file '%s': %s", path, strerror(errno));
-  enum { MAX_TEXT = 1 << 20 };
-  char *text = malloc(MAX_TEXT + 1);
-  size_t got = text ? fread(text, 1, MAX_TEXT + 1, f) : 0;
-  fclose(f);
-  ADJ_CHECK(text, ADJ_ERR_MEM, "plan: out of memory reading '%s'", path);
-  int status = got > MAX_TEXT ? adj_error_set(ADJ_ERR_IO, "plan: network file '%s' exceeds %d bytes", path, MAX_TEXT)
-               : memchr(text, '\0', got) ? adj_error_set(ADJ_ERR_IO, "plan: network file '%s' is not text", path)
-                                         : ADJ_SUCCESS;
-  if (!status) {
-    text[got] = '\0';
-    status = adj_plan_network_parse(text, path, network);
-  }
-  free(text);
+  adj_description *d = NULL;
+  ADJ_CALL(adj_description_read(path, &d));
+  int status = adj_plan_network_from_description(d, network);
+  adj_description_destroy(&d);
   return status;
 }
 

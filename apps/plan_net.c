@@ -15,7 +15,9 @@
  * purely batch-parallel plan (the batch split in every layer, or one replica
  * per rank) against the best plan.  It prints the best plan stage by stage,
  * then the runners-up; --write writes the best as a placement file,
- * --write-dir every listed plan (plan-1.place, ...). */
+ * --write-dir every listed plan (plan-1.place, ...).  --predict PLACEMENT
+ * predicts that placement alone (a file or a name, placement.h) instead of
+ * searching. */
 #include "plan_net.h"
 
 #include <stdio.h>
@@ -32,7 +34,7 @@
 enum { EXIT_PLAN = 1, EXIT_USAGE = 2 };
 
 typedef struct net_args {
-  const char *net, *machine, *write, *write_dir;
+  const char *net, *machine, *write, *write_dir, *predict;
   int procs, sweep0, sweep1;
   adj_plan_search_options search;
 } net_args;
@@ -74,6 +76,7 @@ static int net_option(net_args *a, const char *o, const char *v) {
   else if (!strcmp(o, "--machine")) a->machine = v;
   else if (!strcmp(o, "--write")) a->write = v;
   else if (!strcmp(o, "--write-dir")) a->write_dir = v;
+  else if (!strcmp(o, "--predict")) a->predict = v;
   else if (!strcmp(o, "--procs")) return net_parsed(adj_parse_int(v, 1, ADJ_PLACE_MAX_PARTS, o, &a->procs));
   else if (!strcmp(o, "--batch")) return net_parsed(adj_parse_int64(v, 1, (int64_t)1 << 40, o, &s->batch));
   else if (!strcmp(o, "--memory")) return net_parsed(adj_parse_bytes(v, 1, INT64_MAX, o, &a->search.memory));
@@ -229,6 +232,36 @@ static int net_sweep(const net_args *a, const adj_description *d, adj_plan_searc
 
 /* ---- main ------------------------------------------------------------------------------------------ */
 
+/* The prediction of one placement (a file or name, placement.h). */
+static int net_predict(const net_args *a, const adj_description *d, adj_plan_search_options *o) {
+  adj_placement *p = NULL;
+  if (adj_placement_find(MPI_COMM_WORLD, d, a->net, a->predict, &p)) return plan_net_failed();
+  adj_step_prediction prediction;
+  int status = ADJ_SUCCESS;
+  if (o->step.machine) {
+    adj_network_layout layout = {0};
+    int replicas = p->replicas ? p->replicas : d->replicas ? d->replicas : 1;
+    adj_step_model *model = NULL;
+    o->step.replicas = replicas;
+    status = adj_placement_resolve(d, p, (o->step.batch + replicas - 1) / replicas, &layout);
+    if (!status) status = adj_step_model_create(&o->step, &model);
+    if (!status) status = adj_step_model_predict(model, d, &layout, &prediction);
+    adj_step_model_destroy(&model);
+    if (layout.layers) adj_network_layout_free(&layout);
+  } else {
+    status = adj_plan_predict(d, p, MPI_COMM_WORLD, &o->step, &prediction);
+  }
+  adj_placement_destroy(&p);
+  if (status) return plan_net_failed();
+  if (!tool_quiet()) {
+    printf("network %s, placement %s, %d ranks, batch %lld\n", d->name, a->predict, o->step.ranks,
+           (long long)o->step.batch);
+    adj_step_prediction_print(&prediction, stdout);
+  }
+  adj_step_prediction_free(&prediction);
+  return 0;
+}
+
 static int net_run(const net_args *a, adj_description *d, int ranks) {
   adj_plan_search_options o = a->search;
   adj_plan_list list = {0};
@@ -238,9 +271,11 @@ static int net_run(const net_args *a, adj_description *d, int ranks) {
     o.step.machine = &machine;
     if (a->sweep0) return net_sweep(a, d, o);
     o.step.ranks = a->procs ? a->procs : 1;
+    if (a->predict) return net_predict(a, d, &o);
     if (adj_plan_search(d, &o, &list)) return plan_net_failed();
   } else {
     o.step.ranks = ranks;
+    if (a->predict) return net_predict(a, d, &o);
     if (adj_plan_choose(d, MPI_COMM_WORLD, &o, &list)) return plan_net_failed();
   }
   char what[512];

@@ -21,6 +21,7 @@ typedef struct adj_network {
   int first_trainable;        /* first stage with parameters (n if none) */
   adj_backward_hook *hook;    /* around each stage's backward; may be NULL */
   void *hook_ctx;
+  double *seconds;            /* (2 n) when timing: each stage's forward, then backward, wall time */
 } adj_network;
 
 /* Gives a parameter back storage of its own (a copy of the packed data), for
@@ -49,6 +50,7 @@ static void adj_network_destroy(adj_layer *layer) {
   free(net->gradients);
   free(net->activation_storage);
   free(net->gradient_storage);
+  free(net->seconds);
   /* The layers freed above held views into these. */
   for (int k = 0; k < 3; k++) free(net->parameter_storage[k]);
   free(net);
@@ -66,9 +68,12 @@ static const adj_tensor *adj_stage_input(adj_network *net, const adj_tensor *x, 
 static int adj_network_forward(adj_layer *layer, const adj_tensor *x, adj_tensor *y) {
   adj_network *net = layer->impl;
   int status = ADJ_SUCCESS;
-  for (int i = 0; i < net->n; i++)
+  for (int i = 0; i < net->n; i++) {
+    double start = net->seconds ? MPI_Wtime() : 0;
     status = adj_layer_forward_stage(status, net->layers[i], adj_stage_input(net, x, i),
                                      i == net->n - 1 ? y : &net->activations[i]);
+    if (net->seconds) net->seconds[i] += MPI_Wtime() - start;
+  }
   return status;
 }
 
@@ -107,7 +112,9 @@ static int adj_network_backward(adj_layer *layer, const adj_tensor *dy, adj_tens
       int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_BEGIN);
       if (!status) status = hooked;
     }
+    double start = net->seconds ? MPI_Wtime() : 0;
     status = adj_layer_backward_stage(status, net->layers[i], out_grad, in_grad);
+    if (net->seconds) net->seconds[net->n + i] += MPI_Wtime() - start;
     if (net->hook) {
       int hooked = net->hook(net->hook_ctx, i, ADJ_BACKWARD_END);
       if (!status) status = hooked;
@@ -292,6 +299,25 @@ int adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, v
   if (!net) return ADJ_ERR_ARG;
   net->hook = hook;
   net->hook_ctx = ctx;
+  return ADJ_SUCCESS;
+}
+
+int adj_network_set_timing(adj_layer *network, bool on) {
+  adj_network *net = adj_network_of(network, "adj_network_set_timing");
+  if (!net) return ADJ_ERR_ARG;
+  free(net->seconds);
+  net->seconds = on ? calloc(2 * (size_t)net->n, sizeof *net->seconds) : NULL;
+  ADJ_CHECK(!on || net->seconds, ADJ_ERR_MEM, "adj_network_set_timing: out of memory for %d stages", net->n);
+  return ADJ_SUCCESS;
+}
+
+int adj_network_stage_seconds(const adj_layer *network, int index, double *forward, double *backward) {
+  const adj_network *net = adj_network_of(network, "adj_network_stage_seconds");
+  if (!net) return ADJ_ERR_ARG;
+  ADJ_CHECK(index >= 0 && index < net->n && forward && backward, ADJ_ERR_ARG,
+            "adj_network_stage_seconds: stage %d of a %d-stage network (or a NULL output)", index, net->n);
+  *forward = net->seconds ? net->seconds[index] : 0;
+  *backward = net->seconds ? net->seconds[net->n + index] : 0;
   return ADJ_SUCCESS;
 }
 

@@ -8,8 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include "adjoin/agree.h"
+#include "adjoin/layer_timing.h"
 #include "adjoin/machine.h"
+#include "adjoin/network_build.h"
 #include "adjoin/parse.h"
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
@@ -117,7 +121,8 @@ static int adj_machine_scalar_line(const adj_machine_line *l, adj_machine *m) {
 static int adj_machine_line_parse(adj_machine_line *l, char *text, adj_machine *m) {
   text[strcspn(text, "#")] = '\0';
   l->words = 0;
-  for (char *tok = strtok(text, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+  char *save = NULL;
+  for (char *tok = strtok_r(text, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save)) {
     ADJ_CHECK(l->words < 5, ADJ_ERR_ARG, "%s:%d: too many values", l->source, l->line);
     l->word[l->words++] = tok;
   }
@@ -272,6 +277,30 @@ static int adj_machine_sweeps(MPI_Comm comm, int repeats, adj_machine *m) {
   return status;
 }
 
+/* What a process holds before its network: MPI after small collectives and
+ * the kernels after a first call (the BLAS's buffers, the threads' stacks),
+ * the most of any rank.  Measured before the sweeps, whose large messages
+ * make MPI keep buffers a network's traffic may never need. */
+static int adj_machine_baseline(MPI_Comm comm, int64_t *baseline) {
+  adj_description *d = NULL;
+  adj_layer *network = NULL;
+  ADJ_CALL(adj_description_parse("input 4 8 8\nconv c out=4 k=3 p=1\nrelu\npool k=2 s=2\nfc f out=8\n",
+                                 "baseline warm-up", &d));
+  adj_network_build_options o = {.dtype = ADJ_FLOAT32, .batch = 2, .logits_only = true};
+  int status = adj_network_build(d, NULL, MPI_COMM_SELF, &o, &network);
+  adj_layer_timing timing;
+  adj_layer_timing_config c = {.round_seconds = 1e-4, .rounds = 1};
+  if (!status) status = adj_layer_time(network, &c, &timing);
+  adj_layer_destroy(&network);
+  adj_description_destroy(&d);
+  ADJ_CALL(adj_status_agree(comm, status, ADJ_WAIT_YIELD));
+  malloc_trim(0);
+  long long mine = adj_resident_bytes(), most = mine;
+  ADJ_CALL_MPI(MPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, comm));
+  *baseline = most;
+  return ADJ_SUCCESS;
+}
+
 int adj_machine_calibrate(MPI_Comm comm, int repeats, adj_machine *machine) {
   ADJ_CHECK(machine && repeats >= 1, ADJ_ERR_ARG, "machine calibration: repeats %d must be >= 1 (or no output)",
             repeats);
@@ -280,15 +309,12 @@ int adj_machine_calibrate(MPI_Comm comm, int repeats, adj_machine *machine) {
   gethostname(m.name, sizeof m.name - 1);
   int size;
   ADJ_CALL_MPI(MPI_Comm_size(comm, &size));
+  ADJ_CALL(adj_machine_baseline(comm, &m.baseline));
   if (size >= 2) {
     ADJ_CALL(adj_plan_calibrate(comm, repeats, &m.comm[ADJ_COMM_P2P].alpha, &m.comm[ADJ_COMM_P2P].beta));
     m.comm[ADJ_COMM_P2P].ranks = 2;
     ADJ_CALL(adj_machine_sweeps(comm, repeats, &m));
   }
-  /* The most any rank holds before its network. */
-  long long mine = adj_resident_bytes(), most = mine;
-  ADJ_CALL_MPI(MPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, comm));
-  m.baseline = most;
   ADJ_CALL_MPI(MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, comm));
   *machine = m;
   return ADJ_SUCCESS;

@@ -80,7 +80,7 @@ static int search_constants(search_state *s) {
   ADJ_CALL(search_predict(s, NULL, 0, 0, &p, NULL));
   double stages = 0;
   for (int i = 0; i < p.n; i++)
-    for (int m = 0; m < ADJ_MEMORY_KINDS; m++) stages += (double)p.stages[i].memory[m];
+    for (int m = 0; m < ADJ_STEP_MEMORY_KINDS; m++) stages += (double)p.stages[i].memory[m];
   s->fixed_memory = (double)p.memory_total - stages;
   adj_step_prediction_free(&p);
   const adj_step_options *o = &s->o->step;
@@ -173,17 +173,57 @@ int adj_plan_write_placement(const adj_description *d, const adj_plan *plan, FIL
   return ADJ_SUCCESS;
 }
 
+/* The host's machine and layer time table, and whether the table must be
+ * measured further. */
+static int plan_host(MPI_Comm comm, adj_machine *machine, adj_layer_times **times) {
+  ADJ_CALL(adj_machine_host(comm, machine));
+  ADJ_CALL(adj_layer_times_create(times));
+  return adj_layer_times_load(comm, *times);
+}
+
+static int plan_predict_once(const adj_description *d, const adj_network_layout *layout, const adj_step_options *o,
+                             adj_step_prediction *prediction) {
+  adj_step_model *model = NULL;
+  ADJ_CALL(adj_step_model_create(o, &model));
+  int status = adj_step_model_predict(model, d, layout, prediction);
+  adj_step_model_destroy(&model);
+  return status;
+}
+
+int adj_plan_predict(const adj_description *d, const adj_placement *placement, MPI_Comm comm,
+                     const adj_step_options *options, adj_step_prediction *prediction) {
+  ADJ_CHECK(d && options && prediction, ADJ_ERR_ARG, "planner: description, options or prediction is NULL");
+  *prediction = (adj_step_prediction){0};
+  adj_step_options o = *options;
+  if (!o.replicas) o.replicas = placement && placement->replicas ? placement->replicas : d->replicas ? d->replicas : 1;
+  ADJ_CHECK(o.replicas >= 1 && o.batch >= o.replicas, ADJ_ERR_ARG, "planner: a batch of %lld for %d replicas",
+            (long long)o.batch, o.replicas);
+  adj_network_layout layout;
+  ADJ_CALL(adj_placement_resolve(d, placement, (o.batch + o.replicas - 1) / o.replicas, &layout));
+  adj_machine machine;
+  adj_layer_times *times = NULL;
+  int status = plan_host(comm, &machine, &times);
+  o.machine = &machine, o.times = times;
+  if (!status) status = plan_predict_once(d, &layout, &o, prediction);
+  if (!status && adj_layer_times_missing(times)) {
+    adj_step_prediction_free(prediction);
+    status = adj_layer_times_measure(times, comm, 0, 0, true);
+    if (!status) status = plan_predict_once(d, &layout, &o, prediction);
+  }
+  adj_layer_times_destroy(&times);
+  adj_network_layout_free(&layout);
+  return status;
+}
+
 int adj_plan_choose(const adj_description *d, MPI_Comm comm, const adj_plan_search_options *options,
                     adj_plan_list *list) {
   ADJ_CHECK(list && options, ADJ_ERR_ARG, "planner: options or list is NULL");
   *list = (adj_plan_list){0};
   adj_machine machine;
-  ADJ_CALL(adj_machine_host(comm, &machine));
   adj_layer_times *times = NULL;
-  ADJ_CALL(adj_layer_times_create(&times));
+  int status = plan_host(comm, &machine, &times);
   adj_plan_search_options o = *options;
   o.step.machine = &machine, o.step.times = times;
-  int status = adj_layer_times_load(comm, times);
   if (!status) status = adj_plan_search(d, &o, list);
   if (!status && adj_layer_times_missing(times)) {
     adj_plan_list_free(list);

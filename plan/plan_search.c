@@ -224,7 +224,7 @@ void search_share(const search_state *s, const adj_step_prediction *p, int k, do
     const adj_step_stage *st = &p->stages[i];
     if (search_segment_of(s, st->layer) != k) continue;
     for (int phase = 0; phase < ADJ_STEP_OPTIMIZER; phase++) *time += st->compute[phase] + st->comm[phase];
-    for (int m = 0; m < ADJ_MEMORY_KINDS; m++) *memory += (double)st->memory[m];
+    for (int m = 0; m < ADJ_STEP_MEMORY_KINDS; m++) *memory += (double)st->memory[m];
     parameters += st->parameters;
   }
   *time += s->update_per_parameter * (double)parameters;

@@ -13,15 +13,15 @@
 #include "step_model_impl.h"
 
 static const char *const adj_step_phase_names[ADJ_STEP_PHASES] = {"forward", "backward", "optimizer"};
-static const char *const adj_memory_kind_names[ADJ_MEMORY_KINDS] = {"parameters",  "gradients", "optimizer",
+static const char *const adj_step_memory_names[ADJ_STEP_MEMORY_KINDS] = {"parameters",  "gradients", "optimizer",
                                                                     "activations", "buffers",   "workspace"};
 
 const char *adj_step_phase_name(adj_step_phase phase) {
   return phase >= 0 && phase < ADJ_STEP_PHASES ? adj_step_phase_names[phase] : "?";
 }
 
-const char *adj_memory_kind_name(adj_memory_kind kind) {
-  return kind >= 0 && kind < ADJ_MEMORY_KINDS ? adj_memory_kind_names[kind] : "?";
+const char *adj_step_memory_name(adj_step_memory_kind kind) {
+  return kind >= 0 && kind < ADJ_STEP_MEMORY_KINDS ? adj_step_memory_names[kind] : "?";
 }
 
 /* ---- the model object -------------------------------------------------------------------------- */
@@ -135,9 +135,9 @@ void step_parameter(const step_walk *w, adj_step_stage *s, int64_t count) {
   int state = o->optimizer == ADJ_OPTIMIZER_ADAM ? 2 : o->momentum ? 1 : 0;
   s->parameters += count;
   if (s->tensors < ADJ_DESC_MAX_PARAMETERS) s->tensor[s->tensors++] = count;
-  s->memory[ADJ_MEMORY_PARAMETERS] += bytes;
-  s->memory[ADJ_MEMORY_GRADIENTS] += 2 * bytes;
-  s->memory[ADJ_MEMORY_OPTIMIZER] += state * bytes;
+  s->memory[ADJ_STEP_MEMORY_PARAMETERS] += bytes;
+  s->memory[ADJ_STEP_MEMORY_GRADIENTS] += 2 * bytes;
+  s->memory[ADJ_STEP_MEMORY_OPTIMIZER] += state * bytes;
 }
 
 /* ---- repartitions ------------------------------------------------------------------------------ */
@@ -207,10 +207,10 @@ static int step_repartition(step_walk *w, int layer, const step_layout *to) {
     if (phase == ADJ_STEP_BACKWARD && !s->input_gradient) break;
     s->comm[phase] = worst_time, s->bytes[phase] = worst_bytes, s->messages[phase] = worst_messages;
   }
-  s->memory[ADJ_MEMORY_BUFFERS] = (int64_t)staged0;
+  s->memory[ADJ_STEP_MEMORY_BUFFERS] = (int64_t)staged0;
   double block = w->esize;
   for (int k = 0; k < to->ndim; k++) block *= (double)step_block(to->shape[k], to->parts[k]);
-  s->memory[ADJ_MEMORY_ACTIVATIONS] = 2 * (int64_t)block;
+  s->memory[ADJ_STEP_MEMORY_ACTIVATIONS] = 2 * (int64_t)block;
   return ADJ_SUCCESS;
 }
 
@@ -290,7 +290,7 @@ static int step_walk_layers(step_walk *w) {
     }
   }
   /* The network allocates every stage's output but the last's. */
-  if (w->p->n) w->p->stages[w->p->n - 1].memory[ADJ_MEMORY_ACTIVATIONS] = 0;
+  if (w->p->n) w->p->stages[w->p->n - 1].memory[ADJ_STEP_MEMORY_ACTIVATIONS] = 0;
   return ADJ_SUCCESS;
 }
 
@@ -335,7 +335,7 @@ static int step_totals(const adj_step_model *m, step_walk *w) {
   for (int i = 0; i < p->n; i++) {
     const adj_step_stage *s = &p->stages[i];
     for (int phase = 0; phase < ADJ_STEP_PHASES; phase++) p->phase[phase] += s->compute[phase] + s->comm[phase];
-    for (int k = 0; k < ADJ_MEMORY_KINDS; k++) p->memory[k] += s->memory[k];
+    for (int k = 0; k < ADJ_STEP_MEMORY_KINDS; k++) p->memory[k] += s->memory[k];
     p->estimated += !s->measured;
     parameters += s->parameters;
   }
@@ -355,10 +355,10 @@ static int step_totals(const adj_step_model *m, step_walk *w) {
   const adj_network_layout *l = w->layout;
   input *= (double)step_block(w->batch, l->input_parts[0]);
   for (int k = 1; k < l->input_ndim; k++) input *= (double)step_block(w->d->input_shape[k - 1], l->input_parts[k]);
-  p->memory[ADJ_MEMORY_ACTIVATIONS] += (int64_t)input;
+  p->memory[ADJ_STEP_MEMORY_ACTIVATIONS] += (int64_t)input;
   p->baseline = m->machine.baseline;
   p->memory_total = p->baseline;
-  for (int k = 0; k < ADJ_MEMORY_KINDS; k++) p->memory_total += p->memory[k];
+  for (int k = 0; k < ADJ_STEP_MEMORY_KINDS; k++) p->memory_total += p->memory[k];
   return ADJ_SUCCESS;
 }
 
@@ -410,7 +410,7 @@ void adj_step_prediction_print(const adj_step_prediction *p, FILE *out) {
   for (int i = 0; i < p->n; i++) {
     const adj_step_stage *s = &p->stages[i];
     int64_t memory = 0;
-    for (int k = 0; k < ADJ_MEMORY_KINDS; k++) memory += s->memory[k];
+    for (int k = 0; k < ADJ_STEP_MEMORY_KINDS; k++) memory += s->memory[k];
     fprintf(out, "%-16s %-11s %7d %10.3e %10.3e %10.3e %10.3e %10.0f %9.3f%s\n", s->name, s->kind, s->workers,
             s->compute[0], s->comm[0], s->compute[1], s->comm[1], s->bytes[0] + s->bytes[1], step_mib(memory),
             s->measured ? "" : "  (estimated)");
@@ -421,6 +421,6 @@ void adj_step_prediction_print(const adj_step_prediction *p, FILE *out) {
     fprintf(out, "; %d replicas, %d buckets reduce in %.4e s, %.4e s hidden by the backward", p->replicas, p->buckets,
             p->reducer, p->reducer_hidden);
   fprintf(out, "\nmemory of rank 0 %.2f MiB: baseline %.2f", step_mib(p->memory_total), step_mib(p->baseline));
-  for (int k = 0; k < ADJ_MEMORY_KINDS; k++) fprintf(out, ", %s %.3f", adj_memory_kind_names[k], step_mib(p->memory[k]));
+  for (int k = 0; k < ADJ_STEP_MEMORY_KINDS; k++) fprintf(out, ", %s %.3f", adj_step_memory_names[k], step_mib(p->memory[k]));
   fprintf(out, "\n");
 }

@@ -8,6 +8,7 @@
 
 #include "adjoin/conv.h"
 #include "adjoin/decomposition.h"
+#include "adjoin/threads.h"
 #include "error_impl.h"
 #include "step_model_impl.h"
 
@@ -103,13 +104,13 @@ static void step_output(step_walk *w, adj_step_stage *s, int ndim, const int *pa
   memcpy(&out.shape[1], per_sample, sizeof(int64_t) * (size_t)(ndim - 1));
   double block = w->esize;
   for (int k = 0; k < ndim; k++) block *= (double)step_block(out.shape[k], out.parts[k]);
-  s->memory[ADJ_MEMORY_ACTIVATIONS] += 2 * (int64_t)block;
+  s->memory[ADJ_STEP_MEMORY_ACTIVATIONS] += 2 * (int64_t)block;
   s->workers = (int)step_workers(&out) > s->workers ? (int)step_workers(&out) : s->workers;
   w->cur = out;
 }
 
 static void step_buffer(adj_step_stage *s, double elements, double esize) {
-  s->memory[ADJ_MEMORY_BUFFERS] += (int64_t)(elements * esize);
+  s->memory[ADJ_STEP_MEMORY_BUFFERS] += (int64_t)(elements * esize);
 }
 
 /* The local convolution plan's workspace for the twin's shapes. */
@@ -122,8 +123,13 @@ static void step_conv_workspace(const step_walk *w, adj_step_stage *s, const adj
   for (int j = 0; j < g->spatial_dims; j++) wt.shape[2 + j] = g->kernel[j];
   adj_conv_plan *plan = NULL;
   adj_conv_plan_config c = {.geometry = *g};
-  if (adj_conv_plan_create(&c, &x, &wt, &plan) == ADJ_SUCCESS)
-    s->memory[ADJ_MEMORY_WORKSPACE] += (int64_t)adj_conv_plan_workspace_size(plan);
+  /* The workspace holds a block per kernel thread. */
+  int threads = adj_threads_get();
+  adj_threads_set(w->threads);
+  int status = adj_conv_plan_create(&c, &x, &wt, &plan);
+  adj_threads_set(threads);
+  if (status == ADJ_SUCCESS)
+    s->memory[ADJ_STEP_MEMORY_WORKSPACE] += (int64_t)adj_conv_plan_workspace_size(plan);
   else
     adj_clear_error();
   adj_conv_plan_destroy(&plan);
@@ -377,6 +383,8 @@ int step_pointwise(step_walk *w, int i) {
   double local = (double)n;
   for (int k = 0; k < l->in_rank; k++) local *= (double)twin.in_shape[k];
   for (int k = 0; k < l->out_rank; k++) twin.out_shape[k] = step_block(l->out_shape[k], ll->out_parts[1 + k]);
+  if (l->kind == ADJ_DESC_ACTIVATION || l->kind == ADJ_DESC_BATCHNORM)
+    memcpy(twin.out_shape, twin.in_shape, sizeof twin.out_shape);
   if (l->kind == ADJ_DESC_FLATTEN) twin.out_shape[0] = (int64_t)(local / (double)n);
   if (l->kind == ADJ_DESC_UPSAMPLE && l->u.upsample.size[0])
     memcpy(twin.u.upsample.size, &twin.out_shape[1], sizeof(int64_t) * (size_t)(l->out_rank - 1));
@@ -384,7 +392,10 @@ int step_pointwise(step_walk *w, int i) {
   if (l->kind == ADJ_DESC_UPSAMPLE) step_upsample(w, s, l, local);
   twin.parameter_count = s->parameters;
   ADJ_CALL(step_compute(w, s, &twin, n, s->parameters > 0));
-  step_output(w, s, ll->out_ndim, ll->out_parts, l->out_shape);
+  /* An activation or batch norm keeps the shape it is given, which after the
+   * ReLU / max-pool swap is the pool's output, not the description's. */
+  bool keeps = l->kind == ADJ_DESC_ACTIVATION || l->kind == ADJ_DESC_BATCHNORM;
+  step_output(w, s, ll->out_ndim, ll->out_parts, keeps ? &w->cur.shape[1] : l->out_shape);
   return ADJ_SUCCESS;
 }
 

@@ -60,5 +60,6 @@
 #include "adjoin/layer_times.h"
 #include "adjoin/step_model.h"
 #include "adjoin/plan_search.h"
+#include "adjoin/step_report.h"
 
 #endif

@@ -65,6 +65,18 @@ typedef enum adj_backward_event { ADJ_BACKWARD_BEGIN = 0, ADJ_BACKWARD_END = 1 }
 typedef int adj_backward_hook(void *ctx, int index, adj_backward_event event);
 int adj_network_set_backward_hook(adj_layer *network, adj_backward_hook *hook, void *ctx);
 
+/* Stage timing, to set a run beside a prediction (step_model.h): while on,
+ * the network adds the wall time of each stage's forward and of its
+ * backward on this rank (MPI_Wtime around the stage's call, so time spent
+ * waiting for other ranks inside the stage counts) to per-stage totals.
+ * Turning it on, again or anew, starts the totals at zero; off frees them.
+ * Off by default.  Not collective.  ADJ_ERR_ARG if `network` is not a
+ * network. */
+int adj_network_set_timing(adj_layer *network, bool on);
+/* Stage `index`'s totals in seconds (0 while timing is off).  ADJ_ERR_ARG for
+ * a non-network, an index outside 0 .. depth - 1 or NULL outputs. */
+int adj_network_stage_seconds(const adj_layer *network, int index, double *forward, double *backward);
+
 /* Flat views of this worker's packed parameter values and gradients (rank 1;
  * zero volume if the worker holds no parameter).  ADJ_ERR_ARG if `network` is
  * not a network. */

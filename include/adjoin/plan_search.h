@@ -92,6 +92,13 @@ int adj_plan_write_placement(const adj_description *description, const adj_plan 
 int adj_plan_choose(const adj_description *description, MPI_Comm comm, const adj_plan_search_options *options,
                     adj_plan_list *list);
 
+/* The step model's prediction of one placement for this run, on the host's
+ * own measurements as adj_plan_choose takes them: options->machine and
+ * ->times are ignored, options->replicas 0 means the placement's (else the
+ * description's, else 1).  Collective on comm. */
+int adj_plan_predict(const adj_description *description, const adj_placement *placement, MPI_Comm comm,
+                     const adj_step_options *options, adj_step_prediction *prediction);
+
 ADJ_END_DECLS
 
 #endif

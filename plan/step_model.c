@@ -73,23 +73,33 @@ int64_t step_workers(const step_layout *l) {
   return n;
 }
 
-void step_charge(const step_walk *w, adj_step_stage *s, adj_step_phase phase, adj_comm_kind kind, int q, double bytes,
-                 double messages) {
-  if (q <= 1) return;
-  s->comm[phase] += adj_machine_comm_time(&w->m->machine, kind, q, bytes, messages);
-  s->bytes[phase] += bytes;
-  double latency = 0;
-  while ((1 << (int)latency) < q) latency++;
-  s->messages[phase] += kind == ADJ_COMM_P2P ? messages : latency;
+/* Records an operator application and adds it to the stage's phase. */
+static void step_record(adj_step_stage *s, const adj_step_op *op) {
+  s->comm[op->phase] += op->seconds;
+  s->bytes[op->phase] += op->bytes;
+  s->messages[op->phase] += op->messages;
+  if (s->n_ops < ADJ_STEP_MAX_OPS) s->ops[s->n_ops++] = *op;
 }
 
-void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, int q, double bytes) {
-  if (bytes > 0) step_charge(w, s, phase, ADJ_COMM_BROADCAST, q, bytes, 0);
+void step_charge(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, adj_comm_kind kind,
+                 int q, double bytes, double messages) {
+  if (q <= 1) return;
+  double latency = 0;
+  while ((1 << (int)latency) < q) latency++;
+  adj_step_op op = {.what = what, .phase = phase, .pattern = kind, .group = q, .bytes = bytes,
+                    .messages = kind == ADJ_COMM_P2P ? messages : latency,
+                    .seconds = adj_machine_comm_time(&w->m->machine, kind, q, bytes, messages)};
+  step_record(s, &op);
+}
+
+void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q,
+                    double bytes) {
+  if (bytes > 0) step_charge(w, s, phase, what, ADJ_COMM_BROADCAST, q, bytes, 0);
 }
 
 /* The summing algorithm broadcast.c chooses: forced, measured, or the fixed
  * rule (reduce below 64 KB, all-reduce below 1 MB, reduce-scatter above). */
-void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, int q, double bytes) {
+void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q, double bytes) {
   if (q <= 1 || bytes <= 0) return;
   int a = w->m->forced ? w->m->forced : adj_algorithm_table_choose(&w->m->algorithms, q, (int64_t)bytes);
   if (!a) a = bytes >= (1 << 20) ? 3 : bytes >= 65536 ? 2 : 1;
@@ -97,7 +107,7 @@ void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, int q
                                           ADJ_COMM_REDUCE_SCATTER, ADJ_COMM_P2P};
   /* The chain: q - 1 hops of 64 KB segments, pipelined. */
   double segments = ceil(bytes / 65536);
-  step_charge(w, s, phase, pattern[a], q, bytes, a == 4 ? q - 1 + segments : 0);
+  step_charge(w, s, phase, what, pattern[a], q, bytes, a == 4 ? q - 1 + segments : 0);
 }
 
 int step_stage_new(step_walk *w, int layer, const char *kind, const char *name, adj_step_stage **stage) {
@@ -205,7 +215,9 @@ static int step_repartition(step_walk *w, int layer, const step_layout *to) {
   s->workers = (int)workers;
   for (int phase = 0; phase < 2; phase++) {
     if (phase == ADJ_STEP_BACKWARD && !s->input_gradient) break;
-    s->comm[phase] = worst_time, s->bytes[phase] = worst_bytes, s->messages[phase] = worst_messages;
+    adj_step_op op = {.what = "repartition", .phase = (adj_step_phase)phase, .pattern = ADJ_COMM_P2P,
+                      .group = (int)workers, .bytes = worst_bytes, .messages = worst_messages, .seconds = worst_time};
+    if (worst_bytes > 0) step_record(s, &op);
   }
   s->memory[ADJ_STEP_MEMORY_BUFFERS] = (int64_t)staged0;
   double block = w->esize;

@@ -41,14 +41,15 @@ int64_t step_workers(const step_layout *l);
 /* Appends a stage of layer `layer` (its name, or `name` when given). */
 int step_stage_new(step_walk *w, int layer, const char *kind, const char *name, adj_step_stage **stage);
 
-/* Communication of a stage in a phase: one operation of `kind` over q
- * members on `bytes` (the busiest member's), `messages` for p2p. */
-void step_charge(const step_walk *w, adj_step_stage *s, adj_step_phase phase, adj_comm_kind kind, int q, double bytes,
-                 double messages);
+/* Communication of a stage in a phase: one operation `what` of `kind` over
+ * q members on `bytes` (the busiest member's), `messages` for p2p. */
+void step_charge(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, adj_comm_kind kind,
+                 int q, double bytes, double messages);
 /* A block broadcast over q members, and the sum of q copies onto one, by the
  * algorithm the operator will choose. */
-void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, int q, double bytes);
-void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, int q, double bytes);
+void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q,
+                    double bytes);
+void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q, double bytes);
 
 /* The stage's local computation as its twin (layer with local shapes). */
 int step_compute(const step_walk *w, adj_step_stage *s, const adj_desc_layer *twin, int64_t batch, bool has_parameters);

@@ -65,8 +65,8 @@ static void step_halo(const step_walk *w, adj_step_stage *s, int sd, const step_
     rounds++;
   }
   if (rounds == 0) return;
-  step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, bytes, 2 * rounds);
-  if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, bytes, 2 * rounds);
+  step_charge(w, s, ADJ_STEP_FORWARD, "halo", ADJ_COMM_P2P, 2, bytes, 2 * rounds);
+  if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "halo", ADJ_COMM_P2P, 2, bytes, 2 * rounds);
 }
 
 /* Worker 0's halo-extended block, kernel input and output volumes per sample
@@ -166,8 +166,8 @@ int step_pad(step_walk *w, int i, const adj_padding_mode mode, const int64_t (*p
     rows += section;
   }
   if (rows > 0) {
-    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, rows * w->esize, 1);
-    if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, rows * w->esize, 1);
+    step_charge(w, s, ADJ_STEP_FORWARD, "padding rows", ADJ_COMM_P2P, 2, rows * w->esize, 1);
+    if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "padding rows", ADJ_COMM_P2P, 2, rows * w->esize, 1);
   }
   ADJ_CALL(step_compute(w, s, &twin, step_block(w->batch, w->cur.parts[0]), false));
   step_output(w, s, w->cur.ndim, w->cur.parts, out);
@@ -195,13 +195,16 @@ static void step_conv_moves(const step_walk *w, adj_step_stage *s, const int64_t
   int p_co = (int)blocks[3], p_ci = w->cur.parts[1], q = w->cur.parts[0];
   for (int j = 2; j < w->cur.ndim; j++) q *= w->cur.parts[j];
   double e = w->esize, co = (double)blocks[2];
-  step_broadcast(w, s, ADJ_STEP_FORWARD, p_co, x_held * e);
-  if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, p_co, x_held * e);
-  step_sum(w, s, ADJ_STEP_FORWARD, p_ci, y_block * e);
-  step_broadcast(w, s, ADJ_STEP_BACKWARD, p_ci, y_block * e);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, q, weights * e);
-  step_sum(w, s, ADJ_STEP_BACKWARD, q, weights * e);
-  if (bias) step_broadcast(w, s, ADJ_STEP_FORWARD, q, co * e), step_sum(w, s, ADJ_STEP_BACKWARD, q, co * e);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, "input broadcast", p_co, x_held * e);
+  if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, "input sum", p_co, x_held * e);
+  step_sum(w, s, ADJ_STEP_FORWARD, "output sum", p_ci, y_block * e);
+  step_broadcast(w, s, ADJ_STEP_BACKWARD, "output broadcast", p_ci, y_block * e);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", q, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", q, weights * e);
+  if (bias) {
+    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", q, co * e);
+    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", q, co * e);
+  }
 }
 
 int step_conv(step_walk *w, int i) {
@@ -291,14 +294,14 @@ static int step_affine15(step_walk *w, int i, adj_step_stage *s) {
   adj_desc_layer twin = step_affine_twin(l, f_in, fo);
   ADJ_CALL(step_compute(w, s, &twin, n, true));
   double e = w->esize, gathered = (double)(n * f_in), weights = (double)(fo * f_in);
-  step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
-  if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, p_c, weights * e);
-  step_sum(w, s, ADJ_STEP_BACKWARD, p_c, weights * e);
+  step_charge(w, s, ADJ_STEP_FORWARD, "input gather", ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
+  if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "input reduce-scatter", ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", p_c, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", p_c, weights * e);
   step_parameter(w, s, fo * f_in);
   if (l->u.affine.bias) {
-    step_broadcast(w, s, ADJ_STEP_FORWARD, p_c, (double)fo * e);
-    step_sum(w, s, ADJ_STEP_BACKWARD, p_c, (double)fo * e);
+    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", p_c, (double)fo * e);
+    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", p_c, (double)fo * e);
     step_parameter(w, s, fo);
   }
   step_buffer(s, 2 * gathered + 2 * weights + (l->u.affine.bias ? 2 * (double)fo : 0), e);
@@ -316,16 +319,16 @@ static int step_affine_parts(step_walk *w, int i, adj_step_stage *s) {
   adj_desc_layer twin = step_affine_twin(l, fi, fo);
   ADJ_CALL(step_compute(w, s, &twin, n, true));
   double e = w->esize, x = (double)(n * fi), weights = (double)(fo * fi), y = (double)(n * fo);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, p_fo, x * e);
-  if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, p_fo, x * e);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, p_b, weights * e);
-  step_sum(w, s, ADJ_STEP_BACKWARD, p_b, weights * e);
-  step_sum(w, s, ADJ_STEP_FORWARD, p_fi, y * e);
-  step_broadcast(w, s, ADJ_STEP_BACKWARD, p_fi, y * e);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, "input broadcast", p_fo, x * e);
+  if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, "input sum", p_fo, x * e);
+  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", p_b, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", p_b, weights * e);
+  step_sum(w, s, ADJ_STEP_FORWARD, "output sum", p_fi, y * e);
+  step_broadcast(w, s, ADJ_STEP_BACKWARD, "output broadcast", p_fi, y * e);
   step_parameter(w, s, fo * fi);
   if (l->u.affine.bias) {
-    step_broadcast(w, s, ADJ_STEP_FORWARD, p_b, (double)fo * e);
-    step_sum(w, s, ADJ_STEP_BACKWARD, p_b, (double)fo * e);
+    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", p_b, (double)fo * e);
+    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", p_b, (double)fo * e);
     step_parameter(w, s, fo);
   }
   step_buffer(s, 2 * (x + weights + y) + (l->u.affine.bias ? 2 * (double)fo : 0), e);
@@ -350,8 +353,8 @@ int step_affine(step_walk *w, int i) {
 static void step_batchnorm(const step_walk *w, adj_step_stage *s, const adj_desc_layer *l, double local) {
   int q = (int)step_workers(&w->cur) / w->cur.parts[1];
   double c = (double)step_block(w->cur.shape[1], w->cur.parts[1]);
-  step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_ALLREDUCE, q, 5 * c * 8, 0);
-  step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_ALLREDUCE, q, 4 * c * 8, 0);
+  step_charge(w, s, ADJ_STEP_FORWARD, "statistics sum", ADJ_COMM_ALLREDUCE, q, 5 * c * 8, 0);
+  step_charge(w, s, ADJ_STEP_BACKWARD, "statistics sum", ADJ_COMM_ALLREDUCE, q, 4 * c * 8, 0);
   if (l->u.batchnorm.affine) step_parameter(w, s, (int64_t)c), step_parameter(w, s, (int64_t)c);
   /* x^, the float64 statistics, sums, running statistics and work. */
   step_buffer(s, local, w->esize);
@@ -366,8 +369,8 @@ static void step_upsample(const step_walk *w, adj_step_stage *s, const adj_desc_
   for (int j = 0; j < sd && linear; j++)
     if (w->cur.parts[2 + j] > 1) edge += 2 * cross / (double)step_block(w->cur.shape[2 + j], w->cur.parts[2 + j]);
   if (edge > 0) {
-    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, edge * w->esize, 2);
-    if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, edge * w->esize, 2);
+    step_charge(w, s, ADJ_STEP_FORWARD, "halo", ADJ_COMM_P2P, 2, edge * w->esize, 2);
+    if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "halo", ADJ_COMM_P2P, 2, edge * w->esize, 2);
   }
   step_buffer(s, 2 * (local + edge), w->esize);
 }
@@ -416,16 +419,16 @@ int step_loss(step_walk *w, int i) {
   }
   if (l->kind == ADJ_DESC_XENT) {
     double bytes = (whole - local) * w->esize;
-    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_P2P, 2, bytes, (double)(workers - 1));
-    step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_P2P, 2, bytes, (double)(workers - 1));
+    step_charge(w, s, ADJ_STEP_FORWARD, "logits gather", ADJ_COMM_P2P, 2, bytes, (double)(workers - 1));
+    step_charge(w, s, ADJ_STEP_BACKWARD, "logits scatter", ADJ_COMM_P2P, 2, bytes, (double)(workers - 1));
     step_buffer(s, 2 * whole, w->esize);
     step_buffer(s, (double)w->batch, 8);
   } else {
     step_local_block(w, twin.in_shape);
     memcpy(twin.out_shape, twin.in_shape, sizeof twin.out_shape);
     n = step_block(w->batch, w->cur.parts[0]);
-    step_charge(w, s, ADJ_STEP_FORWARD, ADJ_COMM_ALLREDUCE, (int)workers, 8, 0);
-    step_charge(w, s, ADJ_STEP_BACKWARD, ADJ_COMM_ALLREDUCE, (int)workers, 8, 0);
+    step_charge(w, s, ADJ_STEP_FORWARD, "loss sum", ADJ_COMM_ALLREDUCE, (int)workers, 8, 0);
+    step_charge(w, s, ADJ_STEP_BACKWARD, "loss sum", ADJ_COMM_ALLREDUCE, (int)workers, 8, 0);
     step_buffer(s, local, w->esize);
   }
   ADJ_CALL(step_compute(w, s, &twin, n, false));

@@ -68,19 +68,33 @@ typedef enum adj_step_phase {
   ADJ_STEP_PHASES = 3
 } adj_step_phase;
 
-typedef enum adj_memory_kind {
-  ADJ_MEMORY_PARAMETERS = 0,  /* values */
-  ADJ_MEMORY_GRADIENTS = 1,   /* gradients and tangents (network.h packs both) */
-  ADJ_MEMORY_OPTIMIZER = 2,   /* Adam's moments, SGD's velocity */
-  ADJ_MEMORY_ACTIVATIONS = 3, /* stage outputs and their gradients, the input batch */
-  ADJ_MEMORY_BUFFERS = 4,     /* the layers' own copies, staging, reducer scratch */
-  ADJ_MEMORY_WORKSPACE = 5,   /* the local convolutions' workspace */
-  ADJ_MEMORY_KINDS = 6
-} adj_memory_kind;
+typedef enum adj_step_memory_kind {
+  ADJ_STEP_MEMORY_PARAMETERS = 0,  /* values */
+  ADJ_STEP_MEMORY_GRADIENTS = 1,   /* gradients and tangents (network.h packs both) */
+  ADJ_STEP_MEMORY_OPTIMIZER = 2,   /* Adam's moments, SGD's velocity */
+  ADJ_STEP_MEMORY_ACTIVATIONS = 3, /* stage outputs and their gradients, the input batch */
+  ADJ_STEP_MEMORY_BUFFERS = 4,     /* the layers' own copies, staging, reducer scratch */
+  ADJ_STEP_MEMORY_WORKSPACE = 5,   /* the local convolutions' workspace */
+  ADJ_STEP_MEMORY_KINDS = 6
+} adj_step_memory_kind;
 
 /* "forward", "backward", "optimizer"; "parameters", "gradients", ... */
 const char *adj_step_phase_name(adj_step_phase phase);
-const char *adj_memory_kind_name(adj_memory_kind kind);
+const char *adj_step_memory_name(adj_step_memory_kind kind);
+
+/* One operator application of a stage in a phase: the MPI pattern its
+ * algorithm runs, its group, the block it moves (for point-to-point, the
+ * busiest member's payload) and its predicted seconds. */
+enum { ADJ_STEP_MAX_OPS = 12 };
+typedef struct adj_step_op {
+  const char *what;        /* "halo", "input broadcast", "output sum", "weight broadcast", "weight sum", ... */
+  adj_step_phase phase;
+  adj_comm_kind pattern;
+  int group;
+  double bytes;
+  double messages;
+  double seconds;
+} adj_step_op;
 
 typedef struct adj_step_stage {
   char name[ADJ_DESC_NAME_SIZE]; /* the description layer's name; a repartition's is "->" + the next layer's */
@@ -93,10 +107,12 @@ typedef struct adj_step_stage {
   double comm[ADJ_STEP_PHASES];     /* seconds */
   double bytes[ADJ_STEP_PHASES];    /* the busiest worker's payload */
   double messages[ADJ_STEP_PHASES];
-  int64_t memory[ADJ_MEMORY_KINDS]; /* rank 0's bytes */
+  int64_t memory[ADJ_STEP_MEMORY_KINDS]; /* rank 0's bytes */
   int64_t parameters;               /* rank 0's parameter count */
   int tensors;                      /* its parameter blocks on rank 0, in the layer's order */
   int64_t tensor[ADJ_DESC_MAX_PARAMETERS];
+  int n_ops;                        /* the operators that move data (groups of one move none) */
+  adj_step_op ops[ADJ_STEP_MAX_OPS];
 } adj_step_stage;
 
 typedef struct adj_step_options {
@@ -122,7 +138,7 @@ typedef struct adj_step_prediction {
   double reducer_hidden;
   int buckets;
   double step;                   /* forward + backward + optimizer + agreements */
-  int64_t memory[ADJ_MEMORY_KINDS];
+  int64_t memory[ADJ_STEP_MEMORY_KINDS];
   int64_t baseline;              /* the machine's */
   int64_t memory_total;          /* baseline + every kind: rank 0's peak */
   int estimated;                 /* stages whose compute was estimated, not measured */

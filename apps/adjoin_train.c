@@ -82,7 +82,9 @@ static const char usage[] =
     "  --placement P         where its layers run: a placement file, a name of networks/NET/*.place,\n"
     "                        sequential, dp (a sequential replica per rank), RxC (rows x batch in\n"
     "                        the convolutions, 1.5D fc layers; C > 1 runs as C replicas of Rx1) or\n"
-    "                        window=...,fc=... (docs/placement.md) [the file's own]\n"
+    "                        window=...,fc=... (docs/placement.md), or auto: the planner's best for\n"
+    "                        these ranks, with predicted and measured time per layer at the end\n"
+    "                        (docs/planner.md) [the file's own]\n"
     "  --check               prove the network first: its Jacobian dot-product test and\n"
     "                        distributed == sequential on the first batch, in float64\n"
     "  --model lenet|mlp|encdec  the shipped LeNet-5, ShallowSpeed's MLP 784-128-127-126-125-124-123-10\n"
@@ -328,6 +330,7 @@ typedef struct train_run {
   adj_trainer *trainer;
   adj_replicas *replicas;
   train_selection selection;  /* the description, placement and replicas */
+  adj_step_measurement measured; /* --placement auto: the training steps, stage by stage */
   FILE *trace;
   report_row rows[REPORT_MAX_EPOCHS];
   int n_rows;
@@ -411,6 +414,7 @@ static int build(train_run *r) {
   if (adj_replicas_create(MPI_COMM_WORLD, replicas, &r->replicas)) return fail(r, "splitting replicas", NULL);
   int64_t passes = replicas * o->micro_batches, local = (o->batch + passes - 1) / passes;
   if (build_network(r, local)) return 1;
+  if (r->selection.planned && adj_network_set_timing(r->net, true)) return fail(r, "timing the stages", NULL);
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   /* The trainer's steps: one per global batch (adj_trainer_batches_per_epoch). */
   int64_t steps = (r->train->count + o->batch - 1) / o->batch * o->epochs;
@@ -511,7 +515,12 @@ static int train_epoch(train_run *r, adj_train_stats *total) {
       return 3;
     }
     adj_train_stats part;
+    /* The stage times of the training steps alone, not of the evaluations between them. */
+    if (r->selection.planned && adj_network_set_timing(r->net, true)) return fail(r, "timing the stages", NULL);
     if (adj_trainer_run(r->trainer, chunk, progress, r->rank == 0 ? &bar : NULL, &part)) return fail(r, "training", NULL);
+    if (r->selection.planned && part.batches &&
+        adj_step_measurement_add(&r->measured, r->net, part.batches, part.seconds))
+      return fail(r, "timing the stages", NULL);
     accumulate(total, &part);
     if (r->batches_left >= 0) r->batches_left -= part.batches;
     bool boundary = adj_trainer_epoch(r->trainer) != epoch;
@@ -573,7 +582,8 @@ static int run_epoch(train_run *r) {
 static int select_network(train_run *r) {
   const train_options *o = &r->options;
   train_choice c = {.model = o->model, .net = o->net, .placement = o->layout, .replicas = o->replicas,
-                    .passes = o->micro_batches, .batch = o->batch};
+                    .passes = o->micro_batches, .batch = o->batch, .dtype = o->dtype, .optimizer = o->optimizer,
+                    .momentum = o->momentum > 0};
   int status = train_select(&c, r->ranks, complain, &r->selection);
   if (status) return status;
   const adj_description *d = r->selection.description;
@@ -661,10 +671,17 @@ static int run(train_run *r) {
   adj_train_stats test;
   if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
   if (r->rank == 0) printf("test_accuracy=%.4f\n", (double)test.correct / (double)test.samples);
+  if (r->rank == 0 && r->selection.planned && r->measured.steps) {
+    r->measured.peak_rss = adj_peak_resident_bytes();
+    printf("predicted and measured per training step on rank 0 (the measured step includes reading the batch; "
+           "the peak memory the data set, which the model leaves out):\n");
+    adj_step_report_print(&r->selection.prediction, &r->measured, r->net, stdout);
+  }
   return 0;
 }
 
 static void teardown(train_run *r) {
+  adj_step_measurement_free(&r->measured);
   adj_trainer_destroy(&r->trainer);
   adj_optimizer_destroy(&r->optimizer);
   adj_layer_destroy(&r->net);

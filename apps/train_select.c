@@ -82,6 +82,34 @@ static int select_translate(const train_choice *c, int ranks, train_complain_fn 
   return 0;
 }
 
+/* --placement auto: the planner's best plan for these ranks, with its
+ * replicas and its prediction. */
+static int select_planned(const train_choice *c, int ranks, train_complain_fn *complain, train_selection *s) {
+  if (c->replicas || c->passes > 1) {
+    complain("--placement auto chooses the replicas and plans one pass per step; give no --replicas and no "
+             "--micro-batches\n");
+    return 2;
+  }
+  adj_plan_search_options o = {.step = {.dtype = c->dtype, .batch = c->batch, .ranks = ranks,
+                                        .optimizer = c->optimizer, .momentum = c->momentum},
+                               .keep = 1, .replicas = true};
+  adj_plan_list list;
+  if (adj_plan_choose(s->description, MPI_COMM_WORLD, &o, &list)) {
+    complain("planning %s: %s\n", s->net_path, tool_error());
+    return 1;
+  }
+  if (!list.n) {
+    complain("planning %s: no placement on %d ranks fits the machine's memory\n", s->net_path, ranks);
+    return 1;
+  }
+  s->placement = list.plans[0].placement, list.plans[0].placement = NULL;
+  s->prediction = list.plans[0].prediction, list.plans[0].prediction = (adj_step_prediction){0};
+  s->replicas = s->prediction.replicas, s->planned = true;
+  snprintf(s->placement_name, sizeof s->placement_name, "auto: %.110s", list.plans[0].summary);
+  adj_plan_list_free(&list);
+  return 0;
+}
+
 static int select_read(const train_choice *c, int ranks, train_complain_fn *complain, train_selection *s) {
   const char *path = c->net ? c->net : train_model_file(c->model);
   snprintf(s->net_path, sizeof s->net_path, "%s", path ? path : "");
@@ -89,6 +117,7 @@ static int select_read(const train_choice *c, int ranks, train_complain_fn *comp
     complain("%s\n", tool_error());
     return 1;
   }
+  if (c->placement && !strcmp(c->placement, "auto")) return select_planned(c, ranks, complain, s);
   char name[128];
   bool by_default = !c->placement;
   if (by_default) select_default(c, ranks, name, sizeof name);
@@ -139,4 +168,5 @@ int train_select(const train_choice *c, int ranks, train_complain_fn *complain, 
 void train_selection_free(train_selection *s) {
   adj_description_destroy(&s->description);
   adj_placement_destroy(&s->placement);
+  adj_step_prediction_free(&s->prediction);
 }

@@ -20,6 +20,9 @@ typedef struct train_choice {
   int64_t replicas;      /* --replicas, 0: not given */
   int64_t passes;        /* micro-batches per replica and step */
   int64_t batch;         /* the global batch */
+  adj_dtype dtype;       /* what --placement auto plans for */
+  adj_optimizer_kind optimizer;
+  bool momentum;
 } train_choice;
 
 typedef struct train_selection {
@@ -29,13 +32,17 @@ typedef struct train_selection {
   char placement_name[128]; /* as the header prints it */
   int replicas;
   int ranks;                /* of one replica */
+  bool planned;             /* --placement auto: the planner chose, and predicted: */
+  adj_step_prediction prediction;
 } train_selection;
 
 /* The shipped network file of a --model ("lenet", "mlp", "encdec"), or NULL. */
 const char *train_model_file(const char *model);
 
 /* Reads the description and placement on every rank (collective on
- * MPI_COMM_WORLD) and checks them against `ranks`.  Returns 0, 1 for a file
+ * MPI_COMM_WORLD) and checks them against `ranks`.  --placement auto takes
+ * the planner's best plan for `ranks` (plan_search.h's adj_plan_choose,
+ * measured on this host) with its replicas.  Returns 0, 1 for a file
  * that cannot be read or parsed, 2 for a placement the flags name that does
  * not exist or does not fit (as a bad flag); complains on rank 0. */
 int train_select(const train_choice *choice, int ranks, train_complain_fn *complain, train_selection *selection);

@@ -370,8 +370,11 @@ static int adj_twin_time(const adj_compute_twin *twin, double round_seconds, int
   if (!status) status = adj_layer_time(network, &c, &timing);
   adj_layer_destroy(&network);
   ADJ_CALL(status);
+  /* The fastest rounds of the two kinds may come from different moments of
+   * a busy host; where their difference vanishes, the medians' is taken. */
   *forward = timing.forward_best;
-  *backward = fmax(0, timing.forward_backward_best - timing.forward_best);
+  *backward = timing.forward_backward_best - timing.forward_best;
+  if (*backward <= 0) *backward = fmax(0, timing.forward_backward - timing.forward);
   return ADJ_SUCCESS;
 }
 

@@ -150,6 +150,15 @@ void step_parameter(const step_walk *w, adj_step_stage *s, int64_t count) {
   s->memory[ADJ_STEP_MEMORY_OPTIMIZER] += state * bytes;
 }
 
+int64_t step_cut(const step_layout *l, int k, int p) {
+  int64_t n = l->shape[k], from = l->from[k] > 0 ? l->from[k] : n, a, extent;
+  if (p >= l->parts[k]) return n;
+  adj_balanced_block(from, l->parts[k], p, &a, &extent);
+  return from == n ? a : (a * n + from - 1) / from;
+}
+
+int64_t step_first_block(const step_layout *l, int k) { return step_cut(l, k, 1) - step_cut(l, k, 0); }
+
 /* ---- repartitions ------------------------------------------------------------------------------ */
 
 /* The block of worker `index` (row-major over l's parts): start and extent per dimension. */
@@ -157,20 +166,26 @@ static void step_box(const step_layout *l, int64_t index, int64_t *start, int64_
   for (int k = l->ndim - 1; k >= 0; k--) {
     int part = (int)(index % l->parts[k]);
     index /= l->parts[k];
-    adj_balanced_block(l->shape[k], l->parts[k], part, &start[k], &extent[k]);
+    start[k] = step_cut(l, k, part);
+    extent[k] = step_cut(l, k, part + 1) - start[k];
   }
 }
 
-/* The part of a balanced split of n over p holding entry x. */
-static int64_t step_owner(int64_t n, int p, int64_t x) {
-  int64_t q = n / p, r = n % p;
-  return x < r * (q + 1) ? x / (q + 1) : r + (q ? (x - r * (q + 1)) / q : 0);
+/* The part of dimension k holding entry x. */
+static int64_t step_owner(const step_layout *l, int k, int64_t x) {
+  int lo = 0, hi = l->parts[k] - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (step_cut(l, k, mid) <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /* Blocks of `to` that [start, start + extent) of dimension k meets. */
 static int64_t step_meets(const step_layout *to, int k, int64_t start, int64_t extent) {
   if (extent <= 0) return 0;
-  return step_owner(to->shape[k], to->parts[k], start + extent - 1) - step_owner(to->shape[k], to->parts[k], start) + 1;
+  return step_owner(to, k, start + extent - 1) - step_owner(to, k, start) + 1;
 }
 
 /* Worker w's volume that stays (its blocks' intersection), and its peers in
@@ -221,7 +236,7 @@ static int step_repartition(step_walk *w, int layer, const step_layout *to) {
   }
   s->memory[ADJ_STEP_MEMORY_BUFFERS] = (int64_t)staged0;
   double block = w->esize;
-  for (int k = 0; k < to->ndim; k++) block *= (double)step_block(to->shape[k], to->parts[k]);
+  for (int k = 0; k < to->ndim; k++) block *= (double)step_first_block(to, k);
   s->memory[ADJ_STEP_MEMORY_ACTIVATIONS] = 2 * (int64_t)block;
   return ADJ_SUCCESS;
 }
@@ -230,8 +245,11 @@ static int step_repartition(step_walk *w, int layer, const step_layout *to) {
 
 static bool step_same_grid(const step_layout *a, const step_layout *b) {
   if (a->ndim != b->ndim) return false;
-  for (int k = 0; k < a->ndim; k++)
+  for (int k = 0; k < a->ndim; k++) {
     if (a->parts[k] != b->parts[k] || a->shape[k] != b->shape[k]) return false;
+    for (int p = 1; p < a->parts[k]; p++)
+      if (step_cut(a, k, p) != step_cut(b, k, p)) return false;
+  }
   return true;
 }
 
@@ -251,7 +269,8 @@ static int64_t step_batch_only_inner(const step_layout *l) {
 static bool step_moves(const step_layout *a, const step_layout *b) {
   if (step_same_grid(a, b)) return false;
   int64_t ia = step_batch_only_inner(a), ib = step_batch_only_inner(b);
-  return !(ia >= 0 && ia == ib && a->parts[0] == b->parts[0] && a->shape[0] == b->shape[0]);
+  return !(ia >= 0 && ia == ib && a->parts[0] == b->parts[0] && a->shape[0] == b->shape[0] &&
+           a->from[0] == b->from[0]);
 }
 
 static int step_layer_stage(step_walk *w, int i) {
@@ -262,6 +281,7 @@ static int step_layer_stage(step_walk *w, int i) {
   if (ll->explicit_input && !same_parts) {
     step_layout target = w->cur;
     memcpy(target.parts, ll->in_parts, sizeof target.parts);
+    memset(target.from, 0, sizeof target.from); /* the builder's targets are balanced */
     if (step_moves(&w->cur, &target)) ADJ_CALL(step_repartition(w, i, &target));
     w->cur = target;
   }

@@ -13,11 +13,15 @@ struct adj_step_model {
   int forced;                     /* ADJ_SUM_REDUCE_ALGORITHM's algorithm, 0 when not forced */
 };
 
-/* A tensor's global shape on a partition of the first ranks, balanced. */
+/* A tensor's global shape on a partition of the first ranks.  Part p of
+ * dimension k starts at ceil(a shape / from), a the start of part p of a
+ * balanced split of `from` entries: from = shape (or 0) is the balanced
+ * split itself; an upsampling's output keeps its input's split scaled. */
 typedef struct step_layout {
   int ndim;
   int parts[ADJ_DESC_MAX_DIMS + 1];
   int64_t shape[ADJ_DESC_MAX_DIMS + 1]; /* batch first */
+  int64_t from[ADJ_DESC_MAX_DIMS + 1];
 } step_layout;
 
 typedef struct step_walk {
@@ -37,6 +41,10 @@ typedef struct step_walk {
 static inline int64_t step_block(int64_t n, int parts) { return parts > 1 ? (n + parts - 1) / parts : n; }
 
 int64_t step_workers(const step_layout *l);
+/* Where part p of dimension k starts (p = parts: the extent), and worker 0's
+ * extent there. */
+int64_t step_cut(const step_layout *l, int k, int p);
+int64_t step_first_block(const step_layout *l, int k);
 
 /* Appends a stage of layer `layer` (its name, or `name` when given). */
 int step_stage_new(step_walk *w, int layer, const char *kind, const char *name, adj_step_stage **stage);

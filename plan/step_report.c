@@ -26,6 +26,26 @@ int adj_step_measurement_take(const adj_layer *network, int64_t steps, double se
   return ADJ_SUCCESS;
 }
 
+int adj_step_measurement_add(adj_step_measurement *m, const adj_layer *network, int64_t steps, double seconds) {
+  ADJ_CHECK(m, ADJ_ERR_ARG, "step report: no measurement");
+  adj_step_measurement run;
+  ADJ_CALL(adj_step_measurement_take(network, steps, seconds, &run));
+  if (!m->n) {
+    *m = run;
+    return ADJ_SUCCESS;
+  }
+  ADJ_CHECK(m->n == run.n, ADJ_ERR_ARG, "step report: %d stages measured before, %d now", m->n, run.n);
+  double before = (double)m->steps, now = (double)run.steps, all = before + now;
+  for (int i = 0; i < m->n; i++) {
+    m->forward[i] = (m->forward[i] * before + run.forward[i] * now) / all;
+    m->backward[i] = (m->backward[i] * before + run.backward[i] * now) / all;
+  }
+  m->step = (m->step * before + run.step * now) / all;
+  m->steps += run.steps;
+  adj_step_measurement_free(&run);
+  return ADJ_SUCCESS;
+}
+
 void adj_step_measurement_keep_best(adj_step_measurement *m, const adj_step_measurement *other) {
   if (!m || !other || m->n != other->n) return;
   for (int i = 0; i < m->n; i++) {

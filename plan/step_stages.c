@@ -23,13 +23,13 @@ typedef struct step_dim {
   int64_t halo_max, extent_max;       /* the most any part receives, and holds (bulk + halo) */
 } step_dim;
 
-static void step_window_dim(int64_t n, int64_t m, int parts, const adj_window_geometry *g, int j, step_dim *r) {
+static void step_window_dim(const step_layout *in, int64_t m, const adj_window_geometry *g, int j, step_dim *r) {
   int64_t k = g->kernel[j], s = g->stride[j], d = g->dilation[j], pl = g->padding_left[j];
-  int64_t span = d * (k - 1) + 1;
+  int64_t span = d * (k - 1) + 1, n = in->shape[2 + j];
+  int parts = in->parts[2 + j];
   *r = (step_dim){0};
   for (int p = 0; p < parts; p++) {
-    int64_t b0, bn, o0, on, need0 = 0, need1 = 0;
-    adj_balanced_block(n, parts, p, &b0, &bn);
+    int64_t b0 = step_cut(in, 2 + j, p), bn = step_cut(in, 2 + j, p + 1) - b0, o0, on, need0 = 0, need1 = 0;
     adj_balanced_block(m, parts, p, &o0, &on);
     if (on > 0) {
       need0 = o0 * s - pl > 0 ? o0 * s - pl : 0;
@@ -47,8 +47,7 @@ static void step_window_dim(int64_t n, int64_t m, int parts, const adj_window_ge
 
 /* The spatial dimensions of the current layout for a window. */
 static void step_window(const step_walk *w, const adj_window_geometry *g, const int64_t *out, step_dim *dims) {
-  for (int j = 0; j < g->spatial_dims; j++)
-    step_window_dim(w->cur.shape[2 + j], out[j], w->cur.parts[2 + j], g, j, &dims[j]);
+  for (int j = 0; j < g->spatial_dims; j++) step_window_dim(&w->cur, out[j], g, j, &dims[j]);
 }
 
 /* The nested halo exchange (one round per split dimension, corners relayed)
@@ -60,7 +59,7 @@ static void step_halo(const step_walk *w, adj_step_stage *s, int sd, const step_
     if (w->cur.parts[2 + j] == 1 || dims[j].halo_max == 0) continue;
     double section = cross;
     for (int i = 0; i < sd; i++)
-      if (i != j) section *= (double)(i < j ? dims[i].extent_max : step_block(w->cur.shape[2 + i], w->cur.parts[2 + i]));
+      if (i != j) section *= (double)(i < j ? dims[i].extent_max : step_first_block(&w->cur, 2 + i));
     bytes += (double)dims[j].halo_max * section * w->esize;
     rounds++;
   }
@@ -95,19 +94,26 @@ static void step_window_twin(adj_desc_layer *twin, adj_window_geometry *g, int s
 
 /* ---- outputs ----------------------------------------------------------------------------------- */
 
-/* The layer's output layout becomes current; the network keeps it and its
- * gradient (worker 0's block). */
+/* A layer's output layout becomes current; the network keeps the output and
+ * its gradient (worker 0's block). */
+static void step_output_layout(step_walk *w, adj_step_stage *s, const step_layout *out) {
+  double block = w->esize;
+  for (int k = 0; k < out->ndim; k++) block *= (double)step_first_block(out, k);
+  s->memory[ADJ_STEP_MEMORY_ACTIVATIONS] += 2 * (int64_t)block;
+  s->workers = (int)step_workers(out) > s->workers ? (int)step_workers(out) : s->workers;
+  w->cur = *out;
+}
+
+/* The layer's output layout becomes current, balanced; the network keeps
+ * it and its gradient (worker 0's block). */
 static void step_output(step_walk *w, adj_step_stage *s, int ndim, const int *parts, const int64_t *per_sample) {
   step_layout out = {.ndim = ndim};
   memcpy(out.parts, parts, sizeof out.parts);
   out.shape[0] = w->batch;
   memcpy(&out.shape[1], per_sample, sizeof(int64_t) * (size_t)(ndim - 1));
-  double block = w->esize;
-  for (int k = 0; k < ndim; k++) block *= (double)step_block(out.shape[k], out.parts[k]);
-  s->memory[ADJ_STEP_MEMORY_ACTIVATIONS] += 2 * (int64_t)block;
-  s->workers = (int)step_workers(&out) > s->workers ? (int)step_workers(&out) : s->workers;
-  w->cur = out;
+  step_output_layout(w, s, &out);
 }
+
 
 static void step_buffer(adj_step_stage *s, double elements, double esize) {
   s->memory[ADJ_STEP_MEMORY_BUFFERS] += (int64_t)(elements * esize);
@@ -137,7 +143,7 @@ static void step_conv_workspace(const step_walk *w, adj_step_stage *s, const adj
 
 /* Worker 0's per-sample block of the current layout. */
 static void step_local_block(const step_walk *w, int64_t *block) {
-  for (int k = 1; k < w->cur.ndim; k++) block[k - 1] = step_block(w->cur.shape[k], w->cur.parts[k]);
+  for (int k = 1; k < w->cur.ndim; k++) block[k - 1] = step_first_block(&w->cur, k);
 }
 
 /* ---- padding modes ------------------------------------------------------------------------------ */
@@ -367,12 +373,29 @@ static void step_upsample(const step_walk *w, adj_step_stage *s, const adj_desc_
   double edge = 0, cross = local;
   bool linear = l->u.upsample.mode != ADJ_INTERP_NEAREST;
   for (int j = 0; j < sd && linear; j++)
-    if (w->cur.parts[2 + j] > 1) edge += 2 * cross / (double)step_block(w->cur.shape[2 + j], w->cur.parts[2 + j]);
+    if (w->cur.parts[2 + j] > 1) edge += 2 * cross / (double)step_first_block(&w->cur, 2 + j);
   if (edge > 0) {
     step_charge(w, s, ADJ_STEP_FORWARD, "halo", ADJ_COMM_P2P, 2, edge * w->esize, 2);
     if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "halo", ADJ_COMM_P2P, 2, edge * w->esize, 2);
   }
   step_buffer(s, 2 * (local + edge), w->esize);
+}
+
+/* The output layout of a layer that keeps its input's split: an activation
+ * or batch norm keeps the shape it is given (after the ReLU / max-pool swap
+ * the pool's, not the description's), a flatten cuts the features where the
+ * channels are cut, an upsampling scales its input's cuts
+ * (upsample_layer.c). */
+static step_layout step_pointwise_output(const step_walk *w, const adj_desc_layer *l, const adj_layer_layout *ll) {
+  if (l->kind == ADJ_DESC_ACTIVATION || l->kind == ADJ_DESC_BATCHNORM) return w->cur;
+  step_layout out = {.ndim = ll->out_ndim, .from = {w->cur.from[0]}};
+  memcpy(out.parts, ll->out_parts, sizeof out.parts);
+  out.shape[0] = w->batch;
+  memcpy(&out.shape[1], l->out_shape, sizeof(int64_t) * (size_t)l->out_rank);
+  if (l->kind == ADJ_DESC_FLATTEN) out.from[1] = w->cur.shape[1];
+  for (int k = 1; l->kind == ADJ_DESC_UPSAMPLE && k < out.ndim; k++)
+    out.from[k] = k < 2 ? w->cur.from[k] : w->cur.shape[k];
+  return out;
 }
 
 int step_pointwise(step_walk *w, int i) {
@@ -395,10 +418,8 @@ int step_pointwise(step_walk *w, int i) {
   if (l->kind == ADJ_DESC_UPSAMPLE) step_upsample(w, s, l, local);
   twin.parameter_count = s->parameters;
   ADJ_CALL(step_compute(w, s, &twin, n, s->parameters > 0));
-  /* An activation or batch norm keeps the shape it is given, which after the
-   * ReLU / max-pool swap is the pool's output, not the description's. */
-  bool keeps = l->kind == ADJ_DESC_ACTIVATION || l->kind == ADJ_DESC_BATCHNORM;
-  step_output(w, s, ll->out_ndim, ll->out_parts, keeps ? &w->cur.shape[1] : l->out_shape);
+  step_layout out = step_pointwise_output(w, l, ll);
+  step_output_layout(w, s, &out);
   return ADJ_SUCCESS;
 }
 
@@ -415,7 +436,7 @@ int step_loss(step_walk *w, int i) {
   double whole = (double)w->batch, local = (double)step_block(w->batch, w->cur.parts[0]);
   for (int k = 1; k < w->cur.ndim; k++) {
     whole *= (double)w->cur.shape[k];
-    local *= (double)step_block(w->cur.shape[k], w->cur.parts[k]);
+    local *= (double)step_first_block(&w->cur, k);
   }
   if (l->kind == ADJ_DESC_XENT) {
     double bytes = (whole - local) * w->esize;

@@ -107,8 +107,9 @@ int adj_machine_write(const adj_machine *machine, FILE *out);
 /* Measures this host on comm: the p2p line by a ping-pong between ranks 0 and
  * 1, every collective pattern on all ranks of comm (8 B to 4 MiB, each size's
  * time the slowest rank's best of `repeats`, least squares over the lower
- * envelope), the cores online, and the baseline as this process's resident
- * memory now.  A communicator of one rank measures no communication (every
+ * envelope), the cores online, and the baseline: the most any rank holds
+ * after MPI's first collectives and a first call of the kernels (measured
+ * before the sweeps, whose large messages make MPI keep buffers).  A communicator of one rank measures no communication (every
  * line 0).  Collective on comm; every rank gets rank 0's figures. */
 int adj_machine_calibrate(MPI_Comm comm, int repeats, adj_machine *machine);
 

@@ -36,6 +36,10 @@ typedef struct adj_step_measurement {
  * steps that lasted `seconds` in all, as per-step figures.  ADJ_ERR_ARG if
  * `network` is not a network or steps < 1. */
 int adj_step_measurement_take(const adj_layer *network, int64_t steps, double seconds, adj_step_measurement *m);
+/* Adds `steps` more steps that lasted `seconds` (the network's stage totals
+ * since its timing was last turned on) to m's per-step means; m starts
+ * zeroed. */
+int adj_step_measurement_add(adj_step_measurement *m, const adj_layer *network, int64_t steps, double seconds);
 /* Keeps, stage by stage and for the step, the smaller of m and other (the
  * best of several rounds of steps). */
 void adj_step_measurement_keep_best(adj_step_measurement *m, const adj_step_measurement *other);

@@ -17,7 +17,8 @@
  * then the runners-up; --write writes the best as a placement file,
  * --write-dir every listed plan (plan-1.place, ...).  --predict PLACEMENT
  * predicts that placement alone (a file or a name, placement.h) instead of
- * searching. */
+ * searching; --uniform lists the uniform placements of the ranks by name
+ * (placement.h's enumeration, and one sequential replica per rank). */
 #include "plan_net.h"
 
 #include <stdio.h>
@@ -36,6 +37,7 @@ enum { EXIT_PLAN = 1, EXIT_USAGE = 2 };
 typedef struct net_args {
   const char *net, *machine, *write, *write_dir, *predict;
   int procs, sweep0, sweep1;
+  bool uniform;
   adj_plan_search_options search;
 } net_args;
 
@@ -107,6 +109,7 @@ static int net_parse(int argc, char **argv, net_args *a) {
     const char *o = argv[i];
     if (!strcmp(o, "--no-replicas")) a->search.replicas = false;
     else if (!strcmp(o, "--exhaustive")) a->search.exhaustive = true;
+    else if (!strcmp(o, "--uniform")) a->uniform = true;
     else if (i + 1 >= argc) return net_refuse(o, "(missing)", "followed by its value");
     else if (net_option(a, o, argv[++i])) return EXIT_USAGE;
   }
@@ -123,10 +126,7 @@ static void net_print_list(const adj_plan_list *list, const char *what) {
   if (tool_quiet()) return;
   printf("%s: %lld candidates over %d segments, %lld predictions, %lld dropped by the memory budget\n", what,
          (long long)list->candidates, list->segments, (long long)list->evaluated, (long long)list->over_budget);
-  if (!list->n) {
-    printf("no plan fits\n");
-    return;
-  }
+  if (!list->n) return;
   printf("best plan: %s\n", list->plans[0].summary);
   adj_step_prediction_print(&list->plans[0].prediction, stdout);
   printf("%-4s %12s %9s %10s  %s\n", "rank", "step s", "vs best", "memory MiB", "plan");
@@ -208,6 +208,9 @@ static int plan_net_failed(void) {
 }
 
 static int net_sweep(const net_args *a, const adj_description *d, adj_plan_search_options o) {
+  /* Papers 000/001's family unless another is asked for: every partition of
+   * thousands of ranks would be millions of candidates. */
+  if (o.family == ADJ_PLAN_FAMILY_AUTO) o.family = ADJ_PLAN_FAMILY_INTEGRATED;
   if (!tool_quiet())
     printf("%6s %12s %12s %9s %10s  %s\n", "P", "batch-par s", "best s", "speed-up", "memory MiB", "best plan");
   for (int p = a->sweep0; p <= a->sweep1; p *= 2) {
@@ -225,6 +228,7 @@ static int net_sweep(const net_args *a, const adj_description *d, adj_plan_searc
     } else if (!tool_quiet()) {
       printf("%6d no plan fits\n", p);
     }
+    fflush(stdout);
     adj_plan_list_free(&list);
   }
   return 0;
@@ -262,12 +266,33 @@ static int net_predict(const net_args *a, const adj_description *d, adj_plan_sea
   return 0;
 }
 
+/* The uniform placements of the ranks (placement.h's enumeration) and one
+ * sequential replica per rank, by name, one a line. */
+static int net_uniform(const adj_description *d, int ranks, int64_t batch) {
+  adj_uniform_placement *list = NULL;
+  int count = 0;
+  if (adj_placement_enumerate(d, ranks, batch, &list, &count)) return plan_net_failed();
+  for (int i = 0; i < count && !tool_quiet(); i++) {
+    char name[256];
+    printf("%s\n", adj_uniform_placement_format(&list[i], name, sizeof name));
+  }
+  if (ranks > 1 && batch >= ranks && !tool_quiet()) printf("replicas=%d\n", ranks);
+  adj_uniform_placement_list_free(&list);
+  return 0;
+}
+
 static int net_run(const net_args *a, adj_description *d, int ranks) {
   adj_plan_search_options o = a->search;
   adj_plan_list list = {0};
   adj_machine machine;
+  if (a->uniform) return net_uniform(d, a->machine && a->procs ? a->procs : ranks, o.step.batch);
   if (a->machine) {
     if (adj_machine_read(a->machine, &machine)) return plan_net_failed();
+    if (machine.flops <= 0 || machine.bandwidth <= 0) {
+      tool_complain("--machine %s: a plan for another machine computes from its rates: give flops and bandwidth\n",
+                    a->machine);
+      return EXIT_USAGE;
+    }
     o.step.machine = &machine;
     if (a->sweep0) return net_sweep(a, d, o);
     o.step.ranks = a->procs ? a->procs : 1;
@@ -283,6 +308,11 @@ static int net_run(const net_args *a, adj_description *d, int ranks) {
            (long long)o.step.batch, a->machine ? a->machine : "measured on this host");
   net_print_list(&list, what);
   int status = net_write(a, d, &list);
+  if (!list.n) {
+    tool_complain("no plan of network %s on %d ranks fits %lld bytes per rank (--memory, or the machine's)\n",
+                  d->name, o.step.ranks, (long long)(o.memory ? o.memory : o.step.machine ? o.step.machine->memory : 0));
+    status = EXIT_PLAN;
+  }
   adj_plan_list_free(&list);
   return status;
 }

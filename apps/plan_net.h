@@ -9,7 +9,7 @@
 #define PLAN_NET_USAGE \
     "       mpiexec -n P adjoin-plan --net FILE --batch B [--memory BYTES] [--keep K] [--no-replicas]\n" \
     "                   [--dtype float32|float64] [--optimizer adam|sgd] [--family all|integrated]\n" \
-    "                   [--exhaustive] [--write FILE] [--write-dir DIR] [--predict PLACEMENT]\n" \
+    "                   [--exhaustive] [--write FILE] [--write-dir DIR] [--predict PLACEMENT] [--uniform]\n" \
     "       adjoin-plan --net FILE --machine MACHINE_FILE (--procs P | --sweep P0:P1) --batch B [...]\n"
 
 /* Whether the command line names --net. */

@@ -21,8 +21,8 @@
  * mark where the system allows it.  Rank 0 prints the table of
  * adj_step_report_print and a last line
  *
- *   summary network=N ranks=P placement=... predicted_s=... measured_s=...
- *           time_ratio=... predicted_mib=... peak_mib=... memory_ratio=...
+ *   summary network=N ranks=P predicted_s=... measured_s=... time_ratio=...
+ *           predicted_mib=... peak_mib=... memory_ratio=... placement=...
  *
  * which tools/bench-plan-table.sh collects. */
 #include <malloc.h>
@@ -75,13 +75,25 @@ static int bench_auto(const bench_args *a, int ranks, bench_plan *p) {
   return 0;
 }
 
+/* "conv1 parts=2x1x1x1 | fc1 grid=1x2 | replicas 2", as the planner names
+ * its plans; "own" for a placement that names no layer. */
+static void bench_placement_name(const adj_placement *p, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "%s", p->n ? "" : "own");
+  for (int k = 0; k < p->n && used < size; k++) {
+    char place[160];
+    used += (size_t)snprintf(buf + used, size - used, "%s%s %s", k ? " | " : "", p->entries[k].layer,
+                             adj_layer_placement_format(&p->entries[k].placement, place, sizeof place));
+  }
+  if (p->replicas > 1 && used < size) snprintf(buf + used, size - used, " | replicas %d", p->replicas);
+}
+
 static int bench_plan_make(const bench_args *a, int ranks, bench_plan *p) {
   if (adj_description_read_all(MPI_COMM_WORLD, a->net, &p->d)) return 1;
   bool planned = a->placement && !strcmp(a->placement, "auto");
   if (planned && bench_auto(a, ranks, p)) return 1;
   if (!planned) {
-    snprintf(p->name, sizeof p->name, "%s", a->placement ? a->placement : "own");
     if (adj_placement_find(MPI_COMM_WORLD, p->d, a->net, a->placement, &p->placement)) return 1;
+    bench_placement_name(p->placement, p->name, sizeof p->name);
   }
   int replicas = p->placement->replicas ? p->placement->replicas : p->d->replicas ? p->d->replicas : 1;
   if (ranks % replicas) {
@@ -242,10 +254,10 @@ static double bench_heap_bytes(void) {
 
 static void bench_summary(const bench_plan *p, const adj_step_measurement *m, int ranks) {
   const adj_step_prediction *q = &p->prediction;
-  printf("summary network=%s ranks=%d placement=%s predicted_s=%.6e measured_s=%.6e time_ratio=%.3f "
-         "predicted_mib=%.2f peak_mib=%.2f memory_ratio=%.3f\n",
-         p->d->name, ranks, p->name, q->step, m->step, m->step / q->step, (double)q->memory_total / (1 << 20),
-         (double)m->peak_rss / (1 << 20), (double)m->peak_rss / (double)q->memory_total);
+  printf("summary network=%s ranks=%d predicted_s=%.6e measured_s=%.6e time_ratio=%.3f predicted_mib=%.2f "
+         "peak_mib=%.2f memory_ratio=%.3f placement=%s\n",
+         p->d->name, ranks, q->step, m->step, m->step / q->step, (double)q->memory_total / (1 << 20),
+         (double)m->peak_rss / (1 << 20), (double)m->peak_rss / (double)q->memory_total, p->name);
 }
 
 int main(int argc, char **argv) {

@@ -182,8 +182,10 @@ static int search_candidates(search_state *s) {
     ADJ_CALL(search_push(&s->segments[k], &sequential));
   }
   for (int k = 0; k < s->n; k++) {
+    /* The integrated family uses all the ranks of a replica, or one. */
     for (int w = 2; w <= s->ranks; w++)
-      if (s->ranks % w == 0) ADJ_CALL(search_candidates_on(s, &s->segments[k], w));
+      if (s->ranks % w == 0 && (s->family != ADJ_PLAN_FAMILY_INTEGRATED || w == s->ranks))
+        ADJ_CALL(search_candidates_on(s, &s->segments[k], w));
     ADJ_CALL(search_validate(s, k));
     s->list->candidates += s->segments[k].count;
   }

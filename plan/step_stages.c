@@ -23,25 +23,34 @@ typedef struct step_dim {
   int64_t halo_max, extent_max;       /* the most any part receives, and holds (bulk + halo) */
 } step_dim;
 
+/* Part p of spatial dimension j: its bulk, the halo it receives (both sides)
+ * and the input range its outputs need. */
+typedef struct step_part {
+  int64_t bulk, halo, need0, need1, outputs;
+} step_part;
+
+static step_part step_window_part(const step_layout *in, int64_t m, const adj_window_geometry *g, int j, int p) {
+  int64_t s = g->stride[j], pl = g->padding_left[j], span = g->dilation[j] * (g->kernel[j] - 1) + 1;
+  int64_t n = in->shape[2 + j], b0 = step_cut(in, 2 + j, p), o0;
+  step_part r = {.bulk = step_cut(in, 2 + j, p + 1) - b0};
+  adj_balanced_block(m, in->parts[2 + j], p, &o0, &r.outputs);
+  if (r.outputs == 0) return r;
+  r.need0 = o0 * s - pl > 0 ? o0 * s - pl : 0;
+  r.need1 = (o0 + r.outputs - 1) * s - pl + span < n ? (o0 + r.outputs - 1) * s - pl + span : n;
+  r.halo = (b0 > r.need0 ? b0 - r.need0 : 0) + (r.need1 > b0 + r.bulk ? r.need1 - (b0 + r.bulk) : 0);
+  return r;
+}
+
 static void step_window_dim(const step_layout *in, int64_t m, const adj_window_geometry *g, int j, step_dim *r) {
-  int64_t k = g->kernel[j], s = g->stride[j], d = g->dilation[j], pl = g->padding_left[j];
-  int64_t span = d * (k - 1) + 1, n = in->shape[2 + j];
   int parts = in->parts[2 + j];
-  *r = (step_dim){0};
+  step_part first = step_window_part(in, m, g, j, 0);
+  int64_t reach = (first.outputs - 1) * g->stride[j] - g->padding_left[j] + g->dilation[j] * (g->kernel[j] - 1) + 1;
+  *r = (step_dim){.bulk0 = first.bulk, .halo0 = first.halo, .input0 = first.need1 - first.need0, .out0 = first.outputs,
+                  .pad0 = {g->padding_left[j], reach > in->shape[2 + j] ? reach - in->shape[2 + j] : 0}};
   for (int p = 0; p < parts; p++) {
-    int64_t b0 = step_cut(in, 2 + j, p), bn = step_cut(in, 2 + j, p + 1) - b0, o0, on, need0 = 0, need1 = 0;
-    adj_balanced_block(m, parts, p, &o0, &on);
-    if (on > 0) {
-      need0 = o0 * s - pl > 0 ? o0 * s - pl : 0;
-      need1 = (o0 + on - 1) * s - pl + span < n ? (o0 + on - 1) * s - pl + span : n;
-    }
-    int64_t left = on > 0 && b0 > need0 ? b0 - need0 : 0, right = on > 0 && need1 > b0 + bn ? need1 - (b0 + bn) : 0;
-    if (left + right > r->halo_max) r->halo_max = left + right;
-    if (bn + left + right > r->extent_max) r->extent_max = bn + left + right;
-    if (p) continue;
-    int64_t reach = (on - 1) * s - pl + span;
-    *r = (step_dim){.bulk0 = bn, .halo0 = left + right, .input0 = need1 - need0, .out0 = on,
-                    .pad0 = {pl, reach > n ? reach - n : 0}, .halo_max = r->halo_max, .extent_max = r->extent_max};
+    step_part q = p ? step_window_part(in, m, g, j, p) : first;
+    if (q.halo > r->halo_max) r->halo_max = q.halo;
+    if (q.bulk + q.halo > r->extent_max) r->extent_max = q.bulk + q.halo;
   }
 }
 
@@ -50,20 +59,46 @@ static void step_window(const step_walk *w, const adj_window_geometry *g, const 
   for (int j = 0; j < g->spatial_dims; j++) step_window_dim(&w->cur, out[j], g, j, &dims[j]);
 }
 
-/* The nested halo exchange (one round per split dimension, corners relayed)
- * of `channels` x batch-block entries per spatial position, forward and, when
- * the input gradient is wanted, its adjoint. */
-static void step_halo(const step_walk *w, adj_step_stage *s, int sd, const step_dim *dims, double cross) {
-  double bytes = 0, rounds = 0;
+/* Entries worker `index` of the spatial grid receives in the nested rounds
+ * (one per split dimension; a round's section includes the halos of the
+ * rounds before it, so corners are relayed), per sample and channel. */
+static double step_halo_worker(const step_walk *w, const adj_window_geometry *g, const int64_t *out, int64_t index) {
+  int sd = g->spatial_dims;
+  step_part parts[ADJ_MAX_SPATIAL_DIMS];
+  for (int j = sd - 1; j >= 0; j--) {
+    int count = w->cur.parts[2 + j];
+    parts[j] = step_window_part(&w->cur, out[j], g, j, (int)(index % count));
+    index /= count;
+  }
+  double entries = 0;
   for (int j = 0; j < sd; j++) {
-    if (w->cur.parts[2 + j] == 1 || dims[j].halo_max == 0) continue;
-    double section = cross;
+    double section = (double)parts[j].halo;
+    for (int i = 0; i < sd && section > 0; i++)
+      if (i != j) section *= (double)(parts[i].bulk + (i < j ? parts[i].halo : 0));
+    entries += section;
+  }
+  return entries;
+}
+
+/* The nested halo exchange of the busiest worker, `cross` = batch block x
+ * channel block entries per spatial position, forward and, when the input
+ * gradient is wanted, its adjoint.  Grids beyond 4096 spatial workers take
+ * each dimension's largest halo and extent instead (a bound). */
+static void step_halo(const step_walk *w, adj_step_stage *s, const adj_window_geometry *g, const int64_t *out,
+                      const step_dim *dims, double cross) {
+  int sd = g->spatial_dims, rounds = 0;
+  int64_t grid = 1;
+  for (int j = 0; j < sd; j++) grid *= w->cur.parts[2 + j], rounds += w->cur.parts[2 + j] > 1 && dims[j].halo_max > 0;
+  if (rounds == 0) return;
+  double entries = 0;
+  for (int64_t k = 0; grid <= 4096 && k < grid; k++) entries = fmax(entries, step_halo_worker(w, g, out, k));
+  for (int j = 0; grid > 4096 && j < sd; j++) {
+    double section = (double)dims[j].halo_max;
     for (int i = 0; i < sd; i++)
       if (i != j) section *= (double)(i < j ? dims[i].extent_max : step_first_block(&w->cur, 2 + i));
-    bytes += (double)dims[j].halo_max * section * w->esize;
-    rounds++;
+    entries += section;
   }
-  if (rounds == 0) return;
+  double bytes = entries * cross * w->esize;
   step_charge(w, s, ADJ_STEP_FORWARD, "halo", ADJ_COMM_P2P, 2, bytes, 2 * rounds);
   if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "halo", ADJ_COMM_P2P, 2, bytes, 2 * rounds);
 }
@@ -237,7 +272,7 @@ int step_conv(step_walk *w, int i) {
   double n = (double)blocks[0], ci = (double)blocks[1], co = (double)blocks[2], weights = co * ci * kernel;
   twin.parameter_count = (int64_t)weights + (l->u.conv.bias ? blocks[2] : 0);
   ADJ_CALL(step_compute(w, s, &twin, blocks[0], true));
-  step_halo(w, s, sd, dims, n * ci);
+  step_halo(w, s, &g, &l->out_shape[1], dims, n * ci);
   step_conv_moves(w, s, blocks, n * ci * held, n * co * output, weights, l->u.conv.bias);
   step_parameter(w, s, (int64_t)weights);
   if (l->u.conv.bias) step_parameter(w, s, blocks[2]);
@@ -272,7 +307,7 @@ int step_pool(step_walk *w, int i) {
   bool trims;
   step_window_volumes(sd, dims, &held, &input, &output, &trims);
   ADJ_CALL(step_compute(w, s, &twin, n, false));
-  step_halo(w, s, sd, dims, (double)(n * c));
+  step_halo(w, s, &g, &l->out_shape[1], dims, (double)(n * c));
   /* The halo-extended block and its gradient; the trimmed kernel input and its tangent. */
   step_buffer(s, 2 * (double)(n * c) * held + (trims ? 2 * (double)(n * c) * input : 0), w->esize);
   step_output(w, s, w->cur.ndim, w->cur.parts, l->out_shape);

@@ -42,9 +42,10 @@ ADJ_BEGIN_DECLS
 typedef enum adj_plan_family {
   ADJ_PLAN_FAMILY_AUTO = 0,       /* ALL up to 64 ranks, INTEGRATED beyond */
   ADJ_PLAN_FAMILY_ALL = 1,        /* every partition, grid and DistDL grid */
-  ADJ_PLAN_FAMILY_INTEGRATED = 2, /* papers 000/001's: window layers split the batch and one of
-                                   * (the first spatial dimension, the output channels); affine
-                                   * layers on 1.5D grids or P_b x P_fo */
+  ADJ_PLAN_FAMILY_INTEGRATED = 2, /* papers 000/001's, on all the replica's ranks (or one):
+                                   * window layers split the batch and one of (the first spatial
+                                   * dimension, the output channels); affine layers on 1.5D grids or
+                                   * P_b x P_fo */
 } adj_plan_family;
 
 typedef struct adj_plan_search_options {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adjoin/agree.h"
 #include "adjoin/layer_times.h"
@@ -14,6 +15,7 @@
 #include "adjoin/threads.h"
 #include "adjoin/wait.h"
 #include "adjoin/xent_layer.h"
+#include "description_impl.h"
 #include "error_impl.h"
 #include "plan_impl.h"
 
@@ -163,12 +165,7 @@ int adj_layer_times_set(adj_layer_times *t, const char *key, double forward, dou
             "layer times: %s: times %g and %g must be finite and >= 0", key, forward, backward);
   adj_time_entry *e = adj_times_find(t, key);
   if (!e) {
-    if (t->n == t->capacity) {
-      int cap = t->capacity ? 2 * t->capacity : 64;
-      adj_time_entry *grown = realloc(t->entries, sizeof *grown * (size_t)cap);
-      ADJ_CHECK(grown, ADJ_ERR_MEM, "layer times: out of memory for %d entries", cap);
-      t->entries = grown, t->capacity = cap;
-    }
+    ADJ_CALL(adj_plan_grow((void **)&t->entries, t->n, &t->capacity, sizeof *t->entries, 64, "layer times"));
     e = &t->entries[t->n++];
     snprintf(e->key, sizeof e->key, "%s", key);
   }
@@ -181,12 +178,8 @@ static int adj_times_remember(adj_layer_times *t, const adj_compute_twin *twin, 
   char other[ADJ_LAYER_TIME_KEY];
   for (int i = 0; i < t->n_missing; i++)
     if (!strcmp(adj_compute_twin_key(&t->missing[i], other, sizeof other), key)) return ADJ_SUCCESS;
-  if (t->n_missing == t->missing_capacity) {
-    int cap = t->missing_capacity ? 2 * t->missing_capacity : 32;
-    adj_compute_twin *grown = realloc(t->missing, sizeof *grown * (size_t)cap);
-    ADJ_CHECK(grown, ADJ_ERR_MEM, "layer times: out of memory for %d missing twins", cap);
-    t->missing = grown, t->missing_capacity = cap;
-  }
+  ADJ_CALL(adj_plan_grow((void **)&t->missing, t->n_missing, &t->missing_capacity, sizeof *t->missing, 32,
+                         "layer times: missing twins"));
   t->missing[t->n_missing++] = *twin;
   return ADJ_SUCCESS;
 }
@@ -289,15 +282,15 @@ int adj_layer_times_save(const adj_layer_times *t, const char *path) {
   return ADJ_SUCCESS;
 }
 
-/* Rank 0's text of the cache file, or NULL. */
+/* Rank 0's text of the cache file, or NULL (none yet, or not a readable
+ * regular text file: said on stderr). */
 static char *adj_times_read_text(const char *path) {
-  FILE *f = path[0] ? fopen(path, "r") : NULL;
-  if (!f) return NULL;
-  enum { MAX_TEXT = 1 << 24 };
-  char *text = malloc(MAX_TEXT + 1);
-  size_t got = text ? fread(text, 1, MAX_TEXT, f) : 0;
-  fclose(f);
-  if (text) text[got] = '\0';
+  char *text = NULL;
+  if (!path[0] || access(path, F_OK)) return NULL;
+  if (desc_read_text(path, "layer time table", &text)) {
+    fprintf(stderr, "adjoin: warning: ignoring the layer time table (%s)\n", adj_last_error());
+    adj_clear_error();
+  }
   return text;
 }
 

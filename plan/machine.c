@@ -17,6 +17,7 @@
 #include "adjoin/parse.h"
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
+#include "description_impl.h"
 #include "error_impl.h"
 #include "plan_impl.h"
 
@@ -158,20 +159,9 @@ int adj_machine_parse(const char *text, const char *source, adj_machine *machine
 
 int adj_machine_read(const char *path, adj_machine *machine) {
   ADJ_CHECK(path && machine, ADJ_ERR_ARG, "machine: path or output is NULL");
-  FILE *f = fopen(path, "r");
-  ADJ_CHECK(f, ADJ_ERR_IO, "machine file %s: cannot open it", path);
-  enum { MAX_TEXT = 1 << 16 };
-  char *text = malloc(MAX_TEXT + 1);
-  size_t got = text ? fread(text, 1, MAX_TEXT + 1, f) : 0;
-  fclose(f);
-  ADJ_CHECK(text, ADJ_ERR_MEM, "machine file %s: out of memory", path);
-  int status = got > MAX_TEXT ? adj_error_set(ADJ_ERR_IO, "machine file %s: larger than %d bytes", path, MAX_TEXT)
-               : memchr(text, '\0', got) ? adj_error_set(ADJ_ERR_IO, "machine file %s: not text", path)
-                                         : ADJ_SUCCESS;
-  if (!status) {
-    text[got] = '\0';
-    status = adj_machine_parse(text, path, machine);
-  }
+  char *text = NULL;
+  ADJ_CALL(desc_read_text(path, "machine", &text));
+  int status = adj_machine_parse(text, path, machine);
   free(text);
   return status;
 }
@@ -256,7 +246,9 @@ static int adj_sweep_fit(adj_sweep *s, adj_comm_kind kind, int repeats, adj_comm
   ADJ_CALL(adj_wait_all(1, &r, s->policy));
   double c0, c1;
   adj_plan_fit_line(t, &c0, &c1);
-  *fit = (adj_comm_fit){.alpha = c0 > 0 ? c0 : t[0], .beta = c1 > 0 ? c1 : 0, .ranks = s->q};
+  /* No call costs more than the smallest one measured: an intercept above it
+   * is a fit tilted by a slow large size on a busy host. */
+  *fit = (adj_comm_fit){.alpha = c0 > 0 && c0 < t[0] ? c0 : t[0], .beta = c1 > 0 ? c1 : 0, .ranks = s->q};
   return ADJ_SUCCESS;
 }
 
@@ -386,6 +378,15 @@ int adj_machine_host(MPI_Comm comm, adj_machine *machine) {
                         : adj_error_set(ADJ_ERR_MPI, "machine: broadcast of the cached figures failed");
   ADJ_CALL(adj_machine_calibrate(comm, 10, machine));
   if (rank == 0) adj_machine_save(path, machine);
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_grow(void **items, int count, int *capacity, size_t size, int first, const char *what) {
+  if (count < *capacity) return ADJ_SUCCESS;
+  int cap = *capacity ? 2 * *capacity : first;
+  void *grown = realloc(*items, size * (size_t)cap);
+  ADJ_CHECK(grown, ADJ_ERR_MEM, "%s: out of memory for %d", what, cap);
+  *items = grown, *capacity = cap;
   return ADJ_SUCCESS;
 }
 

@@ -14,4 +14,8 @@ void adj_plan_fit_line(double *t, double *c0, double *c1);
 #include <stdio.h>
 FILE *adj_plan_cache_create(const char *path);
 
+/* Makes room for one more item in *items (count used of *capacity, each
+ * `size` bytes), doubling from `first`; ADJ_ERR_MEM names `what`. */
+int adj_plan_grow(void **items, int count, int *capacity, size_t size, int first, const char *what);
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "adjoin/plan_search.h"
 #include "error_impl.h"
+#include "plan_impl.h"
 #include "plan_search_impl.h"
 
 /* ---- segments ----------------------------------------------------------------------------------- */
@@ -71,12 +72,8 @@ int search_placement(const search_state *s, const int *choice, int from, int to,
 /* ---- candidates --------------------------------------------------------------------------------- */
 
 static int search_push(search_segment *g, const adj_layer_placement *pl) {
-  if (g->count == g->capacity) {
-    int cap = g->capacity ? 2 * g->capacity : 16;
-    adj_layer_placement *grown = realloc(g->candidates, sizeof *grown * (size_t)cap);
-    ADJ_CHECK(grown, ADJ_ERR_MEM, "planner: out of memory for %d candidates", cap);
-    g->candidates = grown, g->capacity = cap;
-  }
+  ADJ_CALL(adj_plan_grow((void **)&g->candidates, g->count, &g->capacity, sizeof *g->candidates, 16,
+                         "planner: candidates"));
   g->candidates[g->count++] = *pl;
   return ADJ_SUCCESS;
 }
@@ -263,12 +260,8 @@ static int search_offer(search_labels *list, const search_label *label, int keep
   for (int i = 0; i < list->n; i++)
     beaten += list->items[i].time <= label->time && list->items[i].memory <= label->memory;
   if (beaten >= keep) return ADJ_SUCCESS;
-  if (list->n == list->capacity) {
-    int cap = list->capacity ? 2 * list->capacity : 8;
-    search_label *grown = realloc(list->items, sizeof *grown * (size_t)cap);
-    ADJ_CHECK(grown, ADJ_ERR_MEM, "planner: out of memory for %d partial plans", cap);
-    list->items = grown, list->capacity = cap;
-  }
+  ADJ_CALL(adj_plan_grow((void **)&list->items, list->n, &list->capacity, sizeof *list->items, 8,
+                         "planner: partial plans"));
   list->items[list->n++] = *label;
   /* A label beaten by `keep` others in both, the new one included, can go. */
   for (int i = 0; i < list->n; i++) {

@@ -10,6 +10,7 @@
 #include "adjoin/decomposition.h"
 #include "adjoin/gradient_reducer.h"
 #include "error_impl.h"
+#include "plan_impl.h"
 #include "step_model_impl.h"
 
 static const char *const adj_step_phase_names[ADJ_STEP_PHASES] = {"forward", "backward", "optimizer"};
@@ -112,12 +113,7 @@ void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const
 
 int step_stage_new(step_walk *w, int layer, const char *kind, const char *name, adj_step_stage **stage) {
   adj_step_prediction *p = w->p;
-  if (p->n == w->capacity) {
-    int cap = w->capacity ? 2 * w->capacity : 32;
-    adj_step_stage *grown = realloc(p->stages, sizeof *grown * (size_t)cap);
-    ADJ_CHECK(grown, ADJ_ERR_MEM, "step model: out of memory for %d stages", cap);
-    p->stages = grown, w->capacity = cap;
-  }
+  ADJ_CALL(adj_plan_grow((void **)&p->stages, p->n, &w->capacity, sizeof *p->stages, 32, "step model: stages"));
   adj_step_stage *s = &p->stages[p->n++];
   *s = (adj_step_stage){.kind = kind, .layer = layer, .input_gradient = w->trainable_seen, .measured = true};
   snprintf(s->name, sizeof s->name, "%s", name ? name : w->d->layers[layer].name);

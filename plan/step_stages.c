@@ -227,59 +227,67 @@ static int step_mode_padding(step_walk *w, int i, adj_padding_mode mode, adj_win
   return step_pad(w, i, mode, (const int64_t (*)[2])padding);
 }
 
+/* ---- parameters -------------------------------------------------------------------------------- */
+
+/* A layer's weight block, and its bias block when bias > 0, broadcast over
+ * the q workers that use them and summed back in the backward: rank 0's
+ * parameters, and the layer's copies of them and of their gradients. */
+static void step_weights(const step_walk *w, adj_step_stage *s, int q, double weights, double bias) {
+  double e = w->esize;
+  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", q, weights * e);
+  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", q, weights * e);
+  step_parameter(w, s, (int64_t)weights);
+  if (bias > 0) {
+    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", q, bias * e);
+    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", q, bias * e);
+    step_parameter(w, s, (int64_t)bias);
+  }
+  step_buffer(s, 2 * (weights + bias), e);
+}
+
 /* ---- convolution ------------------------------------------------------------------------------- */
 
 /* conv_layer.h's operators: x broadcast over P_co, y summed over P_ci,
  * weights and bias broadcast over the batch and spatial workers. */
-static void step_conv_moves(const step_walk *w, adj_step_stage *s, const int64_t *blocks, double x_held,
-                            double y_block, double weights, bool bias) {
-  int p_co = (int)blocks[3], p_ci = w->cur.parts[1], q = w->cur.parts[0];
+static void step_conv_moves(const step_walk *w, adj_step_stage *s, int p_co, double x_held, double y_block,
+                            double weights, double bias) {
+  int p_ci = w->cur.parts[1], q = w->cur.parts[0];
   for (int j = 2; j < w->cur.ndim; j++) q *= w->cur.parts[j];
-  double e = w->esize, co = (double)blocks[2];
+  double e = w->esize;
   step_broadcast(w, s, ADJ_STEP_FORWARD, "input broadcast", p_co, x_held * e);
   if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, "input sum", p_co, x_held * e);
   step_sum(w, s, ADJ_STEP_FORWARD, "output sum", p_ci, y_block * e);
   step_broadcast(w, s, ADJ_STEP_BACKWARD, "output broadcast", p_ci, y_block * e);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", q, weights * e);
-  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", q, weights * e);
-  if (bias) {
-    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", q, co * e);
-    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", q, co * e);
-  }
+  step_weights(w, s, q, weights, bias);
 }
 
 int step_conv(step_walk *w, int i) {
   const adj_desc_layer *l = &w->d->layers[i];
   adj_window_geometry g = l->u.conv.window;
   ADJ_CALL(step_mode_padding(w, i, l->u.conv.padding_mode, &g));
-  int sd = g.spatial_dims, p_co = w->layout->layers[i].placement.out_parts > 0 ? w->layout->layers[i].placement.out_parts : 1;
+  int sd = g.spatial_dims, p_co = w->layout->layers[i].placement.out_parts > 1 ? w->layout->layers[i].placement.out_parts : 1;
   adj_step_stage *s;
   ADJ_CALL(step_stage_new(w, i, "conv", NULL, &s));
-  /* n, ci, co, P_co */
-  int64_t blocks[4] = {step_block(w->batch, w->cur.parts[0]), step_block(w->cur.shape[1], w->cur.parts[1]),
-                       step_block(l->out_shape[0], p_co), p_co};
+  int64_t groups = l->u.conv.groups, n = step_first_block(&w->cur, 0), ci = step_first_block(&w->cur, 1);
+  int64_t co = step_block(l->out_shape[0], p_co);
   step_dim dims[ADJ_MAX_SPATIAL_DIMS];
   step_window(w, &g, &l->out_shape[1], dims);
   adj_desc_layer twin = *l;
   twin.u.conv.window = g;
-  twin.u.conv.out_channels = blocks[2];
-  step_window_twin(&twin, &twin.u.conv.window, sd, dims, blocks[1] / l->u.conv.groups * l->u.conv.groups,
-                   blocks[2]);
-  double kernel = 1, held, input, output;
+  twin.u.conv.out_channels = co;
+  step_window_twin(&twin, &twin.u.conv.window, sd, dims, ci / groups * groups, co);
+  double weights = (double)(co * (ci / groups)), held, input, output;
   bool trims;
-  for (int j = 0; j < sd; j++) kernel *= (double)g.kernel[j];
+  for (int j = 0; j < sd; j++) weights *= (double)g.kernel[j];
   step_window_volumes(sd, dims, &held, &input, &output, &trims);
-  double n = (double)blocks[0], ci = (double)blocks[1], co = (double)blocks[2], weights = co * ci * kernel;
-  twin.parameter_count = (int64_t)weights + (l->u.conv.bias ? blocks[2] : 0);
-  ADJ_CALL(step_compute(w, s, &twin, blocks[0], true));
-  step_halo(w, s, &g, &l->out_shape[1], dims, n * ci);
-  step_conv_moves(w, s, blocks, n * ci * held, n * co * output, weights, l->u.conv.bias);
-  step_parameter(w, s, (int64_t)weights);
-  if (l->u.conv.bias) step_parameter(w, s, blocks[2]);
-  /* x_pad, x_hat and their gradients; x_k when trimmed; w^, b^, y^ and theirs. */
-  step_buffer(s, 4 * n * ci * held + (trims ? 2 * n * ci * input : 0) + 2 * weights + 2 * n * co * output, w->esize);
-  if (l->u.conv.bias) step_buffer(s, 2 * co, w->esize);
-  step_conv_workspace(w, s, &twin, blocks[0], &twin.u.conv.window);
+  twin.parameter_count = (int64_t)weights + (l->u.conv.bias ? co : 0);
+  ADJ_CALL(step_compute(w, s, &twin, n, true));
+  double x_block = (double)(n * ci), y_block = (double)(n * co);
+  step_halo(w, s, &g, &l->out_shape[1], dims, x_block);
+  step_conv_moves(w, s, p_co, x_block * held, y_block * output, weights, l->u.conv.bias ? (double)co : 0);
+  /* x_pad, x_hat and their gradients; x_k when trimmed; y^ and its gradient. */
+  step_buffer(s, 4 * x_block * held + (trims ? 2 * x_block * input : 0) + 2 * y_block * output, w->esize);
+  step_conv_workspace(w, s, &twin, n, &twin.u.conv.window);
   int parts[ADJ_DESC_MAX_DIMS + 1];
   memcpy(parts, w->cur.parts, sizeof parts);
   parts[1] = p_co;
@@ -337,15 +345,8 @@ static int step_affine15(step_walk *w, int i, adj_step_stage *s) {
   double e = w->esize, gathered = (double)(n * f_in), weights = (double)(fo * f_in);
   step_charge(w, s, ADJ_STEP_FORWARD, "input gather", ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
   if (s->input_gradient) step_charge(w, s, ADJ_STEP_BACKWARD, "input reduce-scatter", ADJ_COMM_ALLGATHER, p_r, gathered * e, 0);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", p_c, weights * e);
-  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", p_c, weights * e);
-  step_parameter(w, s, fo * f_in);
-  if (l->u.affine.bias) {
-    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", p_c, (double)fo * e);
-    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", p_c, (double)fo * e);
-    step_parameter(w, s, fo);
-  }
-  step_buffer(s, 2 * gathered + 2 * weights + (l->u.affine.bias ? 2 * (double)fo : 0), e);
+  step_weights(w, s, p_c, weights, l->u.affine.bias ? (double)fo : 0);
+  step_buffer(s, 2 * gathered, e);
   s->workers = p_r * p_c;
   return ADJ_SUCCESS;
 }
@@ -362,17 +363,10 @@ static int step_affine_parts(step_walk *w, int i, adj_step_stage *s) {
   double e = w->esize, x = (double)(n * fi), weights = (double)(fo * fi), y = (double)(n * fo);
   step_broadcast(w, s, ADJ_STEP_FORWARD, "input broadcast", p_fo, x * e);
   if (s->input_gradient) step_sum(w, s, ADJ_STEP_BACKWARD, "input sum", p_fo, x * e);
-  step_broadcast(w, s, ADJ_STEP_FORWARD, "weight broadcast", p_b, weights * e);
-  step_sum(w, s, ADJ_STEP_BACKWARD, "weight sum", p_b, weights * e);
   step_sum(w, s, ADJ_STEP_FORWARD, "output sum", p_fi, y * e);
   step_broadcast(w, s, ADJ_STEP_BACKWARD, "output broadcast", p_fi, y * e);
-  step_parameter(w, s, fo * fi);
-  if (l->u.affine.bias) {
-    step_broadcast(w, s, ADJ_STEP_FORWARD, "bias broadcast", p_b, (double)fo * e);
-    step_sum(w, s, ADJ_STEP_BACKWARD, "bias sum", p_b, (double)fo * e);
-    step_parameter(w, s, fo);
-  }
-  step_buffer(s, 2 * (x + weights + y) + (l->u.affine.bias ? 2 * (double)fo : 0), e);
+  step_weights(w, s, p_b, weights, l->u.affine.bias ? (double)fo : 0);
+  step_buffer(s, 2 * (x + y), e);
   s->workers = p_b * p_fi * p_fo;
   return ADJ_SUCCESS;
 }

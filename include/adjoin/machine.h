@@ -56,14 +56,10 @@
 
 ADJ_BEGIN_DECLS
 
+/* The patterns, in the order above. */
 typedef enum adj_comm_kind {
-  ADJ_COMM_P2P = 0,
-  ADJ_COMM_BROADCAST = 1,
-  ADJ_COMM_REDUCE = 2,
-  ADJ_COMM_ALLREDUCE = 3,
-  ADJ_COMM_REDUCE_SCATTER = 4,
-  ADJ_COMM_ALLGATHER = 5,
-  ADJ_COMM_KINDS = 6
+  ADJ_COMM_P2P, ADJ_COMM_BROADCAST, ADJ_COMM_REDUCE, ADJ_COMM_ALLREDUCE, ADJ_COMM_REDUCE_SCATTER, ADJ_COMM_ALLGATHER,
+  ADJ_COMM_KINDS
 } adj_comm_kind;
 
 /* "p2p", "broadcast", "reduce", "allreduce", "reduce-scatter", "allgather";
@@ -99,7 +95,8 @@ int adj_machine_threads(const adj_machine *machine, int ranks);
 
 /* Parses the text format above; `source` names it in messages. */
 int adj_machine_parse(const char *text, const char *source, adj_machine *machine);
-/* Reads a machine file (a regular text file of at most 64 KiB). */
+/* Reads a machine file: a regular text file (a FIFO or device is refused
+ * without reading from it) of at most 1 MiB. */
 int adj_machine_read(const char *path, adj_machine *machine);
 /* Writes the text format (every field, the comm lines that were measured). */
 int adj_machine_write(const adj_machine *machine, FILE *out);

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "adjoin/pool_layer.h"
-#include "harness.h"
+#include "uniform_walk.h"
 
 enum { BATCH = 8 };
 
@@ -126,22 +126,8 @@ static void check_placement(adj_test *t, const adj_description *d, const adj_pla
 }
 
 static void check_network(adj_test *t, const char *file) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.net", networks_dir, file);
-  adj_description *d = NULL;
-  ADJ_TEST_OK(t, adj_description_read(path, &d));
+  adj_description *d = uniform_walk(t, networks_dir, file, BATCH, check_placement);
   if (!d) return;
-  adj_uniform_placement *list = NULL;
-  int count = 0;
-  ADJ_TEST_OK(t, adj_placement_enumerate(d, t->size, BATCH, &list, &count));
-  for (int i = 0; i < count; i++) {
-    adj_placement *p = NULL;
-    char name[256];
-    ADJ_TEST_OK(t, adj_placement_uniform(d, &list[i], &p));
-    if (p) check_placement(t, d, p, adj_uniform_placement_format(&list[i], name, sizeof name));
-    adj_placement_destroy(&p);
-  }
-  adj_uniform_placement_list_free(&list);
   adj_plan_search_options o = {.step = {.dtype = ADJ_FLOAT64, .batch = BATCH, .ranks = t->size, .machine = &rates},
                                .keep = 3};
   adj_plan_list plans = {0};
@@ -155,8 +141,6 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t441-step-model-counters");
   networks_dir = argc > 1 ? argv[1] : "networks";
-  check_network(&t, "lenet5");
-  check_network(&t, "mlp");
-  check_network(&t, "encdec");
+  for (const char *const *net = uniform_walk_networks; *net; net++) check_network(&t, *net);
   return adj_test_finish(&t);
 }

@@ -15,11 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "uniform_walk.h"
 
 enum { BATCH = 32 };
-
-static const char *networks_dir;
 
 static const adj_machine rates = {.name = "t442", .comm = {[ADJ_COMM_P2P] = {2e-6, 1e-9, 2}}, .cores = 2,
                                   .flops = 2e10, .bandwidth = 5e9};
@@ -71,46 +69,24 @@ static double allocated(adj_test *t, const adj_description *d, const adj_placeme
   return bytes;
 }
 
-static void check_network(adj_test *t, const char *file) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.net", networks_dir, file);
-  adj_description *d = NULL;
-  ADJ_TEST_OK(t, adj_description_read(path, &d));
-  if (!d) return;
-  adj_uniform_placement *list = NULL;
-  int count = 0;
-  ADJ_TEST_OK(t, adj_placement_enumerate(d, t->size, BATCH, &list, &count));
+static void check_placement(adj_test *t, const adj_description *d, const adj_placement *p, const char *name) {
   static bool warm;
-  for (int i = 0; !warm && i < count; i++) {
-    adj_placement *p = NULL;
-    ADJ_TEST_OK(t, adj_placement_uniform(d, &list[i], &p));
-    if (p) allocated(t, d, p), warm = true;
-    adj_placement_destroy(&p);
-  }
-  for (int i = 0; i < count; i++) {
-    adj_placement *p = NULL;
-    char name[256];
-    ADJ_TEST_OK(t, adj_placement_uniform(d, &list[i], &p));
-    if (!p) continue;
-    double got = allocated(t, d, p), want = modelled(t, d, p, adj_threads_get());
-    if (t->rank == 0)
-      ADJ_TEST_CHECK(t, got >= 0.9 * want && got <= 1.1 * want, "%s %s on %d ranks: rank 0 allocated %.0f bytes, the "
-                     "model counts %.0f", d->name, adj_uniform_placement_format(&list[i], name, sizeof name), t->size,
-                     got, want);
-    adj_test_report(t, "  %-8s %-36s rank 0 allocated %9.0f bytes, modelled %9.0f: %.3f", d->name,
-                    adj_uniform_placement_format(&list[i], name, sizeof name), got, want, want > 0 ? got / want : 0);
-    adj_placement_destroy(&p);
-  }
-  adj_uniform_placement_list_free(&list);
-  adj_description_destroy(&d);
+  if (!warm) allocated(t, d, p), warm = true;
+  double got = allocated(t, d, p), want = modelled(t, d, p, adj_threads_get());
+  if (t->rank == 0)
+    ADJ_TEST_CHECK(t, got >= 0.9 * want && got <= 1.1 * want,
+                   "%s %s on %d ranks: rank 0 allocated %.0f bytes, the model counts %.0f", d->name, name, t->size, got,
+                   want);
+  adj_test_report(t, "  %-8s %-36s rank 0 allocated %9.0f bytes, modelled %9.0f: %.3f", d->name, name, got, want,
+                  want > 0 ? got / want : 0);
 }
 
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t442-step-model-memory");
-  networks_dir = argc > 1 ? argv[1] : "networks";
-  check_network(&t, "lenet5");
-  check_network(&t, "mlp");
-  check_network(&t, "encdec");
+  for (const char *const *net = uniform_walk_networks; *net; net++) {
+    adj_description *d = uniform_walk(&t, argc > 1 ? argv[1] : "networks", *net, BATCH, check_placement);
+    adj_description_destroy(&d);
+  }
   return adj_test_finish(&t);
 }

@@ -169,6 +169,21 @@ int desc_padding(desc_parser *p, const char *key, int want, int64_t padding[][2]
 }
 
 /* Refuses options no reader took, listing the keys the kind knows. */
+/* Refuses an option whose key is not in the comma-separated `known`, before
+ * any reader complains about what is missing (a misspelt key is the
+ * likelier mistake). */
+static int desc_refuse_unknown(desc_parser *p, const char *known) {
+  for (int i = 0; i < p->n_options; i++) {
+    size_t len = strlen(p->options[i].key);
+    bool found = false;
+    for (const char *k = known; *k && !found; k += strcspn(k, ",") + (k[strcspn(k, ",")] ? 2 : 0))
+      found = strcspn(k, ",") == len && !strncmp(k, p->options[i].key, len);
+    ADJ_CHECK(found, ADJ_ERR_ARG, "%s:%d: %s: unknown option '%.40s' (%s)", p->source, p->line, p->what,
+              p->options[i].key, known);
+  }
+  return ADJ_SUCCESS;
+}
+
 int desc_refuse_leftover(desc_parser *p, const char *known) {
   for (int i = 0; i < p->n_options; i++)
     ADJ_CHECK(p->options[i].used, ADJ_ERR_ARG, "%s:%d: %s: unknown option '%.40s' (%s)", p->source, p->line, p->what,
@@ -328,6 +343,7 @@ static int desc_layer(desc_parser *p, const char *keyword, char **words, int cou
   snprintf(p->what, sizeof p->what, "%s %s", keyword, name);
   ADJ_CALL(desc_split_options(p, words, count));
   adj_desc_kind kind = desc_keywords[k].kind;
+  ADJ_CALL(desc_refuse_unknown(p, desc_known_keys(kind)));
   bool flat_input = kind == ADJ_DESC_AFFINE || kind == ADJ_DESC_PHANTOM;
   if (flat_input && p->rank > 1) ADJ_CALL(desc_implicit_flatten(p, name));
   adj_desc_layer *l;

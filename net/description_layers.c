@@ -19,7 +19,7 @@ const char *desc_known_keys(adj_desc_kind kind) {
   case ADJ_DESC_CONV: return "out, k, s, d, p, g, mode, bias, parts, out_parts";
   case ADJ_DESC_POOL: return "k, s, d, p, type, count_pad, mode, parts";
   case ADJ_DESC_AFFINE: return "out, bias, parts, out_parts, grid";
-  case ADJ_DESC_ACTIVATION: return "slope (leaky_relu), parts";
+  case ADJ_DESC_ACTIVATION: return "slope, parts";
   case ADJ_DESC_BATCHNORM: return "eps, momentum, affine, running_stats, parts";
   case ADJ_DESC_UPSAMPLE: return "scale, size, mode, align_corners, parts";
   case ADJ_DESC_PAD: return "p, mode, parts";

@@ -393,6 +393,34 @@ int adj_network_build(const adj_description *d, const adj_placement *p, MPI_Comm
   return status;
 }
 
+int adj_network_build_file(MPI_Comm comm, const char *path, const char *name, const adj_network_build_options *o,
+                           adj_layer **network) {
+  ADJ_CHECK(network, ADJ_ERR_ARG, "adj_network_build_file: output network pointer is NULL");
+  *network = NULL;
+  adj_description *d = NULL;
+  adj_placement *p = NULL;
+  int status = adj_description_read_all(comm, path, &d);
+  if (!status) status = adj_placement_find(comm, d, path, name, &p);
+  if (!status) status = adj_network_build(d, p, comm, o, network);
+  adj_placement_destroy(&p);
+  adj_description_destroy(&d);
+  return status;
+}
+
+int adj_network_file_ranks(MPI_Comm comm, const char *path, const char *name, int64_t batch) {
+  adj_description *d = NULL;
+  adj_placement *p = NULL;
+  adj_network_layout layout = {0};
+  int ranks = !adj_description_read_all(comm, path, &d) && !adj_placement_find(comm, d, path, name, &p) &&
+                      !adj_placement_resolve(d, p, batch, &layout)
+                  ? layout.ranks
+                  : 0;
+  adj_network_layout_free(&layout);
+  adj_placement_destroy(&p);
+  adj_description_destroy(&d);
+  return ranks;
+}
+
 adj_layer *adj_network_build_loss(adj_layer *network) {
   adj_layer *last = adj_network_layer(network, adj_network_depth(network) - 1);
   if (!last) return NULL;

@@ -60,6 +60,17 @@ typedef struct adj_network_build_options {
 int adj_network_build(const adj_description *description, const adj_placement *placement, MPI_Comm comm,
                       const adj_network_build_options *options, adj_layer **network);
 
+/* From files in one call: reads the description at `path` and finds the
+ * placement `placement` (adj_placement_find: a file, a shipped name, a
+ * scheme; NULL the file's own) on every rank of comm, then builds. */
+int adj_network_build_file(MPI_Comm comm, const char *path, const char *placement,
+                           const adj_network_build_options *options, adj_layer **network);
+
+/* The ranks one replica of that network and placement uses (batch: see
+ * adj_placement_resolve), or 0 when the file or placement is refused
+ * (adj_last_error() says why).  Collective on comm. */
+int adj_network_file_ranks(MPI_Comm comm, const char *path, const char *placement, int64_t batch);
+
 /* The loss layer that ends a built network (loss_layers.h or xent_layer.h),
  * or NULL when it ends otherwise. */
 adj_layer *adj_network_build_loss(adj_layer *network);

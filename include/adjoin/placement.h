@@ -129,6 +129,7 @@ const char *adj_uniform_placement_format(const adj_uniform_placement *uniform, c
 typedef struct adj_layer_layout {
   adj_layer_placement placement;
   bool explicit_input;            /* the input partition was asked for, not taken as it arrived */
+  int inherited_from;             /* the layer whose placement this one repeats; -1 when none */
   int in_ndim, out_ndim;
   int in_parts[ADJ_DESC_MAX_DIMS + 1], out_parts[ADJ_DESC_MAX_DIMS + 1];
   int workers;

@@ -62,6 +62,7 @@ typedef struct train_options {
   int64_t caps[2];            /* first and later gradient buckets, bytes */
   bool reduce_after_backward;
   bool deep_halos;            /* fuse runs of conv, pool and activation layers over one halo exchange */
+  bool per_replica_batchnorm; /* batch norm statistics of each replica's share alone, not SyncBN */
   const char *trace;          /* event trace of rank 0; NULL: none */
 } train_options;
 
@@ -92,6 +93,8 @@ static const char usage[] =
     "                        on N = 2, 4, 8]; MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN];\n"
     "                        encdec: sequential or a spatial grid P0xP1 (rows x columns), e.g. 2x2\n"
     "                        [Nx1]; any: dp\n"
+    "  --per-replica-batchnorm  with replicas, normalise by each replica's share of the batch\n"
+    "                        (default: synchronised batch norm over the replicas, SyncBN)\n"
     "  --deep-halos          fuse each run of convolution, pool and activation layers into one deep\n"
     "                        halo layer (one halo exchange per run; docs/deep-halos.md)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
@@ -166,7 +169,7 @@ static int parse_choice(const char *flag, const char *text, const char *const na
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
   OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE, OPT_NET, OPT_PLACEMENT,
-  OPT_CHECK
+  OPT_CHECK, OPT_PER_REPLICA_BN
 };
 
 static const struct option long_options[] = {
@@ -193,6 +196,7 @@ static const struct option long_options[] = {
     {"net", required_argument, NULL, OPT_NET},
     {"placement", required_argument, NULL, OPT_PLACEMENT},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"per-replica-batchnorm", no_argument, NULL, OPT_PER_REPLICA_BN},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
 
 /* A bucket cap; -1 (and the parser's message) on a bad one. */
@@ -231,6 +235,7 @@ static int apply_option(train_options *o, int c, const char *arg) {
     return 0;
   case OPT_NET: o->net = arg; return 0;
   case OPT_CHECK: o->check = true; return 0;
+  case OPT_PER_REPLICA_BN: o->per_replica_batchnorm = true; return 0;
   case 'c': o->checkpoint = arg; return 0;
   case 'r': o->resume = true; return 0;
   case 'm': o->metrics = arg; return 0;
@@ -398,7 +403,8 @@ static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u;
 
 static int build_network(train_run *r, int64_t batch) {
   const train_options *o = &r->options;
-  adj_network_build_options bo = {.dtype = o->dtype, .batch = batch, .deep_halos = o->deep_halos};
+  adj_network_build_options bo = {.dtype = o->dtype, .batch = batch, .deep_halos = o->deep_halos,
+                                  .replicas = r->replicas, .per_replica_batchnorm = o->per_replica_batchnorm};
   if (adj_network_build(r->selection.description, r->selection.placement, adj_replicas_model_comm(r->replicas), &bo,
                         &r->net))
     return fail(r, "building the network", NULL);

@@ -90,7 +90,7 @@ static int select_read(const train_choice *c, int ranks, train_complain_fn *comp
     return 1;
   }
   char name[128];
-  bool by_default = !c->placement;
+  bool by_default = s->by_default = !c->placement;
   if (by_default) select_default(c, ranks, name, sizeof name);
   else snprintf(name, sizeof name, "%s", c->placement);
   snprintf(s->placement_name, sizeof s->placement_name, "%s", name[0] ? name : "own");
@@ -123,7 +123,10 @@ int train_select(const train_choice *c, int ranks, train_complain_fn *complain, 
   int64_t passes = (int64_t)s->replicas * c->passes, local = (c->batch + passes - 1) / passes;
   adj_network_layout layout;
   if (adj_placement_resolve(s->description, s->placement, local, &layout)) {
-    complain("layout %s: %s\n", s->placement_name, tool_error());
+    if (s->by_default)
+      complain("no default %s layout for %d ranks (%s: %s); give --layout (%s)\n", s->description->name, ranks,
+               s->placement_name, tool_error(), select_choices(s->net_path));
+    else complain("layout %s: %s\n", s->placement_name, tool_error());
     return 2;
   }
   s->ranks = layout.ranks;

@@ -29,6 +29,7 @@ typedef struct train_selection {
   char placement_name[128]; /* as the header prints it */
   int replicas;
   int ranks;                /* of one replica */
+  bool by_default;          /* the flags named no placement */
 } train_selection;
 
 /* The shipped network file of a --model ("lenet", "mlp", "encdec"), or NULL. */

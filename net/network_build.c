@@ -223,6 +223,9 @@ static int build_plain(build_state *b, const adj_desc_layer *l) {
     adj_batchnorm_layer_config bc = {.dtype = dtype, .input = b->current, .num_features = l->in_shape[0],
                                      .eps = n->eps, .momentum = n->momentum, .no_affine = !n->affine,
                                      .no_running_stats = !n->running_stats};
+    const adj_replicas *r = b->o->replicas;
+    if (r && adj_replicas_count(r) > 1 && !b->o->per_replica_batchnorm)
+      bc.replicas = adj_replicas_count(r), bc.across = adj_replicas_across_comm(r);
     return build_push(b, adj_batchnorm_layer_create(&bc, &layer), &layer);
   }
   case ADJ_DESC_UPSAMPLE: {

@@ -30,9 +30,11 @@ static const char *place_where(const place_state *s, int i, char *buf, size_t si
   const adj_layer_placement *pl = &s->out->layers[i].placement;
   int line = pl->line ? pl->line : l->line, from = s->out->layers[i].inherited_from;
   int n = snprintf(buf, size, "%s:%d: layer %s", pl->line ? place_source(s, pl) : s->d->source, line, l->name);
-  if (from >= 0 && n > 0 && (size_t)n < size)
-    snprintf(buf + n, size - (size_t)n, " (placed as %s, line %d)", s->d->layers[from].name,
-             s->out->layers[from].placement.line);
+  int from_line = from >= 0 ? s->out->layers[from].placement.line : 0;
+  if (from >= 0 && n > 0 && (size_t)n < size && from_line)
+    snprintf(buf + n, size - (size_t)n, " (placed as %s, line %d)", s->d->layers[from].name, from_line);
+  else if (from >= 0 && n > 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, " (placed as %s)", s->d->layers[from].name);
   return buf;
 }
 

@@ -93,8 +93,7 @@ code, out = run([train, "-h"])
 expect("-h", code, out, 0, "usage: mpiexec.mpich -n RANKS adjoin-train")
 
 # Flags the chosen model or optimizer would ignore are refused, not dropped.
-for args, phrase in ((["--model", "mlp", "--deep-halos"], "--deep-halos fuses LeNet-5's convolution blocks"),
-                     (["--model", "encdec", "--deep-halos"], "it does nothing for --model encdec"),
+for args, phrase in ((["--model", "mlp", "--deep-halos"], "network shallowspeed has no convolution or pool"),
                      (["--optimizer", "adam", "--momentum", "0.9"], "--momentum 0.9 is SGD's")):
     code, out = run([*small, *args])
     expect(" ".join(args), code, out, 2, phrase)
@@ -107,8 +106,8 @@ check(not os.path.exists(unused), "the refused run left a checkpoint")
 
 # Without --layout, a rank count with no default layout says so, rather than
 # naming a layout the user never typed.
-for model, ranks, phrase in (("lenet", 3, "no default LeNet-5 layout for 3 ranks; give --layout"),
-                             ("encdec", 8, "no default encoder-decoder layout for 8 ranks; give --layout")):
+for model, ranks, phrase in (("lenet", 3, "no default lenet5 layout for 3 ranks; give --layout"),
+                             ("encdec", 8, "no default encdec layout for 8 ranks; give --layout")):
     code, out = run([*small, "--model", model], ranks=ranks)
     expect(f"--model {model} on {ranks} ranks, no --layout", code, out, 2, phrase)
 

@@ -19,7 +19,6 @@
  * at every shipped placement and every enumerated uniform placement
  * (adj_placement_enumerate) on each rank count from --min-ranks (default 1)
  * to the run's. */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
@@ -158,20 +157,8 @@ static void adj_prove(const adj_dottest_options *o, MPI_Comm comm, const adj_des
 /* The names of the placement files beside the network file (rank 0 reads
  * the directory; every rank gets the list), one per line. */
 static char *adj_shipped_names(const char *net, int rank) {
-  char list[8192] = "", dir[1024];
-  if (rank == 0) {
-    const char *dot = strrchr(net, '.');
-    snprintf(dir, sizeof dir, "%.*s", dot ? (int)(dot - net) : (int)strlen(net), net);
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort);
-    for (int i = 0; i < n; i++) {
-      size_t len = strlen(names[i]->d_name), used = strlen(list);
-      if (len > 6 && !strcmp(names[i]->d_name + len - 6, ".place") && used + len < sizeof list)
-        snprintf(list + used, sizeof list - used, "%.*s\n", (int)len - 6, names[i]->d_name);
-      free(names[i]);
-    }
-    free(names);
-  }
+  char list[8192] = "";
+  if (rank == 0) adj_placement_names(net, "\n", list, sizeof list);
   MPI_Bcast(list, (int)sizeof list, MPI_CHAR, 0, MPI_COMM_WORLD);
   return strdup(list);
 }

@@ -1,7 +1,6 @@
 /* adjoin-train's network and placement (train_select.h). */
 #include "train_select.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +24,9 @@ const char *train_model_file(const char *model) {
 
 /* The placement names a network file has beside it, for messages (rank 0). */
 static const char *select_choices(const char *net_path) {
-  static char list[512];
-  snprintf(list, sizeof list, "sequential, dp, RxC, window=...,fc=...");
-  char dir[1024];
-  const char *dot = strrchr(net_path, '.');
-  snprintf(dir, sizeof dir, "%.*s", dot ? (int)(dot - net_path) : (int)strlen(net_path), net_path);
-  struct dirent **names = NULL;
-  int n = scandir(dir, &names, NULL, alphasort);
-  for (int i = 0; i < n; i++) {
-    size_t len = strlen(names[i]->d_name), used = strlen(list);
-    if (len > 6 && !strcmp(names[i]->d_name + len - 6, ".place") && used + len < sizeof list)
-      snprintf(list + used, sizeof list - used, ", %.*s", (int)len - 6, names[i]->d_name);
-    free(names[i]);
-  }
-  free(names);
+  static char list[512], names[400];
+  adj_placement_names(net_path, ", ", names, sizeof names);
+  snprintf(list, sizeof list, "%ssequential, dp, RxC, window=...,fc=...", names);
   return list;
 }
 

@@ -78,19 +78,22 @@ static void adj_bn_put_parameter(const adj_layer *l, const adj_batchnorm *b, int
   for (int64_t j = 0; j < b->c; j++) dst[j] = adj_tensor_get(t, j);
 }
 
-/* Chan's parallel combination of the groups' (count, mean, M2) in slot order:
- * the same bits on every member. */
-static void adj_bn_combine_slots(const adj_batchnorm *b, const double *slots, int64_t j, double *mean, double *m2) {
+/* Chan's parallel combination of `parts` (count, mean, M2) triples of
+ * channel j, laid out as 3 c values per part, in part order: the same bits
+ * on every worker that combines them.  *count (may be NULL) gets the total. */
+static void adj_bn_combine(int64_t c, int parts, const double *triples, int64_t j, double *count, double *mean,
+                           double *m2) {
   double n = 0, mu = 0, q = 0;
-  for (int g = 0; g < b->groups; g++) {
-    const double *s = slots + (int64_t)g * 3 * b->c;
-    double nb = s[j], mb = s[b->c + j], qb = s[2 * b->c + j];
+  for (int g = 0; g < parts; g++) {
+    const double *s = triples + (int64_t)g * 3 * c;
+    double nb = s[j], mb = s[c + j], qb = s[2 * c + j];
     if (nb <= 0) continue;
     double total = n + nb, delta = mb - mu;
     mu += delta * nb / total;
     q += qb + delta * delta * n * nb / total;
     n = total;
   }
+  if (count) *count = n;
   *mean = mu;
   *m2 = q;
 }
@@ -110,19 +113,7 @@ static int adj_bn_sync_statistics(adj_batchnorm *b, double *mean, double *m2, do
   double *own = b->own;
   for (int64_t j = 0; j < b->c; j++) own[j] = count[j], own[b->c + j] = mean[j], own[2 * b->c + j] = m2[j];
   ADJ_CALL(adj_bn_gather(b, own, 3));
-  for (int64_t j = 0; j < b->c; j++) {
-    double n = 0, mu = 0, q = 0;
-    for (int r = 0; r < b->replicas; r++) {
-      const double *s = b->gathered + (int64_t)r * 3 * b->c;
-      double nb = s[j], mb = s[b->c + j], qb = s[2 * b->c + j];
-      if (nb <= 0) continue;
-      double total = n + nb, delta = mb - mu;
-      mu += delta * nb / total;
-      q += qb + delta * delta * n * nb / total;
-      n = total;
-    }
-    count[j] = n, mean[j] = mu, m2[j] = q;
-  }
+  for (int64_t j = 0; j < b->c; j++) adj_bn_combine(b->c, b->replicas, b->gathered, j, &count[j], &mean[j], &m2[j]);
   return ADJ_SUCCESS;
 }
 
@@ -148,7 +139,7 @@ static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x
   /* Per channel: M2 in inv, the value count in scale, until they are set. */
   double *m2 = inv, *count = adj_bn_work(b, ADJ_BN_SCALE);
   for (int64_t j = 0; batch && j < b->c; j++) {
-    adj_bn_combine_slots(b, slots, j, &mean[j], &m2[j]);
+    adj_bn_combine(b->c, b->groups, slots, j, NULL, &mean[j], &m2[j]);
     count[j] = (double)b->count;
   }
   if (batch && b->replicas > 1) ADJ_CALL(adj_bn_sync_statistics(b, mean, m2, count));

@@ -129,46 +129,55 @@ static int desc_list(desc_parser *p, const char *key, const char *text, int max_
   }
 }
 
-int desc_ints(desc_parser *p, const char *key, int want, int64_t min, int64_t max, int64_t *out) {
+/* Option `key`'s list, one entry per dimension: *given is false when the
+ * option is absent; one entry stands for every dimension. */
+typedef struct desc_items {
+  char item[ADJ_DESC_MAX_DIMS + 1][40];
+  int n;
+  bool given;
+} desc_items;
+
+static int desc_take_list(desc_parser *p, const char *key, int want, desc_items *it) {
   const char *v = desc_take(p, key);
+  it->given = v != NULL, it->n = 0;
   if (!v) return ADJ_SUCCESS;
-  char items[ADJ_DESC_MAX_DIMS + 1][40];
-  int n = 0;
-  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, items, &n));
-  ADJ_CHECK(n == 1 || n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v, n, want);
-  for (int i = 0; i < want; i++) ADJ_CALL(adj_parse_int64(items[n == 1 ? 0 : i], min, max, desc_what(p, key), &out[i]));
+  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, it->item, &it->n));
+  ADJ_CHECK(it->n == 1 || it->n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v,
+            it->n, want);
+  return ADJ_SUCCESS;
+}
+
+/* The entry of dimension i. */
+static char *desc_item(desc_items *it, int i) { return it->item[it->n == 1 ? 0 : i]; }
+
+int desc_ints(desc_parser *p, const char *key, int want, int64_t min, int64_t max, int64_t *out) {
+  desc_items it;
+  ADJ_CALL(desc_take_list(p, key, want, &it));
+  for (int i = 0; it.given && i < want; i++) ADJ_CALL(adj_parse_int64(desc_item(&it, i), min, max, desc_what(p, key), &out[i]));
   return ADJ_SUCCESS;
 }
 
 int desc_reals(desc_parser *p, const char *key, int want, double min, double max, double *out) {
-  const char *v = desc_take(p, key);
-  if (!v) return ADJ_SUCCESS;
-  char items[ADJ_DESC_MAX_DIMS + 1][40];
-  int n = 0;
-  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, items, &n));
-  ADJ_CHECK(n == 1 || n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v, n, want);
-  for (int i = 0; i < want; i++) ADJ_CALL(adj_parse_real(items[n == 1 ? 0 : i], min, max, desc_what(p, key), &out[i]));
+  desc_items it;
+  ADJ_CALL(desc_take_list(p, key, want, &it));
+  for (int i = 0; it.given && i < want; i++) ADJ_CALL(adj_parse_real(desc_item(&it, i), min, max, desc_what(p, key), &out[i]));
   return ADJ_SUCCESS;
 }
 
 /* Padding "P", "PxQ..." (both sides) or with "L:R" entries (left, right). */
 int desc_padding(desc_parser *p, const char *key, int want, int64_t padding[][2]) {
-  const char *v = desc_take(p, key);
-  if (!v) return ADJ_SUCCESS;
-  char items[ADJ_DESC_MAX_DIMS + 1][40];
-  int n = 0;
-  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, items, &n));
-  ADJ_CHECK(n == 1 || n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v, n, want);
-  for (int i = 0; i < want; i++) {
-    char *item = items[n == 1 ? 0 : i], *colon = strchr(item, ':');
+  desc_items it;
+  ADJ_CALL(desc_take_list(p, key, want, &it));
+  for (int i = 0; it.given && i < want; i++) {
+    char *item = desc_item(&it, i), *colon = strchr(item, ':');
     if (colon) *colon = '\0';
     ADJ_CALL(adj_parse_int64(item, 0, DESC_MAX_WINDOW, desc_what(p, key), &padding[i][0]));
     ADJ_CALL(adj_parse_int64(colon ? colon + 1 : item, 0, DESC_MAX_WINDOW, desc_what(p, key), &padding[i][1]));
+    if (colon) *colon = ':';
   }
   return ADJ_SUCCESS;
 }
 
-/* Refuses options no reader took, listing the keys the kind knows. */
 /* Refuses an option whose key is not in the comma-separated `known`, before
  * any reader complains about what is missing (a misspelt key is the
  * likelier mistake). */

@@ -7,7 +7,6 @@
  * 1e-12.  With --stride K, every K-th enumerated placement only (the
  * first, the (K+1)-th, ...), so the quick suite samples what the slow suite
  * proves in full.  Usage: t432-network-placements [--stride K] NETWORK.net ... */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,27 +30,18 @@ static void check_one(adj_test *t, const adj_description *d, const adj_placement
 
 /* The shipped placement files of the network that use exactly t->size ranks. */
 static void check_files(adj_test *t, const adj_description *d, const char *path, int *count) {
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%.*s", (int)(strlen(path) - 4), path);
-  struct dirent **names = NULL;
-  int n = scandir(dir, &names, NULL, alphasort);
-  for (int i = 0; i < n; i++) {
-    const char *file = names[i]->d_name;
-    size_t len = strlen(file);
-    if (len > 6 && !strcmp(file + len - 6, ".place")) {
-      char full[1300];
-      snprintf(full, sizeof full, "%s/%s", dir, file);
-      adj_placement *p = NULL;
-      adj_network_layout layout;
-      ADJ_TEST_OK(t, adj_placement_read(full, &p));
-      ADJ_TEST_OK(t, p ? adj_placement_resolve(d, p, BATCH, &layout) : ADJ_ERR_ARG);
-      if (p && layout.layers && layout.ranks == t->size) check_one(t, d, p, p->name, count);
-      adj_network_layout_free(&layout);
-      adj_placement_destroy(&p);
-    }
-    free(names[i]);
+  char names[4096];
+  adj_placement_names(path, "\n", names, sizeof names);
+  char *save = NULL;
+  for (char *name = strtok_r(names, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
+    adj_placement *p = NULL;
+    adj_network_layout layout = {0};
+    ADJ_TEST_OK(t, adj_placement_find(t->comm, d, path, name, &p));
+    ADJ_TEST_OK(t, p ? adj_placement_resolve(d, p, BATCH, &layout) : ADJ_ERR_ARG);
+    if (p && layout.layers && layout.ranks == t->size) check_one(t, d, p, p->name, count);
+    adj_network_layout_free(&layout);
+    adj_placement_destroy(&p);
   }
-  free(names);
 }
 
 static void check_network(adj_test *t, const char *path, int stride) {

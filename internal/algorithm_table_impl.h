@@ -3,7 +3,8 @@
  * A table maps (group size, block bytes) to the algorithm measured fastest on
  * this machine (bench-primitives --calibrate writes it).  It is a text file,
  * one entry a line, "sum <group size> <bytes> <algorithm name>", '#' starting
- * a comment, kept at $ADJ_ALGORITHM_CACHE, else
+ * a comment, kept where adj_algorithm_table_set_path says (broadcast.h), else
+ * at $ADJ_ALGORITHM_CACHE, else
  * $XDG_CACHE_HOME/adjoin/primitive-algorithms, else
  * $HOME/.cache/adjoin/primitive-algorithms.  An entry holds from its byte
  * count up to the next entry of the same group size; below the smallest it is

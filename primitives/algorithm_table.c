@@ -7,11 +7,27 @@
 #include <sys/stat.h>
 
 #include "algorithm_table_impl.h"
+#include "adjoin/broadcast.h"
 #include "error_impl.h"
+#include "setting_impl.h"
+
+static adj_setting adj_algorithm_cache_setting = ADJ_SETTING_INIT("ADJ_ALGORITHM_CACHE");
+
+int adj_algorithm_table_set_path(const char *path) {
+  ADJ_CHECK(path, ADJ_ERR_ARG, "adj_algorithm_table_set_path: path is NULL (\"\" for the default place)");
+  return adj_setting_set(&adj_algorithm_cache_setting, path);
+}
+
+int adj_algorithm_table_get_path(char *path, size_t size) {
+  ADJ_CHECK(path && size > 0, ADJ_ERR_ARG, "adj_algorithm_table_get_path: no room for the path");
+  adj_algorithm_table_path(path, size);
+  return ADJ_SUCCESS;
+}
 
 void adj_algorithm_table_path(char *path, size_t size) {
-  const char *explicit = getenv("ADJ_ALGORITHM_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (explicit && *explicit) snprintf(path, size, "%s", explicit);
+  const char *explicit = adj_setting_text(&adj_algorithm_cache_setting), *xdg = getenv("XDG_CACHE_HOME"),
+             *home = getenv("HOME");
+  if (*explicit) snprintf(path, size, "%s", explicit);
   else if (xdg && *xdg) snprintf(path, size, "%s/adjoin/primitive-algorithms", xdg);
   else if (home && *home) snprintf(path, size, "%s/.cache/adjoin/primitive-algorithms", home);
   else path[0] = '\0';
@@ -67,7 +83,7 @@ static void adj_algorithm_make_parent(const char *path) {
 }
 
 int adj_algorithm_table_write(const char *path, const adj_algorithm_table *table) {
-  ADJ_CHECK(path && *path, ADJ_ERR_ARG, "no path for the algorithm table: set ADJ_ALGORITHM_CACHE or HOME");
+  ADJ_CHECK(path && *path, ADJ_ERR_ARG, "no path for the algorithm table: set ADJ_ALGORITHM_CACHE (adj_algorithm_table_set_path) or HOME");
   adj_algorithm_make_parent(path);
   FILE *file = fopen(path, "w");
   ADJ_CHECK(file, ADJ_ERR_IO, "cannot write the algorithm table %s: %s", path, strerror(errno));

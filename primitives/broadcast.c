@@ -38,14 +38,7 @@
 #include "broadcast_impl.h"
 #include "op_impl.h"
 #include "dtype_mpi_impl.h"
-
-typedef enum adj_sum_algorithm {
-  ADJ_SUM_AUTO = 0,
-  ADJ_SUM_REDUCE,
-  ADJ_SUM_ALLREDUCE,
-  ADJ_SUM_REDUCE_SCATTER,
-  ADJ_SUM_CHAIN,
-} adj_sum_algorithm;
+#include "setting_impl.h"
 
 const char *const adj_sum_algorithm_names[ADJ_SUM_ALGORITHM_COUNT] = {"auto", "reduce", "allreduce", "reduce-scatter",
                                                                       "chain"};
@@ -190,36 +183,58 @@ enum { ADJ_SUM_ALLREDUCE_FROM = 65536, ADJ_SUM_REDUCE_SCATTER_FROM = 1 << 20 };
 
 /* Bytes per chain segment: small enough that a member starts forwarding soon
  * after the first segment arrives, large enough that per-message costs stay
- * small.  ADJ_CHAIN_SEGMENT_BYTES overrides it (the tests cut even tiny blocks
- * into several segments with it). */
+ * small.  ADJ_CHAIN_SEGMENT_BYTES or its setter overrides it (the tests cut
+ * even tiny blocks into several segments with it). */
 enum { ADJ_CHAIN_SEGMENT_DEFAULT = 65536 };
 
-static int adj_chain_segment_from_env(size_t esize, int *segment) {
-  long bytes = ADJ_CHAIN_SEGMENT_DEFAULT;
-  const char *env = getenv("ADJ_CHAIN_SEGMENT_BYTES");
-  if (env && *env) {
-    char *end;
-    errno = 0;
-    bytes = strtol(env, &end, 10);
-    ADJ_CHECK(!errno && !*end && bytes > 0 && bytes <= INT_MAX, ADJ_ERR_ARG,
-              "ADJ_CHAIN_SEGMENT_BYTES='%s' is not a positive byte count", env);
-  }
+static adj_setting adj_chain_segment_setting = ADJ_SETTING_INIT("ADJ_CHAIN_SEGMENT_BYTES");
+static adj_setting adj_sum_algorithm_setting = ADJ_SETTING_INIT("ADJ_SUM_REDUCE_ALGORITHM");
+
+int adj_chain_segment_bytes_get_default(long *bytes) {
+  ADJ_CHECK(bytes, ADJ_ERR_ARG, "adj_chain_segment_bytes_get_default: output pointer is NULL");
+  const char *text = adj_setting_text(&adj_chain_segment_setting);
+  *bytes = ADJ_CHAIN_SEGMENT_DEFAULT;
+  if (!*text) return ADJ_SUCCESS;
+  char *end;
+  errno = 0;
+  long value = strtol(text, &end, 10);
+  ADJ_CHECK(!errno && !*end && value > 0 && value <= INT_MAX, ADJ_ERR_ARG,
+            "ADJ_CHAIN_SEGMENT_BYTES='%s' is not a positive byte count", text);
+  *bytes = value;
+  return ADJ_SUCCESS;
+}
+
+int adj_chain_segment_bytes_set_default(long bytes) {
+  ADJ_CHECK(bytes >= 0 && bytes <= INT_MAX, ADJ_ERR_ARG,
+            "adj_chain_segment_bytes_set_default: %ld bytes is not from 1 to %d (or 0 for the default)", bytes,
+            INT_MAX);
+  char text[32] = "";
+  if (bytes > 0) snprintf(text, sizeof text, "%ld", bytes);
+  return adj_setting_set(&adj_chain_segment_setting, text);
+}
+
+/* Elements per chain segment of esize-byte elements, at least 1. */
+static int adj_chain_segment(size_t esize, int *segment) {
+  long bytes;
+  ADJ_CALL(adj_chain_segment_bytes_get_default(&bytes));
   *segment = (size_t)bytes >= esize ? (int)((size_t)bytes / esize) : 1;
   return ADJ_SUCCESS;
 }
 
-static int adj_sum_algorithm_from_env(adj_sum_algorithm *algorithm) {
-  *algorithm = ADJ_SUM_AUTO;
-  const char *env = getenv("ADJ_SUM_REDUCE_ALGORITHM");
-  if (!env || !*env) return ADJ_SUCCESS;
-  for (int a = 0; a < (int)(sizeof adj_sum_algorithm_names / sizeof adj_sum_algorithm_names[0]); a++)
-    if (!strcmp(env, adj_sum_algorithm_names[a])) {
-      *algorithm = (adj_sum_algorithm)a;
-      return ADJ_SUCCESS;
-    }
-  return adj_error_set(ADJ_ERR_ARG,
-                       "ADJ_SUM_REDUCE_ALGORITHM='%s' is not one of auto, reduce, allreduce, reduce-scatter, chain",
-                       env);
+int adj_sum_algorithm_get_default(adj_sum_algorithm *algorithm) {
+  ADJ_CHECK(algorithm, ADJ_ERR_ARG, "adj_sum_algorithm_get_default: output pointer is NULL");
+  int choice;
+  ADJ_CALL(adj_setting_choice(&adj_sum_algorithm_setting, adj_sum_algorithm_names, ADJ_SUM_ALGORITHM_COUNT, &choice));
+  *algorithm = (adj_sum_algorithm)choice;
+  return ADJ_SUCCESS;
+}
+
+int adj_sum_algorithm_set_default(adj_sum_algorithm algorithm) {
+  ADJ_CHECK(algorithm >= ADJ_SUM_AUTO && algorithm <= ADJ_SUM_CHAIN, ADJ_ERR_ARG,
+            "adj_sum_algorithm_set_default: algorithm %d is not auto (0), reduce (1), allreduce (2), "
+            "reduce-scatter (3) or chain (4)",
+            (int)algorithm);
+  return adj_setting_set(&adj_sum_algorithm_setting, adj_sum_algorithm_names[algorithm]);
 }
 
 /* Segments of a chain group.  Every member but the last receives the running
@@ -288,9 +303,9 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_cho
 static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_algorithm_table *table) {
   adj_bcast *b = op->impl;
   adj_sum_choice choice = {.forced = chosen, .segment = 1, .table = table};
-  if (choice.forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&choice.forced));
+  if (choice.forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_get_default(&choice.forced));
   size_t esize = adj_dtype_size(op->dtype);
-  ADJ_CALL(adj_chain_segment_from_env(esize, &choice.segment));
+  ADJ_CALL(adj_chain_segment(esize, &choice.segment));
   if (b->root_comm != MPI_COMM_NULL)
     ADJ_CALL(adj_sum_plan_create(op->name, b, &choice, b->root_comm, b->source_count, esize, true, &b->root_sum));
   if (b->leaf_comm != MPI_COMM_NULL)

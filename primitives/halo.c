@@ -38,6 +38,7 @@
 #include "box_type_impl.h"
 #include "op_impl.h"
 #include "dtype_mpi_impl.h"
+#include "setting_impl.h"
 
 typedef struct adj_halo_message {
   int peer;             /* rank in the operator's communicator */
@@ -390,18 +391,28 @@ static int adj_halo_agree_geometry(MPI_Comm base, adj_wait_policy policy, int64_
 static const char *const adj_halo_algorithm_names[] = {"auto", "nested", "direct"};
 enum { ADJ_HALO_ALGORITHMS = sizeof adj_halo_algorithm_names / sizeof adj_halo_algorithm_names[0] };
 
-/* AUTO resolved: the environment's choice, else nested (halo.h says why).
- * The environment is the same on every rank under mpiexec, so a bad value
- * fails alike everywhere. */
+static adj_setting adj_halo_algorithm_setting = ADJ_SETTING_INIT("ADJ_HALO_ALGORITHM");
+
+int adj_halo_algorithm_get_default(adj_halo_algorithm *algorithm) {
+  ADJ_CHECK(algorithm, ADJ_ERR_ARG, "adj_halo_algorithm_get_default: output pointer is NULL");
+  int choice;
+  ADJ_CALL(adj_setting_choice(&adj_halo_algorithm_setting, adj_halo_algorithm_names, ADJ_HALO_ALGORITHMS, &choice));
+  *algorithm = (adj_halo_algorithm)choice;
+  return ADJ_SUCCESS;
+}
+
+int adj_halo_algorithm_set_default(adj_halo_algorithm algorithm) {
+  ADJ_CHECK(algorithm >= ADJ_HALO_AUTO && algorithm <= ADJ_HALO_DIRECT, ADJ_ERR_ARG,
+            "adj_halo_algorithm_set_default: algorithm %d is not auto (0), nested (1) or direct (2)", (int)algorithm);
+  return adj_setting_set(&adj_halo_algorithm_setting, adj_halo_algorithm_names[algorithm]);
+}
+
+/* AUTO resolved: the process's default (its setter or the environment), else
+ * nested (halo.h says why).  The environment is the same on every rank under
+ * mpiexec, so a bad value fails alike everywhere. */
 static int adj_halo_algorithm_resolve(adj_halo_algorithm requested, adj_halo_algorithm *resolved) {
   *resolved = requested;
-  const char *env = getenv("ADJ_HALO_ALGORITHM");
-  if (requested == ADJ_HALO_AUTO && env && *env) {
-    int a = 0;
-    while (a < ADJ_HALO_ALGORITHMS && strcmp(env, adj_halo_algorithm_names[a])) a++;
-    ADJ_CHECK(a < ADJ_HALO_ALGORITHMS, ADJ_ERR_ARG, "ADJ_HALO_ALGORITHM='%s' is not one of auto, nested, direct", env);
-    *resolved = (adj_halo_algorithm)a;
-  }
+  if (requested == ADJ_HALO_AUTO) ADJ_CALL(adj_halo_algorithm_get_default(resolved));
   if (*resolved == ADJ_HALO_AUTO) *resolved = ADJ_HALO_NESTED;
   return ADJ_SUCCESS;
 }

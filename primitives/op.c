@@ -7,26 +7,29 @@
 #include "agree_impl.h"
 #include "op_after_impl.h"
 #include "op_impl.h"
+#include "setting_impl.h"
+
+/* In adj_check_level order; "auto" in the environment means the built-in FULL. */
+static const char *const adj_check_level_names[] = {"auto", "full", "first", "off"};
+enum { ADJ_CHECK_LEVELS = sizeof adj_check_level_names / sizeof adj_check_level_names[0] };
+
+static adj_setting adj_check_setting = ADJ_SETTING_INIT("ADJ_CHECK");
 
 const char *adj_check_level_name(adj_check_level level) {
-  switch (level) {
-  case ADJ_CHECK_AUTO: return "auto";
-  case ADJ_CHECK_FULL: return "full";
-  case ADJ_CHECK_FIRST: return "first";
-  case ADJ_CHECK_OFF: return "off";
-  }
-  return "invalid";
+  return level >= ADJ_CHECK_AUTO && level <= ADJ_CHECK_OFF ? adj_check_level_names[level] : "invalid";
 }
 
 int adj_check_level_default(adj_check_level *level) {
-  *level = ADJ_CHECK_FULL;
-  const char *env = getenv("ADJ_CHECK");
-  if (!env || !*env) return ADJ_SUCCESS;
-  if (!strcmp(env, "full")) *level = ADJ_CHECK_FULL;
-  else if (!strcmp(env, "first")) *level = ADJ_CHECK_FIRST;
-  else if (!strcmp(env, "off")) *level = ADJ_CHECK_OFF;
-  else return adj_error_set(ADJ_ERR_ARG, "ADJ_CHECK='%s' is not one of full, first, off", env);
+  int choice;
+  ADJ_CALL(adj_setting_choice(&adj_check_setting, adj_check_level_names, ADJ_CHECK_LEVELS, &choice));
+  *level = choice == ADJ_CHECK_AUTO ? ADJ_CHECK_FULL : (adj_check_level)choice;
   return ADJ_SUCCESS;
+}
+
+int adj_check_level_set_default(adj_check_level level) {
+  ADJ_CHECK(level >= ADJ_CHECK_AUTO && level <= ADJ_CHECK_OFF, ADJ_ERR_ARG,
+            "adj_check_level_set_default: level %d is not auto (0), full (1), first (2) or off (3)", (int)level);
+  return adj_setting_set(&adj_check_setting, adj_check_level_names[level]);
 }
 
 /* The strictest level any rank asks for, so that either every rank or none

@@ -36,7 +36,7 @@ static void check_round_trip(adj_test *t) {
   adj_algorithm_table written = {.n = 4,
                                  .entries = {{2, 0, 1}, {2, 65536, 2}, {3, 1024, 4}, {8, 1 << 20, 3}}};
   if (t->rank == 0) ADJ_TEST_OK(t, adj_algorithm_table_write(path, &written));
-  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(path));
   adj_algorithm_table read;
   ADJ_TEST_OK(t, adj_algorithm_table_load(t->comm, &read));
   bool same = read.n == written.n;
@@ -88,7 +88,7 @@ static void check_every_rank_agrees(adj_test *t) {
   table_path(t, "chain", path, sizeof path);
   snprintf(text, sizeof text, "sum %d 0 chain\n", t->size);
   write_text(t, path, text);
-  setenv("ADJ_ALGORITHM_CACHE", t->rank == 0 ? path : "/nonexistent/adjoin-t214", 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(t->rank == 0 ? path : "/nonexistent/adjoin-t214"));
   sum_reduce_algorithm(t, 10, algorithm, sizeof algorithm);
   int chain = strstr(algorithm, "sum chain") != NULL, all = 0;
   MPI_Allreduce(&chain, &all, 1, MPI_INT, MPI_SUM, t->comm);
@@ -112,7 +112,7 @@ static void check_corrupt(adj_test *t) {
     ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && strstr(adj_last_error(), needle), "reading %s: status %d, '%s'", path,
                    status, adj_last_error());
   }
-  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(path));
   ADJ_TEST_OK(t, adj_algorithm_table_load(t->comm, &table));
   ADJ_TEST_CHECK(t, table.n == 0, "a corrupt table loaded %d entries", table.n);
   sum_reduce_algorithm(t, 10, algorithm, sizeof algorithm);
@@ -127,7 +127,7 @@ static void check_fixed_rule(adj_test *t) {
   if (t->size < 2) return;
   char path[512], algorithm[64];
   table_path(t, "missing", path, sizeof path);
-  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(path));
   const int64_t counts[] = {10, 8191, 8192, 131071, 131072};
   const char *const want[] = {"reduce", "reduce", "allreduce", "allreduce", "reduce-scatter"};
   for (int i = 0; i < 5; i++) {
@@ -156,7 +156,7 @@ static void remove_files(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t214-algorithm-table");
-  unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
+  ADJ_TEST_OK(&t, adj_sum_algorithm_set_default(ADJ_SUM_AUTO));
   check_round_trip(&t);
   check_every_rank_agrees(&t);
   check_corrupt(&t);

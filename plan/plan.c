@@ -1,6 +1,6 @@
 /* The communication cost model and grid planner (plan.h).  Equations are
  * those of papers 000 (eq. 4) and 001 (eqs. 8, 9) as transcribed in
- * specs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
+ * docs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
  * for the all-gather, the layer input for dX), A4 (parameterised layers only;
  * no dX for the first), A7 (eq. 9's halo with X^{i+1} := the conv output),
  * A8 (no halo when P_r = 1) and A10 (no redistribution in paper modes). */

@@ -9,7 +9,7 @@
  *   paper-eq4  000 eq. (4): every parameterised layer 1.5D on the one grid,
  *              3 (all-gather + all-reduce of dX) + 2 (all-reduce of dW) terms.
  *   paper      001 eq. (8)/(9) verbatim with the decisions of
- *              specs/parallelism.md A2-A11: the first layer has no dX term,
+ *              docs/parallelism.md A2-A11: the first layer has no dX term,
  *              the grid's P_r splits an fc layer's model and, for a conv
  *              layer, its model (eq. 8) or, with ADJ_PLAN_CONV_DOMAIN, the
  *              cheaper of model and domain (eq. 9).

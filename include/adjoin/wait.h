@@ -4,7 +4,7 @@
  * has cores (tests run 4-8 ranks on 2 cores) a blocking collective costs
  * milliseconds because the spinning ranks starve the ones that must make
  * progress; testing and yielding the core between tests costs ~200x less (see
- * DESIGN.md section 4).  With one rank per core spinning is fastest.  So every
+ * docs/design.md section 5).  With one rank per core spinning is fastest.  So every
  * adjoin primitive posts nonblocking MPI and completes it here.
  *
  * ADJ_WAIT_AUTO picks yield when the ranks on this node outnumber its online

@@ -21,7 +21,7 @@
  *  - messages counted by the operators: on balanced layouts of the 3x3 run,
  *    where every layer exchanges with the same neighbours, the layers' halos
  *    send exactly k = 3 times the fused layer's messages, forward and adjoint;
- *  - the three checks of DESIGN.md section 5 for the fused layer: the
+ *  - the three checks of docs/design.md section 6 for the fused layer: the
  *    dot-product test, the Taylor test, and distributed (fused) against the
  *    sequential layer-by-layer twin on MPI_COMM_SELF (run_tolerance as for
  *    the fused backward above: weight gradients sum thousands of terms in

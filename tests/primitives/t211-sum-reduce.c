@@ -46,13 +46,11 @@ static void check_errors(adj_test *t) {
 
 /* Counters report what the chosen algorithm moves (include/adjoin/broadcast.h)
  * for a sum-reduce of 10 float64 over the world onto rank 0; the algorithm is
- * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants).  A
- * bad value is refused at creation on every rank. */
+ * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants;
+ * t007 checks a bad value). */
 static void check_counters(adj_test *t) {
   sum_to_root w;
   sum_to_root_create(t, 10, &w);
-  adj_partition *all = w.all;
-  adj_decomposition *y = w.y;
   adj_op *op = w.op;
   const char *forced = getenv("ADJ_SUM_REDUCE_ALGORITHM"), *chosen = adj_op_algorithm(op);
   if (forced && *forced && strcmp(forced, "auto") && t->size > 1)

@@ -17,7 +17,6 @@
 #endif
 
 static const char *const adj_wait_policy_names[] = {"auto", "spin", "yield"};
-enum { ADJ_WAIT_POLICIES = sizeof adj_wait_policy_names / sizeof adj_wait_policy_names[0] };
 
 const char *adj_wait_policy_name(adj_wait_policy policy) {
   return adj_wait_policy_valid(policy) ? adj_wait_policy_names[policy] : "invalid";
@@ -29,19 +28,7 @@ int adj_wait_policy_valid(adj_wait_policy policy) {
 
 static adj_setting adj_wait_setting = ADJ_SETTING_INIT("ADJ_WAIT_POLICY");
 
-int adj_wait_policy_get_default(adj_wait_policy *policy) {
-  ADJ_CHECK(policy, ADJ_ERR_ARG, "adj_wait_policy_get_default: output policy pointer is NULL");
-  int choice;
-  ADJ_CALL(adj_setting_choice(&adj_wait_setting, adj_wait_policy_names, ADJ_WAIT_POLICIES, &choice));
-  *policy = (adj_wait_policy)choice;
-  return ADJ_SUCCESS;
-}
-
-int adj_wait_policy_set_default(adj_wait_policy policy) {
-  ADJ_CHECK(adj_wait_policy_valid(policy), ADJ_ERR_ARG,
-            "adj_wait_policy_set_default: wait policy %d is not auto (0), spin (1) or yield (2)", (int)policy);
-  return adj_setting_set(&adj_wait_setting, adj_wait_policy_name(policy));
-}
+ADJ_SETTING_CHOICE_ACCESSORS(adj_wait_policy, adj_wait_policy, adj_wait_setting, adj_wait_policy_names)
 
 /* MPI_Comm_split_type is a slow blocking collective on an oversubscribed node,
  * and every partition and operator resolves its policy when it is created.  The agreed answer is

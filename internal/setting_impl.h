@@ -36,4 +36,29 @@ int adj_setting_set(adj_setting *setting, const char *text);
  * value and the names when it is none of them. */
 int adj_setting_choice(adj_setting *setting, const char *const *names, int count, int *choice);
 
+/* The getter's and setter's halves of a setting whose values are an enum
+ * numbered as names: the index of the setting's text (ADJ_ERR_ARG naming
+ * `who` when out, the caller's output pointer, is NULL), and storing
+ * names[index] (ADJ_ERR_ARG naming `who`, the index and every name when it is
+ * out of range). */
+int adj_setting_get_choice(adj_setting *setting, const char *who, const void *out, const char *const *names,
+                           int count, int *index);
+int adj_setting_set_choice(adj_setting *setting, const char *who, const char *const *names, int count, int index);
+
+/* Defines PREFIX_get_default(TYPE *) and PREFIX_set_default(TYPE), the
+ * public getter and setter of an enum setting whose values are numbered as the
+ * array NAMES (NAMES[0] the built-in default). */
+#define ADJ_SETTING_CHOICE_ACCESSORS(prefix, type, setting, names)                                          \
+  int prefix##_get_default(type *value) {                                                                   \
+    int index = 0;                                                                                          \
+    int status = adj_setting_get_choice(&(setting), #prefix "_get_default", value, names,                   \
+                                        (int)(sizeof names / sizeof names[0]), &index);                     \
+    if (!status) *value = (type)index;                                                                      \
+    return status;                                                                                          \
+  }                                                                                                         \
+  int prefix##_set_default(type value) {                                                                    \
+    return adj_setting_set_choice(&(setting), #prefix "_set_default", names,                                \
+                                  (int)(sizeof names / sizeof names[0]), (int)value);                       \
+  }
+
 #endif

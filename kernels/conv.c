@@ -35,20 +35,8 @@ const char *adj_kernels_isa(void) { return adj_kernel_table_select()->isa; }
 static adj_setting adj_conv_algorithm_setting = ADJ_SETTING_INIT("ADJ_CONV_ALGORITHM");
 static const char *const adj_conv_algorithm_names[] = {"auto", "direct", "shifted", "im2col", "measure"};
 
-int adj_conv_algorithm_get_default(adj_conv_algorithm *algorithm) {
-  ADJ_CHECK(algorithm, ADJ_ERR_ARG, "adj_conv_algorithm_get_default: output pointer is NULL");
-  int choice;
-  ADJ_CALL(adj_setting_choice(&adj_conv_algorithm_setting, adj_conv_algorithm_names,
-                              (int)(sizeof adj_conv_algorithm_names / sizeof adj_conv_algorithm_names[0]), &choice));
-  *algorithm = (adj_conv_algorithm)choice;
-  return ADJ_SUCCESS;
-}
-
-int adj_conv_algorithm_set_default(adj_conv_algorithm algorithm) {
-  ADJ_CHECK(algorithm >= ADJ_CONV_ALGORITHM_AUTO && algorithm <= ADJ_CONV_ALGORITHM_MEASURE, ADJ_ERR_ARG,
-            "adj_conv_algorithm_set_default: algorithm %d is not an adj_conv_algorithm", (int)algorithm);
-  return adj_setting_set(&adj_conv_algorithm_setting, adj_conv_algorithm_name(algorithm));
-}
+ADJ_SETTING_CHOICE_ACCESSORS(adj_conv_algorithm, adj_conv_algorithm, adj_conv_algorithm_setting,
+                             adj_conv_algorithm_names)
 
 /* The algorithm for cp's forward and backward with dx, or (first) for its
  * backward without dx: the requested one where it applies (direct and shifted

@@ -221,21 +221,7 @@ static int adj_chain_segment(size_t esize, int *segment) {
   return ADJ_SUCCESS;
 }
 
-int adj_sum_algorithm_get_default(adj_sum_algorithm *algorithm) {
-  ADJ_CHECK(algorithm, ADJ_ERR_ARG, "adj_sum_algorithm_get_default: output pointer is NULL");
-  int choice;
-  ADJ_CALL(adj_setting_choice(&adj_sum_algorithm_setting, adj_sum_algorithm_names, ADJ_SUM_ALGORITHM_COUNT, &choice));
-  *algorithm = (adj_sum_algorithm)choice;
-  return ADJ_SUCCESS;
-}
-
-int adj_sum_algorithm_set_default(adj_sum_algorithm algorithm) {
-  ADJ_CHECK(algorithm >= ADJ_SUM_AUTO && algorithm <= ADJ_SUM_CHAIN, ADJ_ERR_ARG,
-            "adj_sum_algorithm_set_default: algorithm %d is not auto (0), reduce (1), allreduce (2), "
-            "reduce-scatter (3) or chain (4)",
-            (int)algorithm);
-  return adj_setting_set(&adj_sum_algorithm_setting, adj_sum_algorithm_names[algorithm]);
-}
+ADJ_SETTING_CHOICE_ACCESSORS(adj_sum_algorithm, adj_sum_algorithm, adj_sum_algorithm_setting, adj_sum_algorithm_names)
 
 /* Segments of a chain group.  Every member but the last receives the running
  * sum from upstream when summing, into `partial`. */

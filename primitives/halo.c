@@ -393,19 +393,8 @@ enum { ADJ_HALO_ALGORITHMS = sizeof adj_halo_algorithm_names / sizeof adj_halo_a
 
 static adj_setting adj_halo_algorithm_setting = ADJ_SETTING_INIT("ADJ_HALO_ALGORITHM");
 
-int adj_halo_algorithm_get_default(adj_halo_algorithm *algorithm) {
-  ADJ_CHECK(algorithm, ADJ_ERR_ARG, "adj_halo_algorithm_get_default: output pointer is NULL");
-  int choice;
-  ADJ_CALL(adj_setting_choice(&adj_halo_algorithm_setting, adj_halo_algorithm_names, ADJ_HALO_ALGORITHMS, &choice));
-  *algorithm = (adj_halo_algorithm)choice;
-  return ADJ_SUCCESS;
-}
-
-int adj_halo_algorithm_set_default(adj_halo_algorithm algorithm) {
-  ADJ_CHECK(algorithm >= ADJ_HALO_AUTO && algorithm <= ADJ_HALO_DIRECT, ADJ_ERR_ARG,
-            "adj_halo_algorithm_set_default: algorithm %d is not auto (0), nested (1) or direct (2)", (int)algorithm);
-  return adj_setting_set(&adj_halo_algorithm_setting, adj_halo_algorithm_names[algorithm]);
-}
+ADJ_SETTING_CHOICE_ACCESSORS(adj_halo_algorithm, adj_halo_algorithm, adj_halo_algorithm_setting,
+                             adj_halo_algorithm_names)
 
 /* AUTO resolved: the process's default (its setter or the environment), else
  * nested (halo.h says why).  The environment is the same on every rank under

@@ -11,7 +11,6 @@
 
 /* In adj_check_level order; "auto" in the environment means the built-in FULL. */
 static const char *const adj_check_level_names[] = {"auto", "full", "first", "off"};
-enum { ADJ_CHECK_LEVELS = sizeof adj_check_level_names / sizeof adj_check_level_names[0] };
 
 static adj_setting adj_check_setting = ADJ_SETTING_INIT("ADJ_CHECK");
 
@@ -19,17 +18,12 @@ const char *adj_check_level_name(adj_check_level level) {
   return level >= ADJ_CHECK_AUTO && level <= ADJ_CHECK_OFF ? adj_check_level_names[level] : "invalid";
 }
 
-int adj_check_level_default(adj_check_level *level) {
-  int choice;
-  ADJ_CALL(adj_setting_choice(&adj_check_setting, adj_check_level_names, ADJ_CHECK_LEVELS, &choice));
-  *level = choice == ADJ_CHECK_AUTO ? ADJ_CHECK_FULL : (adj_check_level)choice;
-  return ADJ_SUCCESS;
-}
+ADJ_SETTING_CHOICE_ACCESSORS(adj_check_level, adj_check_level, adj_check_setting, adj_check_level_names)
 
-int adj_check_level_set_default(adj_check_level level) {
-  ADJ_CHECK(level >= ADJ_CHECK_AUTO && level <= ADJ_CHECK_OFF, ADJ_ERR_ARG,
-            "adj_check_level_set_default: level %d is not auto (0), full (1), first (2) or off (3)", (int)level);
-  return adj_setting_set(&adj_check_setting, adj_check_level_names[level]);
+int adj_check_level_default(adj_check_level *level) {
+  ADJ_CALL(adj_check_level_get_default(level));
+  if (*level == ADJ_CHECK_AUTO) *level = ADJ_CHECK_FULL;
+  return ADJ_SUCCESS;
 }
 
 /* The strictest level any rank asks for, so that either every rank or none

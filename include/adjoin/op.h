@@ -185,6 +185,10 @@ const char *adj_check_level_name(adj_check_level level);
  * from the environment (read at the first call), else FULL.  Not collective;
  * fails with a message naming a bad ADJ_CHECK value. */
 int adj_check_level_default(adj_check_level *level);
+/* The default level as set, AUTO included: what adj_check_level_set_default
+ * set, else ADJ_CHECK (read at the first call), else AUTO.  ADJ_ERR_ARG for a
+ * NULL level or a bad ADJ_CHECK. */
+int adj_check_level_get_default(adj_check_level *level);
 /* Sets the default level in place of ADJ_CHECK, for the operators created
  * from now on (AUTO: FULL).  Not collective, but every rank must set the same
  * (the level is agreed at creation, the strictest wins).  ADJ_ERR_ARG for a

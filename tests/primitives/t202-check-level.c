@@ -227,7 +227,7 @@ static void check_default_and_bad_value(adj_test *t) {
                  adj_check_level_name(adj_op_check_level(op)));
   adj_op_destroy(&op);
   int status = adj_check_level_set_default((adj_check_level)7);
-  op_check_local_error(t, status, "level 7 is not auto (0), full (1), first (2) or off (3)",
+  op_check_local_error(t, status, "7 is not one of auto (0), full (1), first (2), off (3)",
                        "adj_check_level_set_default(7)");
   adj_partition_destroy(&p);
 }

@@ -309,12 +309,18 @@ static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_a
 
 /* ---- the chain -------------------------------------------------------------------- */
 
-/* This member's neighbours along the chain, -1 for none: copies flow
- * root -> 1 -> 2 ..., sums the reverse way. */
-static void adj_chain_neighbours(const adj_sum_plan *plan, bool copies, int *up, int *down) {
+/* What both halves of a chain's application need: this member's neighbours
+ * along it, -1 for none (copies flow root -> 1 -> 2 ..., sums the reverse
+ * way), and the element size. */
+typedef struct adj_chain_ends {
+  int up, down;
+  size_t esize;
+} adj_chain_ends;
+
+static adj_chain_ends adj_chain_ends_of(const adj_op *op, const adj_sum_plan *plan, bool copies) {
   int previous = plan->rank - 1, next = plan->rank + 1 < plan->size ? plan->rank + 1 : -1;
-  *up = copies ? previous : next;
-  *down = copies ? next : previous;
+  return (adj_chain_ends){.up = copies ? previous : next, .down = copies ? next : previous,
+                          .esize = adj_dtype_size(op->dtype)};
 }
 
 static int adj_chain_length(const adj_chain *chain, int count, int s) {
@@ -328,20 +334,18 @@ static int adj_chain_length(const adj_chain *chain, int count, int s) {
 static int adj_chain_post(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool copies, void *data, int count) {
   adj_bcast *b = op->impl;
   adj_chain *chain = &plan->chain;
-  size_t esize = adj_dtype_size(op->dtype);
-  int up, down;
-  adj_chain_neighbours(plan, copies, &up, &down);
-  char *buffer = up >= 0 && !copies ? chain->partial : data;
+  adj_chain_ends ends = adj_chain_ends_of(op, plan, copies);
+  char *buffer = ends.up >= 0 && !copies ? chain->partial : data;
   for (int s = 0; s < 2 * chain->nsegments; s++) chain->requests[s] = MPI_REQUEST_NULL;
   for (int s = 0; s < chain->nsegments; s++) {
     int n = adj_chain_length(chain, count, s);
-    char *segment = buffer + (size_t)s * (size_t)chain->segment * esize;
-    if (up >= 0) {
-      ADJ_CALL_MPI(MPI_Irecv(segment, n, b->type, up, 0, comm, &chain->requests[s]));
-      adj_op_count_recv(op, (size_t)n * esize);
+    char *segment = buffer + (size_t)s * (size_t)chain->segment * ends.esize;
+    if (ends.up >= 0) {
+      ADJ_CALL_MPI(MPI_Irecv(segment, n, b->type, ends.up, 0, comm, &chain->requests[s]));
+      adj_op_count_recv(op, (size_t)n * ends.esize);
     } else {
-      ADJ_CALL_MPI(MPI_Isend(segment, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
-      adj_op_count_send(op, (size_t)n * esize);
+      ADJ_CALL_MPI(MPI_Isend(segment, n, b->type, ends.down, 0, comm, &chain->requests[chain->nsegments + s]));
+      adj_op_count_send(op, (size_t)n * ends.esize);
     }
   }
   return ADJ_SUCCESS;
@@ -353,19 +357,18 @@ static int adj_chain_post(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool co
 static int adj_chain_complete(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool copies, void *data, int count) {
   adj_bcast *b = op->impl;
   adj_chain *chain = &plan->chain;
-  size_t esize = adj_dtype_size(op->dtype);
-  int up, down;
-  adj_chain_neighbours(plan, copies, &up, &down);
-  for (int s = 0; up >= 0 && s < chain->nsegments; s++) {
+  adj_chain_ends ends = adj_chain_ends_of(op, plan, copies);
+  for (int s = 0; ends.up >= 0 && s < chain->nsegments; s++) {
     ADJ_CALL(adj_wait_all(1, &chain->requests[s], op->wait));
     int n = adj_chain_length(chain, count, s);
-    size_t offset = (size_t)s * (size_t)chain->segment * esize;
+    size_t offset = (size_t)s * (size_t)chain->segment * ends.esize;
     char *own = (char *)data + offset, *partial = copies ? NULL : (char *)chain->partial + offset;
-    if (!copies && down >= 0) adj_dtype_add(op->dtype, partial, own, n);
-    if (!copies && down < 0) adj_dtype_add(op->dtype, own, partial, n);
-    if (down < 0) continue;
-    ADJ_CALL_MPI(MPI_Isend(copies ? own : partial, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
-    adj_op_count_send(op, (size_t)n * esize);
+    if (!copies && ends.down >= 0) adj_dtype_add(op->dtype, partial, own, n);
+    if (!copies && ends.down < 0) adj_dtype_add(op->dtype, own, partial, n);
+    if (ends.down < 0) continue;
+    ADJ_CALL_MPI(
+        MPI_Isend(copies ? own : partial, n, b->type, ends.down, 0, comm, &chain->requests[chain->nsegments + s]));
+    adj_op_count_send(op, (size_t)n * ends.esize);
   }
   return adj_wait_all(chain->nsegments, chain->requests + chain->nsegments, op->wait);
 }

@@ -49,7 +49,8 @@ static void check_wait_policy(adj_test *t) {
                         ADJ_ERR_ARG, "7");
   ADJ_TEST_OK(t, adj_wait_policy_set_default(ADJ_WAIT_YIELD));
   ADJ_TEST_OK(t, adj_wait_policy_get_default(&policy));
-  ADJ_TEST_CHECK(t, policy == ADJ_WAIT_YIELD, "default wait policy %s after setting yield", adj_wait_policy_name(policy));
+  ADJ_TEST_CHECK(t, policy == ADJ_WAIT_YIELD, "default wait policy %s after setting yield",
+                 adj_wait_policy_name(policy));
   adj_wait_policy resolved = ADJ_WAIT_AUTO;
   ADJ_TEST_OK(t, adj_wait_policy_resolve(t->comm, ADJ_WAIT_SPIN, &resolved));
   ADJ_TEST_CHECK(t, resolved == ADJ_WAIT_YIELD, "a request of spin under the default yield resolved to %s",

@@ -59,7 +59,7 @@ static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *k
     int k = 0;
     while (k < nkeys && strcmp(keys[k], tok)) k++;
     ADJ_CHECK(k < nkeys, ADJ_ERR_IO, "%s:%d: unknown option '%s'", p->source, p->line, tok);
-    char what[96];
+    char what[512];
     snprintf(what, sizeof what, "%s:%d: option %s", p->source, p->line, tok);
     ADJ_CALL(adj_parse_int64(eq + 1, 0, ADJ_PLAN_MAX_EXTENT, what, values[k]));
   }
@@ -70,7 +70,7 @@ static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *k
  * from a layer's extents is at most this, so none overflows once it fits. */
 static int adj_plan_volume(const adj_plan_parser *p, const char *name, int64_t c, int64_t h, int64_t w,
                            int64_t *volume) {
-  char what[96];
+  char what[512];
   snprintf(what, sizeof what, "%s:%d: %s: its %lldx%lldx%lld activation", p->source, p->line, name, (long long)c,
            (long long)h, (long long)w);
   ADJ_CALL(adj_int64_mul(c, h, what, volume));
@@ -80,7 +80,7 @@ static int adj_plan_volume(const adj_plan_parser *p, const char *name, int64_t c
 
 static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
   int64_t volume, parameters;
-  char what[96];
+  char what[512];
   snprintf(what, sizeof what, "%s:%d: %s: the network's parameter count", p->source, p->line, l->name);
   ADJ_CALL(adj_plan_volume(p, l->name, l->out_c, l->out_h, l->out_w, &volume));
   ADJ_CALL(adj_int64_add(l->weights, l->biases, what, &parameters));
@@ -98,7 +98,7 @@ static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
 
 /* extent + 2 pad, refused when it does not fit int64. */
 static int adj_plan_padded(const adj_plan_parser *p, const adj_plan_layer *l, int64_t extent, int64_t *padded) {
-  char what[96];
+  char what[512];
   snprintf(what, sizeof what, "%s:%d: layer %s: the padded extent", p->source, p->line, l->name);
   ADJ_CALL(adj_int64_mul(2, l->pad, what, padded));
   ADJ_CALL(adj_int64_add(extent, *padded, what, padded));
@@ -129,7 +129,7 @@ static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
 
 /* A layer's weights, the product of `factors`, and its out_c biases. */
 static int adj_plan_weights(const adj_plan_parser *p, adj_plan_layer *l, const int64_t *factors, int n) {
-  char what[96];
+  char what[512];
   snprintf(what, sizeof what, "%s:%d: %s %s: its weight count", p->source, p->line,
            l->kind == ADJ_PLAN_CONV ? "conv" : "fc", l->name);
   l->weights = 1;
@@ -142,7 +142,7 @@ static int adj_plan_weights(const adj_plan_parser *p, adj_plan_layer *l, const i
 static int adj_plan_input(adj_plan_parser *p, char *rest) {
   int64_t shape[3] = {1, 1, 1};
   int n = 0;
-  char *save = NULL, what[96];
+  char *save = NULL, what[512];
   for (char *tok = strtok_r(rest, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save), n++) {
     ADJ_CHECK(n < 3, ADJ_ERR_IO, "%s:%d: input needs C H W or F, and '%s' follows them", p->source, p->line, tok);
     snprintf(what, sizeof what, "%s:%d: input extent %d", p->source, p->line, n + 1);
@@ -717,14 +717,14 @@ static int adj_plan_calibration_line(const char *source, int line, const char *k
   ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", source, line, key);
   ADJ_CHECK(!(*seen & 1u << k), ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s is given twice", source, line,
             key);
-  char what[128];
+  char what[512];
   double value;
   snprintf(what, sizeof what, "plan: calibration file '%s' line %d: %s", source, line, key);
   ADJ_CALL(adj_parse_real(text, -DBL_MAX, DBL_MAX, what, &value));
   /* Far from 0 and infinity, so the times they price stay finite. */
   bool positive = value >= 1e-30 && value <= 1e30;
   ADJ_CHECK(positive && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))), ADJ_ERR_IO,
-            "plan: calibration file '%s' line %d: %s %g must be > 0%s", source, line, key, value,
+            "plan: calibration file '%s' line %d: %s %s must be > 0%s", source, line, key, text,
             k == 4 ? " (an integer >= 2)" : " (and at most 1e30)");
   double *fields[] = {&cal->alpha, &cal->beta, &cal->collective_alpha, &cal->collective_beta};
   if (k < 4) *fields[k] = value;

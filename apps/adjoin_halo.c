@@ -215,6 +215,7 @@ static void adj_print_json(const adj_halo_geometry *g) {
     }
     adj_print_worker(g, coords);
     printf(w + 1 < workers ? ",\n" : "\n");
+    if (ferror(stdout)) return; /* lost: tool_end says so; the rest would be too */
   }
   printf("  ]}\n");
 }

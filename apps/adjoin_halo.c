@@ -145,7 +145,8 @@ static int adj_parse_lists(const char *const *texts, adj_halo_args *a) {
   if (!code) code = adj_fill_list(OPT_KERNEL, texts[OPT_KERNEL], a->rank, 1, INT64_MAX, a->kernel.size, NULL);
   if (!code) code = adj_fill_list(OPT_STRIDE, texts[OPT_STRIDE], a->rank, 1, INT64_MAX, a->kernel.stride, NULL);
   if (!code) code = adj_fill_list(OPT_DILATION, texts[OPT_DILATION], a->rank, 1, INT64_MAX, a->kernel.dilation, NULL);
-  if (!code && texts[OPT_PADDING]) code = adj_each_entry(OPT_PADDING, texts[OPT_PADDING], adj_parse_padding, padding, &n);
+  if (!code && texts[OPT_PADDING])
+    code = adj_each_entry(OPT_PADDING, texts[OPT_PADDING], adj_parse_padding, padding, &n);
   if (!code) code = adj_check_count(OPT_PADDING, n, a->rank);
   if (code) return code;
   for (int i = 0; i < a->rank; i++) {

@@ -42,8 +42,9 @@ int adj_file_open_input(const char *path, const char *what, int64_t max_bytes, i
     return adj_file_close_with(f, ADJ_FRAME(adj_error_set(ADJ_ERR_IO, "%s %s: is %s, not a regular file", what, path,
                                                           adj_file_kind(st.st_mode))));
   if (max_bytes >= 0 && st.st_size > max_bytes)
-    return adj_file_close_with(f, ADJ_FRAME(adj_error_set(ADJ_ERR_IO, "%s %s: %lld bytes, more than the %lld it may hold",
-                                                          what, path, (long long)st.st_size, (long long)max_bytes)));
+    return adj_file_close_with(f, ADJ_FRAME(adj_error_set(ADJ_ERR_IO, "%s %s: %lld bytes, more than the %lld it may "
+                                                          "hold", what, path, (long long)st.st_size,
+                                                          (long long)max_bytes)));
   int flags = fcntl(f, F_GETFL);
   if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
     return adj_file_close_with(f, ADJ_FRAME(adj_error_set(ADJ_ERR_IO, "%s %s: %s", what, path, strerror(errno))));

@@ -71,26 +71,47 @@ static int adj_list_entry(const char *text, const char **p, char separator, int 
   return ADJ_SUCCESS;
 }
 
-static int adj_list_check(const char *text, char separator, int most, const char *what, const void *out,
-                          const int *count) {
-  ADJ_CHECK(what && out && count && most >= 1 && separator, ADJ_ERR_ARG,
-            "adj_parse_*_list: `what`, `out`, `count`, a separator and most >= 1 are required");
+/* Parses every entry of a list with parse(entry, name, index, ctx); the
+ * entry count in *count. */
+static int adj_parse_list(const char *text, char separator, int most, const char *what, int *count,
+                          int (*parse)(const char *entry, const char *name, int index, void *ctx), void *ctx) {
+  ADJ_CHECK(what && count && most >= 1 && separator, ADJ_ERR_ARG,
+            "adj_parse_*_list: `what`, `count`, a separator and most >= 1 are required");
   ADJ_CHECK(text, ADJ_ERR_ARG, "%s has no value", what);
-  return ADJ_SUCCESS;
-}
-
-int adj_parse_int64_list(const char *text, char separator, int most, int64_t min, int64_t max, const char *what,
-                         int64_t *out, int *count) {
-  ADJ_CALL(adj_list_check(text, separator, most, what, out, count));
   int n = 0;
   for (const char *p = text; p; n++) {
     char *entry, name[256];
     ADJ_CALL(adj_list_entry(text, &p, separator, n, most, what, &entry, name, sizeof name));
-    int status = adj_parse_int64(entry, min, max, name, &out[n]);
+    int status = parse(entry, name, n, ctx);
     free(entry);
     ADJ_CALL(status);
   }
   *count = n;
+  return ADJ_SUCCESS;
+}
+
+/* One entry of each kind of list, into out[index]. */
+typedef struct adj_int64_entries {
+  int64_t min, max, *out;
+} adj_int64_entries;
+typedef struct adj_real_entries {
+  double min, max, *out;
+} adj_real_entries;
+
+static int adj_int64_entry(const char *entry, const char *name, int index, void *ctx) {
+  adj_int64_entries *e = ctx;
+  return adj_parse_int64(entry, e->min, e->max, name, &e->out[index]);
+}
+
+static int adj_real_entry(const char *entry, const char *name, int index, void *ctx) {
+  adj_real_entries *e = ctx;
+  return adj_parse_real(entry, e->min, e->max, name, &e->out[index]);
+}
+
+int adj_parse_int64_list(const char *text, char separator, int most, int64_t min, int64_t max, const char *what,
+                         int64_t *out, int *count) {
+  ADJ_CHECK(out, ADJ_ERR_ARG, "adj_parse_int64_list: `out` is required");
+  ADJ_CALL(adj_parse_list(text, separator, most, what, count, adj_int64_entry, &(adj_int64_entries){min, max, out}));
   return ADJ_SUCCESS;
 }
 
@@ -121,16 +142,8 @@ int adj_parse_real(const char *text, double min, double max, const char *what, d
 
 int adj_parse_real_list(const char *text, char separator, int most, double min, double max, const char *what,
                         double *out, int *count) {
-  ADJ_CALL(adj_list_check(text, separator, most, what, out, count));
-  int n = 0;
-  for (const char *p = text; p; n++) {
-    char *entry, name[256];
-    ADJ_CALL(adj_list_entry(text, &p, separator, n, most, what, &entry, name, sizeof name));
-    int status = adj_parse_real(entry, min, max, name, &out[n]);
-    free(entry);
-    ADJ_CALL(status);
-  }
-  *count = n;
+  ADJ_CHECK(out, ADJ_ERR_ARG, "adj_parse_real_list: `out` is required");
+  ADJ_CALL(adj_parse_list(text, separator, most, what, count, adj_real_entry, &(adj_real_entries){min, max, out}));
   return ADJ_SUCCESS;
 }
 

@@ -76,7 +76,7 @@ static void check_lists(adj_test *t) {
   expect_refused(t, adj_parse_int64_list("8,", ',', 3, 0, 100, "--shape", v, &n), "'8,'", "entry 2 is empty");
   ADJ_TEST_OK(t, adj_parse_int64_pair("2x3", 'x', 1, INT32_MAX, "--grid", pair));
   ADJ_TEST_CHECK(t, pair[0] == 2 && pair[1] == 3, "'2x3' read as %lldx%lld", (long long)pair[0], (long long)pair[1]);
-  /* The example: 2^32 + 1 rows are refused, not read as 1. */
+  /* 2^32 + 1 rows are refused, not truncated to 32 bits and read as 1. */
   expect_refused(t, adj_parse_int64_pair("4294967297x1", 'x', 1, INT32_MAX, "--grid", pair),
                  "--grid '4294967297x1': entry 1 '4294967297'", "out of range 1..2147483647");
   expect_refused(t, adj_parse_int64_pair("4", 'x', 1, INT32_MAX, "--grid", pair), "--grid '4'",

@@ -82,7 +82,7 @@ static int adj_each_entry(int option, const char *text, int (*parse)(const char 
   int n = 0;
   for (const char *p = text; p; n++) {
     const char *comma = strchr(p, ',');
-    if (n == ADJ_MAX_RANK) return adj_fail(option_names[option], "has more dimensions than the most, got", text);
+    if (n == ADJ_MAX_RANK) return adj_fail(option_names[option], "has more entries than a tensor has dimensions", text);
     char *entry = strndup(p, comma ? (size_t)(comma - p) : strlen(p)), name[64];
     snprintf(name, sizeof name, "%s of dimension %d", option_names[option], n);
     int bad = entry ? parse(entry, name, n, ctx) : adj_fail(option_names[option], "out of memory for", text);

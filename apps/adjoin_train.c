@@ -24,8 +24,9 @@
  * conflicting flags (a placement that does not exist or does not fit the
  * ranks included), 3 stopped on purpose by --stop-after-batches (a simulated
  * crash, even after the run's last batch). */
-#include <errno.h>
+#include <float.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <mpi.h>
@@ -133,28 +134,21 @@ __attribute__((format(printf, 1, 2))) static void complain(const char *fmt, ...)
 }
 
 /* Whole-string integer / real parsing: "12x" and "" are errors. */
+static int parse_int_in(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
+  if (!adj_parse_int64(text, min, max, flag, out)) return 0;
+  if (max == INT64_MAX) complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
+  else complain("%s needs an integer from %lld to %lld, got '%s'\n", flag, (long long)min, (long long)max, text);
+  return -1;
+}
+
 static int parse_int(const char *flag, const char *text, int64_t min, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < min) {
-    complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
+  return parse_int_in(flag, text, min, INT64_MAX, out);
 }
 
 static int parse_real(const char *flag, const char *text, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (errno || end == text || *end || !(v >= 0) || !isfinite(v)) {
-    complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
+  if (!adj_parse_real(text, 0, DBL_MAX, flag, out)) return 0;
+  complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
+  return -1;
 }
 
 /* A flag naming one of two choices (e.g. "adam" or "sgd"): *choice is its
@@ -245,8 +239,9 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_STOP: return parse_int("--stop-after-batches", arg, 0, &o->stop_after);
   case OPT_TRAIN_LIMIT: return parse_int("--train-limit", arg, 1, &o->train_limit);
   case OPT_TEST_LIMIT: return parse_int("--test-limit", arg, 1, &o->test_limit);
-  case OPT_REPLICAS: return parse_int("--replicas", arg, 1, &o->replicas);
-  case OPT_MICRO: return parse_int("--micro-batches", arg, 1, &o->micro_batches);
+  /* Both are ints in the trainer. */
+  case OPT_REPLICAS: return parse_int_in("--replicas", arg, 1, INT_MAX, &o->replicas);
+  case OPT_MICRO: return parse_int_in("--micro-batches", arg, 1, INT_MAX, &o->micro_batches);
   case OPT_CAP: return parse_cap("--bucket-cap", arg, &o->caps[1]);
   case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
@@ -385,6 +380,10 @@ static int check_output_paths(train_run *r) {
     status = 1;
   }
   if (r->rank == 0 && !status && o->metrics) status = report_check_target(o->metrics) ? 1 : 0;
+  if (r->rank == 0 && !status && o->trace && adj_file_check_output(o->trace, "--trace")) {
+    complain("%s\n", adj_last_error());
+    status = 1;
+  }
   return rank0_status(status);
 }
 
@@ -424,8 +423,8 @@ static int build(train_run *r) {
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
-  if (rank0_status(r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w")))) {
-    if (r->rank == 0) complain("--trace: cannot write %s\n", o->trace);
+  if (rank0_status(r->rank == 0 && o->trace && adj_file_open_output(o->trace, "--trace", &r->trace))) {
+    if (r->rank == 0) complain("%s\n", adj_last_error());
     return 1;
   }
   bool dp = replicas > 1;
@@ -676,9 +675,17 @@ static void teardown(train_run *r) {
   adj_layer_destroy(&r->net);
   adj_replicas_destroy(&r->replicas);
   train_selection_free(&r->selection);
-  if (r->trace) fclose(r->trace);
   adj_dataset_destroy(&r->train);
   adj_dataset_destroy(&r->test);
+}
+
+/* The trace's writes are checked as it closes: one that failed (a full
+ * disk) loses events, so the run exits 1 on every rank, saying so. */
+static int close_trace(train_run *r, int status) {
+  int failed = r->rank == 0 && adj_file_close_output(r->trace, r->options.trace, "--trace");
+  r->trace = NULL;
+  if (failed) complain("%s\n", adj_last_error());
+  return rank0_status(failed) ? 1 : status;
 }
 
 /* --openblas-coretype, alone: answered without MPI, since a launcher asks it
@@ -705,6 +712,7 @@ int main(int argc, char **argv) {
   adj_train_share_cores(MPI_COMM_WORLD);
   status = run(&r);
   teardown(&r);
+  status = close_trace(&r, status);
   adj_finalize();
   return status;
 }

@@ -108,12 +108,20 @@ int train_select(const train_choice *c, int ranks, train_complain_fn *complain, 
     complain("%d ranks do not divide into %d replicas of layout %s\n", ranks, s->replicas, s->placement_name);
     return 2;
   }
+  /* Every pass of a step (a micro-batch on a replica) takes a share of the
+   * batch: more passes than samples would leave passes empty. */
+  int64_t passes_per_step;
+  if (adj_int64_mul(s->replicas, c->passes, "replicas x micro-batches", &passes_per_step) || passes_per_step > c->batch) {
+    complain("--micro-batches %lld on %d replica%s makes more passes per step than the %lld samples of --batch\n",
+             (long long)c->passes, s->replicas, s->replicas == 1 ? "" : "s", (long long)c->batch);
+    return 2;
+  }
   int64_t passes = (int64_t)s->replicas * c->passes, local = (c->batch + passes - 1) / passes;
   adj_network_layout layout;
   if (adj_placement_resolve(s->description, s->placement, local, &layout)) {
     if (s->by_default)
-      complain("no default %s layout for %d ranks (%s: %s); give --layout (%s)\n", s->description->name, ranks,
-               s->placement_name, tool_error(), select_choices(s->net_path));
+      complain("no default %s layout for %d ranks; give --layout (%s)\n  (the default %s: %s)\n",
+               s->description->name, ranks, select_choices(s->net_path), s->placement_name, adj_last_error());
     else complain("layout %s: %s\n", s->placement_name, tool_error());
     return 2;
   }

@@ -12,14 +12,11 @@
 #include "adjoin/description.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "adjoin/agree.h"
+#include "adjoin/file.h"
 #include "adjoin/parse.h"
 #include "description_impl.h"
 #include "error_impl.h"
@@ -289,6 +286,16 @@ static int desc_append(desc_parser *p, adj_desc_layer **out) {
   return ADJ_SUCCESS;
 }
 
+/* A per-sample activation's volume must fit int64, so every product the
+ * builder and the planner form from it does too. */
+static int desc_check_volume(desc_parser *p, int rank, const int64_t *shape) {
+  char what[320];
+  snprintf(what, sizeof what, "%s:%d: %s: its per-sample activation", p->source, p->line, p->what);
+  int64_t volume = 1;
+  for (int i = 0; i < rank; i++) ADJ_CALL(adj_int64_mul(volume, shape[i], what, &volume));
+  return ADJ_SUCCESS;
+}
+
 /* The current shape becomes the layer's output. */
 static void desc_advance(desc_parser *p, const adj_desc_layer *l) {
   p->rank = l->out_rank;
@@ -361,6 +368,7 @@ static int desc_layer(desc_parser *p, const char *keyword, char **words, int cou
   snprintf(l->name, sizeof l->name, "%s", name);
   ADJ_CALL(desc_infer(p, keyword, l));
   ADJ_CALL(desc_refuse_leftover(p, desc_known_keys(l->kind)));
+  ADJ_CALL(desc_check_volume(p, l->out_rank, l->out_shape));
   p->have_loss = l->kind == ADJ_DESC_LOSS || l->kind == ADJ_DESC_XENT;
   desc_advance(p, l);
   return adj_int64_add(p->d->parameter_count, l->parameter_count, "parameter count", &p->d->parameter_count);
@@ -389,6 +397,7 @@ static int desc_input_line(desc_parser *p, char **words, int count) {
   for (int i = 0; i < n; i++)
     ADJ_CALL(adj_parse_int64(words[i], 1, DESC_MAX_EXTENT, desc_what(p, "extent"), &p->shape[i]));
   p->rank = n;
+  ADJ_CALL(desc_check_volume(p, n, p->shape));
   ADJ_CALL(desc_split_options(p, words + n, count - n));
   ADJ_CALL(desc_placement_options(p, n + 1, false, false, &p->d->input_placement));
   ADJ_CALL(desc_refuse_leftover(p, "parts"));
@@ -444,43 +453,10 @@ int adj_description_parse(const char *text, const char *source, adj_description 
   return status;
 }
 
-/* The whole of a regular file, NUL-terminated; a FIFO or device is refused
- * from fstat without a read that could block. */
 int desc_read_text(const char *path, const char *what, char **text) {
-  *text = NULL;
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  ADJ_CHECK(fd >= 0, ADJ_ERR_IO, "cannot open %s file '%s': %s", what, path, strerror(errno));
-  struct stat st;
-  int status = fstat(fd, &st) ? adj_error_set(ADJ_ERR_IO, "cannot stat %s file '%s': %s", what, path, strerror(errno))
-               : !S_ISREG(st.st_mode)
-                   ? adj_error_set(ADJ_ERR_IO, "%s file '%s' is not a regular file (a FIFO, device or directory)", what,
-                                   path)
-               : st.st_size > ADJ_DESC_MAX_TEXT
-                   ? adj_error_set(ADJ_ERR_IO, "%s file '%s' has %lld bytes (at most %d)", what, path,
-                                   (long long)st.st_size, ADJ_DESC_MAX_TEXT)
-                   : ADJ_SUCCESS;
-  char *buffer = status ? NULL : malloc((size_t)ADJ_DESC_MAX_TEXT + 1);
-  if (!status && !buffer) status = adj_error_set(ADJ_ERR_MEM, "out of memory reading '%s'", path);
-  size_t got = 0;
-  while (!status && got <= (size_t)ADJ_DESC_MAX_TEXT) {
-    ssize_t r = read(fd, buffer + got, (size_t)ADJ_DESC_MAX_TEXT + 1 - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) status = adj_error_set(ADJ_ERR_IO, "reading %s file '%s': %s", what, path, strerror(errno));
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!status && got > (size_t)ADJ_DESC_MAX_TEXT)
-    status = adj_error_set(ADJ_ERR_IO, "%s file '%s' grew past %d bytes while read", what, path, ADJ_DESC_MAX_TEXT);
-  if (!status && memchr(buffer, '\0', got))
-    status = adj_error_set(ADJ_ERR_IO, "%s file '%s' holds a NUL byte (not text)", what, path);
-  if (status) {
-    free(buffer);
-    return status;
-  }
-  buffer[got] = '\0';
-  *text = buffer;
-  return ADJ_SUCCESS;
+  char kind[32];
+  snprintf(kind, sizeof kind, "%s file", what);
+  return adj_file_read_text(path, kind, ADJ_DESC_MAX_TEXT, text, NULL);
 }
 
 int adj_description_read(const char *path, adj_description **out) {

@@ -151,14 +151,14 @@ static void test_files(adj_test *t) {
   ADJ_TEST_CHECK(t, ok, "cannot create %s", dir);
   snprintf(path, sizeof path, "%s/fifo.net", dir);
   if (t->rank == 0) ADJ_TEST_CHECK(t, mkfifo(path, 0600) == 0, "mkfifo %s", path);
-  expect_file_refused(t, "a FIFO", path, "is not a regular file");
+  expect_file_refused(t, "a FIFO", path, "fifo.net: is a FIFO, not a regular file");
   snprintf(path, sizeof path, "%s/huge.net", dir);
   if (t->rank == 0) {
     int fd = open(path, O_WRONLY | O_CREAT, 0600);
     ADJ_TEST_CHECK(t, fd >= 0 && ftruncate(fd, (off_t)1 << 30) == 0, "cannot make a 1 GB file");
     if (fd >= 0) close(fd);
   }
-  expect_file_refused(t, "a 1 GB file", path, "has 1073741824 bytes (at most 1048576)");
+  expect_file_refused(t, "a 1 GB file", path, "huge.net: 1073741824 bytes, more than the 1048576 it may hold");
   snprintf(path, sizeof path, "%s/nul.net", dir);
   if (t->rank == 0) {
     FILE *f = fopen(path, "wb");
@@ -166,7 +166,7 @@ static void test_files(adj_test *t) {
   }
   expect_file_refused(t, "a NUL byte", path, "holds a NUL byte");
   snprintf(path, sizeof path, "%s/missing.net", dir);
-  expect_file_refused(t, "a missing file", path, "cannot open network file");
+  expect_file_refused(t, "a missing file", path, "missing.net: cannot open it");
   snprintf(path, sizeof path, "%s/bad.net", dir);
   if (t->rank == 0) {
     FILE *f = fopen(path, "w");

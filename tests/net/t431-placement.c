@@ -166,7 +166,7 @@ static void test_files(adj_test *t, const char *dir) {
   snprintf(path, sizeof path, "%s/fifo.place", tmp);
   if (t->rank == 0) ADJ_TEST_CHECK(t, mkfifo(path, 0600) == 0, "mkfifo %s", path);
   if (d) adj_test_expect_error(t, "a FIFO placement", adj_placement_find(t->comm, d, NULL, path, &p), ADJ_ERR_IO,
-                               "is not a regular file");
+                               "fifo.place: is a FIFO, not a regular file");
   snprintf(path, sizeof path, "%s/huge.place", tmp);
   if (t->rank == 0) {
     int fd = open(path, O_WRONLY | O_CREAT, 0600);
@@ -174,7 +174,7 @@ static void test_files(adj_test *t, const char *dir) {
     if (fd >= 0) close(fd);
   }
   if (d) adj_test_expect_error(t, "a 1 GB placement", adj_placement_find(t->comm, d, NULL, path, &p), ADJ_ERR_IO,
-                               "has 1073741824 bytes");
+                               "huge.place: 1073741824 bytes, more than the 1048576");
   MPI_Barrier(t->comm);
   if (t->rank == 0) {
     char command[400];

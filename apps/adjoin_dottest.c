@@ -19,11 +19,10 @@
  * at every shipped placement and every enumerated uniform placement
  * (adj_placement_enumerate) on each rank count from --min-ranks (default 1)
  * to the run's. */
-#include <dirent.h>
-#include <errno.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,22 +37,21 @@ typedef struct adj_dottest_options {
   unsigned long long seed;
   const char *net;       /* --net FILE: prove a described network instead */
   const char *placement; /* --placement P or "all" */
-  unsigned long long batch;
+  uint64_t batch;
 } adj_dottest_options;
 
-/* Whole-string unsigned decimal no larger than max: "abc", "-1", "4x" and
- * values past max are refused (strtoull alone would wrap "-1"). */
-static int adj_parse_count(const char *flag, const char *text, unsigned long long max, unsigned long long *out,
-                           int rank) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (text[0] < '0' || text[0] > '9' || errno || *end || v > max) {
-    if (rank == 0) fprintf(stderr, "adjoin-dottest: %s needs an integer from 0 to %llu, got '%s'\n", flag, max, text);
-    return 2;
+/* --seed in a uint64 and --min-ranks in an int, whole numbers from 0
+ * (parse.h: "abc", "-1", "4x" and values past the type are refused naming
+ * the option and the text). */
+static int adj_parse_count(const char *flag, const char *text, unsigned long long *seed, int *ranks, int rank) {
+  uint64_t v = 0;
+  if (!adj_parse_uint64(text, seed ? UINT64_MAX : INT_MAX, flag, &v)) {
+    if (seed) *seed = v;
+    else *ranks = (int)v;
+    return 0;
   }
-  *out = v;
-  return 0;
+  if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", adj_last_error());
+  return 2;
 }
 
 static const char usage[] =
@@ -98,22 +96,19 @@ static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int 
       return 2;
     }
     const char *value = adj_option_value(argc, argv, &i, rank);
-    unsigned long long v = 0;
     if (!value) return 2;
     if (filter) o->filter = value;
     else if (net) o->net = value;
     else if (placement) o->placement = value;
-    else if (batch && adj_parse_count(flag, value, 1u << 20, &o->batch, rank)) return 2;
-    else if (seed && adj_parse_count(flag, value, ULLONG_MAX, &o->seed, rank)) return 2;
-    else if (min && adj_parse_count(flag, value, INT_MAX, &v, rank)) return 2;
-    if (min) o->min_ranks = (int)v;
+    else if (batch && adj_parse_uint64(value, 1u << 20, flag, &o->batch)) {
+      if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", adj_last_error());
+      return 2;
+    } else if (!batch && adj_parse_count(flag, value, seed ? &o->seed : NULL, &o->min_ranks, rank)) return 2;
   }
-  if (o->batch == 0) {
-    if (rank == 0) fprintf(stderr, "adjoin-dottest: --batch needs at least 1 sample\n");
-    return 2;
-  }
-  if ((o->placement || o->batch != 4) && !o->net) {
-    if (rank == 0) fprintf(stderr, "adjoin-dottest: --placement and --batch go with --net FILE\n%s", usage);
+  if (o->batch == 0 || ((o->placement || o->batch != 4) && !o->net)) {
+    if (rank == 0)
+      fprintf(stderr, "adjoin-dottest: %s\n%s", o->batch ? "--placement and --batch go with --net FILE" : "--batch 0",
+              usage);
     return 2;
   }
   return 0;
@@ -158,20 +153,8 @@ static void adj_prove(const adj_dottest_options *o, MPI_Comm comm, const adj_des
 /* The names of the placement files beside the network file (rank 0 reads
  * the directory; every rank gets the list), one per line. */
 static char *adj_shipped_names(const char *net, int rank) {
-  char list[8192] = "", dir[1024];
-  if (rank == 0) {
-    const char *dot = strrchr(net, '.');
-    snprintf(dir, sizeof dir, "%.*s", dot ? (int)(dot - net) : (int)strlen(net), net);
-    struct dirent **names = NULL;
-    int n = scandir(dir, &names, NULL, alphasort);
-    for (int i = 0; i < n; i++) {
-      size_t len = strlen(names[i]->d_name), used = strlen(list);
-      if (len > 6 && !strcmp(names[i]->d_name + len - 6, ".place") && used + len < sizeof list)
-        snprintf(list + used, sizeof list - used, "%.*s\n", (int)len - 6, names[i]->d_name);
-      free(names[i]);
-    }
-    free(names);
-  }
+  char list[8192] = "";
+  if (rank == 0) adj_placement_names(net, "\n", list, sizeof list);
   MPI_Bcast(list, (int)sizeof list, MPI_CHAR, 0, MPI_COMM_WORLD);
   return strdup(list);
 }
@@ -234,10 +217,9 @@ static int adj_run_network(const adj_dottest_options *o, MPI_Comm *comms, int ra
 
 int main(int argc, char **argv) {
   int rank, size;
-  if (adj_init(&argc, &argv, &rank, &size)) {
-    fprintf(stderr, "adjoin-dottest: %s\n", tool_error());
-    return 1;
-  }
+  tool_begin("adjoin-dottest");
+  if (tool_begin_mpi(&argc, &argv, &size)) return 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   adj_dottest_options o;
   int code = adj_parse_options(argc, argv, &o, rank);
   if (!code && o.net) {
@@ -247,18 +229,14 @@ int main(int argc, char **argv) {
     for (int n = 1; n <= size; n++)
       if (firsts[n] != MPI_COMM_NULL) MPI_Comm_free(&firsts[n]);
     free(firsts);
-    adj_finalize();
-    return code;
+    return tool_end(code);
   }
   adj_battery b;
   if (!code && adj_battery_build(&b)) {
     if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", tool_error());
     code = 1;
   }
-  if (code) {
-    adj_finalize();
-    return code < 0 ? 0 : code;
-  }
+  if (code) return tool_end(code < 0 ? 0 : code);
   /* One communicator per rank count: the first n ranks. */
   MPI_Comm *comms = calloc((size_t)size + 1, sizeof *comms);
   for (int n = 1; n <= size; n++) MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &comms[n]);
@@ -320,6 +298,5 @@ int main(int argc, char **argv) {
     if (comms[n] != MPI_COMM_NULL) MPI_Comm_free(&comms[n]);
   free(comms);
   adj_battery_free(&b);
-  adj_finalize();
-  return failed || !matched ? 1 : 0;
+  return tool_end(failed || !matched ? 1 : 0);
 }

@@ -24,8 +24,9 @@
  * conflicting flags (a placement that does not exist or does not fit the
  * ranks included), 3 stopped on purpose by --stop-after-batches (a simulated
  * crash, even after the run's last batch). */
-#include <errno.h>
+#include <float.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <mpi.h>
@@ -62,6 +63,7 @@ typedef struct train_options {
   int64_t caps[2];            /* first and later gradient buckets, bytes */
   bool reduce_after_backward;
   bool deep_halos;            /* fuse runs of conv, pool and activation layers over one halo exchange */
+  bool per_replica_batchnorm; /* batch norm statistics of each replica's share alone, not SyncBN */
   const char *trace;          /* event trace of rank 0; NULL: none */
 } train_options;
 
@@ -94,6 +96,8 @@ static const char usage[] =
     "                        on N = 2, 4, 8]; MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN];\n"
     "                        encdec: sequential or a spatial grid P0xP1 (rows x columns), e.g. 2x2\n"
     "                        [Nx1]; any: dp\n"
+    "  --per-replica-batchnorm  with replicas, normalise by each replica's share of the batch\n"
+    "                        (default: synchronised batch norm over the replicas, SyncBN)\n"
     "  --deep-halos          fuse each run of convolution, pool and activation layers into one deep\n"
     "                        halo layer (one halo exchange per run; docs/deep-halos.md)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
@@ -132,28 +136,21 @@ __attribute__((format(printf, 1, 2))) static void complain(const char *fmt, ...)
 }
 
 /* Whole-string integer / real parsing: "12x" and "" are errors. */
+static int parse_int_in(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
+  if (!adj_parse_int64(text, min, max, flag, out)) return 0;
+  if (max == INT64_MAX) complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
+  else complain("%s needs an integer from %lld to %lld, got '%s'\n", flag, (long long)min, (long long)max, text);
+  return -1;
+}
+
 static int parse_int(const char *flag, const char *text, int64_t min, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < min) {
-    complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
+  return parse_int_in(flag, text, min, INT64_MAX, out);
 }
 
 static int parse_real(const char *flag, const char *text, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (errno || end == text || *end || !(v >= 0) || !isfinite(v)) {
-    complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
+  if (!adj_parse_real(text, 0, DBL_MAX, flag, out)) return 0;
+  complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
+  return -1;
 }
 
 /* A flag naming one of two choices (e.g. "adam" or "sgd"): *choice is its
@@ -168,7 +165,7 @@ static int parse_choice(const char *flag, const char *text, const char *const na
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
   OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE, OPT_NET, OPT_PLACEMENT,
-  OPT_CHECK
+  OPT_CHECK, OPT_PER_REPLICA_BN
 };
 
 static const struct option long_options[] = {
@@ -195,6 +192,7 @@ static const struct option long_options[] = {
     {"net", required_argument, NULL, OPT_NET},
     {"placement", required_argument, NULL, OPT_PLACEMENT},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"per-replica-batchnorm", no_argument, NULL, OPT_PER_REPLICA_BN},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
 
 /* A bucket cap; -1 (and the parser's message) on a bad one. */
@@ -233,6 +231,7 @@ static int apply_option(train_options *o, int c, const char *arg) {
     return 0;
   case OPT_NET: o->net = arg; return 0;
   case OPT_CHECK: o->check = true; return 0;
+  case OPT_PER_REPLICA_BN: o->per_replica_batchnorm = true; return 0;
   case 'c': o->checkpoint = arg; return 0;
   case 'r': o->resume = true; return 0;
   case 'm': o->metrics = arg; return 0;
@@ -242,8 +241,9 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_STOP: return parse_int("--stop-after-batches", arg, 0, &o->stop_after);
   case OPT_TRAIN_LIMIT: return parse_int("--train-limit", arg, 1, &o->train_limit);
   case OPT_TEST_LIMIT: return parse_int("--test-limit", arg, 1, &o->test_limit);
-  case OPT_REPLICAS: return parse_int("--replicas", arg, 1, &o->replicas);
-  case OPT_MICRO: return parse_int("--micro-batches", arg, 1, &o->micro_batches);
+  /* Both are ints in the trainer. */
+  case OPT_REPLICAS: return parse_int_in("--replicas", arg, 1, INT_MAX, &o->replicas);
+  case OPT_MICRO: return parse_int_in("--micro-batches", arg, 1, INT_MAX, &o->micro_batches);
   case OPT_CAP: return parse_cap("--bucket-cap", arg, &o->caps[1]);
   case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
@@ -383,6 +383,10 @@ static int check_output_paths(train_run *r) {
     status = 1;
   }
   if (r->rank == 0 && !status && o->metrics) status = report_check_target(o->metrics) ? 1 : 0;
+  if (r->rank == 0 && !status && o->trace && adj_file_check_output(o->trace, "--trace")) {
+    complain("%s\n", adj_last_error());
+    status = 1;
+  }
   return rank0_status(status);
 }
 
@@ -401,7 +405,8 @@ static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u;
 
 static int build_network(train_run *r, int64_t batch) {
   const train_options *o = &r->options;
-  adj_network_build_options bo = {.dtype = o->dtype, .batch = batch, .deep_halos = o->deep_halos};
+  adj_network_build_options bo = {.dtype = o->dtype, .batch = batch, .deep_halos = o->deep_halos,
+                                  .replicas = r->replicas, .per_replica_batchnorm = o->per_replica_batchnorm};
   if (adj_network_build(r->selection.description, r->selection.placement, adj_replicas_model_comm(r->replicas), &bo,
                         &r->net))
     return fail(r, "building the network", NULL);
@@ -422,8 +427,8 @@ static int build(train_run *r) {
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
-  if (rank0_status(r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w")))) {
-    if (r->rank == 0) complain("--trace: cannot write %s\n", o->trace);
+  if (rank0_status(r->rank == 0 && o->trace && adj_file_open_output(o->trace, "--trace", &r->trace))) {
+    if (r->rank == 0) complain("%s\n", adj_last_error());
     return 1;
   }
   bool dp = replicas > 1;
@@ -687,9 +692,17 @@ static void teardown(train_run *r) {
   adj_layer_destroy(&r->net);
   adj_replicas_destroy(&r->replicas);
   train_selection_free(&r->selection);
-  if (r->trace) fclose(r->trace);
   adj_dataset_destroy(&r->train);
   adj_dataset_destroy(&r->test);
+}
+
+/* The trace's writes are checked as it closes: one that failed (a full
+ * disk) loses events, so the run exits 1 on every rank, saying so. */
+static int close_trace(train_run *r, int status) {
+  int failed = r->rank == 0 && adj_file_close_output(r->trace, r->options.trace, "--trace");
+  r->trace = NULL;
+  if (failed) complain("%s\n", adj_last_error());
+  return rank0_status(failed) ? 1 : status;
 }
 
 /* --openblas-coretype, alone: answered without MPI, since a launcher asks it
@@ -716,6 +729,7 @@ int main(int argc, char **argv) {
   adj_train_share_cores(MPI_COMM_WORLD);
   status = run(&r);
   teardown(&r);
+  status = close_trace(&r, status);
   adj_finalize();
   return status;
 }

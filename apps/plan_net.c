@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "adjoin/description.h"
-#include "adjoin/init.h"
+#include "adjoin/file.h"
 #include "adjoin/parse.h"
 #include "adjoin/plan_search.h"
 #include "adjoin/status.h"
@@ -138,17 +138,14 @@ static void net_print_list(const adj_plan_list *list, const char *what) {
 }
 
 static int net_write_one(const adj_description *d, const adj_plan *plan, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    tool_complain("cannot write the placement file %s\n", path);
-    return EXIT_PLAN;
+  FILE *f = NULL;
+  int status = adj_file_open_output(path, "placement file", &f);
+  if (!status) {
+    status = adj_plan_write_placement(d, plan, f);
+    int closed = adj_file_close_output(f, path, "placement file");
+    if (!status) status = closed;
   }
-  int status = adj_plan_write_placement(d, plan, f);
   if (status) tool_complain("%s\n", tool_error());
-  if (fclose(f) && !status) {
-    tool_complain("writing the placement file %s failed\n", path);
-    status = EXIT_PLAN;
-  }
   return status ? EXIT_PLAN : 0;
 }
 
@@ -319,13 +316,14 @@ static int net_run(const net_args *a, adj_description *d, int ranks) {
 
 int plan_net_main(int argc, char **argv) {
   int ranks = 1;
-  if (tool_begin("adjoin-plan", &argc, &argv, &ranks)) return EXIT_PLAN;
+  tool_begin("adjoin-plan");
+  if (tool_begin_mpi(&argc, &argv, &ranks)) return EXIT_PLAN;
   net_args a = {0};
   int status = net_parse(argc, argv, &a);
+  if (!status && a.write) status = tool_check_output("--write", a.write) ? EXIT_USAGE : 0;
   adj_description *d = NULL;
   if (!status && adj_description_read_all(MPI_COMM_WORLD, a.net, &d)) status = plan_net_failed();
   if (!status) status = net_run(&a, d, ranks);
   adj_description_destroy(&d);
-  adj_finalize();
-  return status;
+  return tool_end(status);
 }

@@ -1,7 +1,6 @@
 /* adjoin-train's network and placement (train_select.h). */
 #include "train_select.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +24,9 @@ const char *train_model_file(const char *model) {
 
 /* The placement names a network file has beside it, for messages (rank 0). */
 static const char *select_choices(const char *net_path) {
-  static char list[512];
-  snprintf(list, sizeof list, "sequential, dp, RxC, window=...,fc=...");
-  char dir[1024];
-  const char *dot = strrchr(net_path, '.');
-  snprintf(dir, sizeof dir, "%.*s", dot ? (int)(dot - net_path) : (int)strlen(net_path), net_path);
-  struct dirent **names = NULL;
-  int n = scandir(dir, &names, NULL, alphasort);
-  for (int i = 0; i < n; i++) {
-    size_t len = strlen(names[i]->d_name), used = strlen(list);
-    if (len > 6 && !strcmp(names[i]->d_name + len - 6, ".place") && used + len < sizeof list)
-      snprintf(list + used, sizeof list - used, ", %.*s", (int)len - 6, names[i]->d_name);
-    free(names[i]);
-  }
-  free(names);
+  static char list[512], names[400];
+  adj_placement_names(net_path, ", ", names, sizeof names);
+  snprintf(list, sizeof list, "%ssequential, dp, RxC, window=...,fc=...", names);
   return list;
 }
 
@@ -119,7 +107,7 @@ static int select_read(const train_choice *c, int ranks, train_complain_fn *comp
   }
   if (c->placement && !strcmp(c->placement, "auto")) return select_planned(c, ranks, complain, s);
   char name[128];
-  bool by_default = !c->placement;
+  bool by_default = s->by_default = !c->placement;
   if (by_default) select_default(c, ranks, name, sizeof name);
   else snprintf(name, sizeof name, "%s", c->placement);
   snprintf(s->placement_name, sizeof s->placement_name, "%s", name[0] ? name : "own");
@@ -149,10 +137,21 @@ int train_select(const train_choice *c, int ranks, train_complain_fn *complain, 
     complain("%d ranks do not divide into %d replicas of layout %s\n", ranks, s->replicas, s->placement_name);
     return 2;
   }
+  /* Every pass of a step (a micro-batch on a replica) takes a share of the
+   * batch: more passes than samples would leave passes empty. */
+  int64_t passes_per_step;
+  if (adj_int64_mul(s->replicas, c->passes, "replicas x micro-batches", &passes_per_step) || passes_per_step > c->batch) {
+    complain("--micro-batches %lld on %d replica%s makes more passes per step than the %lld samples of --batch\n",
+             (long long)c->passes, s->replicas, s->replicas == 1 ? "" : "s", (long long)c->batch);
+    return 2;
+  }
   int64_t passes = (int64_t)s->replicas * c->passes, local = (c->batch + passes - 1) / passes;
   adj_network_layout layout;
   if (adj_placement_resolve(s->description, s->placement, local, &layout)) {
-    complain("layout %s: %s\n", s->placement_name, tool_error());
+    if (s->by_default)
+      complain("no default %s layout for %d ranks; give --layout (%s)\n  (the default %s: %s)\n",
+               s->description->name, ranks, select_choices(s->net_path), s->placement_name, adj_last_error());
+    else complain("layout %s: %s\n", s->placement_name, tool_error());
     return 2;
   }
   s->ranks = layout.ranks;

@@ -32,6 +32,7 @@ typedef struct train_selection {
   char placement_name[128]; /* as the header prints it */
   int replicas;
   int ranks;                /* of one replica */
+  bool by_default;          /* the flags named no placement */
   bool planned;             /* --placement auto: the planner chose, and predicted: */
   adj_step_prediction prediction;
 } train_selection;

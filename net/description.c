@@ -12,14 +12,11 @@
 #include "adjoin/description.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "adjoin/agree.h"
+#include "adjoin/file.h"
 #include "adjoin/parse.h"
 #include "description_impl.h"
 #include "error_impl.h"
@@ -129,46 +126,70 @@ static int desc_list(desc_parser *p, const char *key, const char *text, int max_
   }
 }
 
-int desc_ints(desc_parser *p, const char *key, int want, int64_t min, int64_t max, int64_t *out) {
+/* Option `key`'s list, one entry per dimension: *given is false when the
+ * option is absent; one entry stands for every dimension. */
+typedef struct desc_items {
+  char item[ADJ_DESC_MAX_DIMS + 1][40];
+  int n;
+  bool given;
+} desc_items;
+
+static int desc_take_list(desc_parser *p, const char *key, int want, desc_items *it) {
   const char *v = desc_take(p, key);
+  it->given = v != NULL, it->n = 0;
   if (!v) return ADJ_SUCCESS;
-  char items[ADJ_DESC_MAX_DIMS + 1][40];
-  int n = 0;
-  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, items, &n));
-  ADJ_CHECK(n == 1 || n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v, n, want);
-  for (int i = 0; i < want; i++) ADJ_CALL(adj_parse_int64(items[n == 1 ? 0 : i], min, max, desc_what(p, key), &out[i]));
+  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, it->item, &it->n));
+  ADJ_CHECK(it->n == 1 || it->n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v,
+            it->n, want);
+  return ADJ_SUCCESS;
+}
+
+/* The entry of dimension i. */
+static char *desc_item(desc_items *it, int i) { return it->item[it->n == 1 ? 0 : i]; }
+
+int desc_ints(desc_parser *p, const char *key, int want, int64_t min, int64_t max, int64_t *out) {
+  desc_items it;
+  ADJ_CALL(desc_take_list(p, key, want, &it));
+  for (int i = 0; it.given && i < want; i++) ADJ_CALL(adj_parse_int64(desc_item(&it, i), min, max, desc_what(p, key), &out[i]));
   return ADJ_SUCCESS;
 }
 
 int desc_reals(desc_parser *p, const char *key, int want, double min, double max, double *out) {
-  const char *v = desc_take(p, key);
-  if (!v) return ADJ_SUCCESS;
-  char items[ADJ_DESC_MAX_DIMS + 1][40];
-  int n = 0;
-  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, items, &n));
-  ADJ_CHECK(n == 1 || n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v, n, want);
-  for (int i = 0; i < want; i++) ADJ_CALL(adj_parse_real(items[n == 1 ? 0 : i], min, max, desc_what(p, key), &out[i]));
+  desc_items it;
+  ADJ_CALL(desc_take_list(p, key, want, &it));
+  for (int i = 0; it.given && i < want; i++) ADJ_CALL(adj_parse_real(desc_item(&it, i), min, max, desc_what(p, key), &out[i]));
   return ADJ_SUCCESS;
 }
 
 /* Padding "P", "PxQ..." (both sides) or with "L:R" entries (left, right). */
 int desc_padding(desc_parser *p, const char *key, int want, int64_t padding[][2]) {
-  const char *v = desc_take(p, key);
-  if (!v) return ADJ_SUCCESS;
-  char items[ADJ_DESC_MAX_DIMS + 1][40];
-  int n = 0;
-  ADJ_CALL(desc_list(p, key, v, ADJ_DESC_MAX_DIMS + 1, items, &n));
-  ADJ_CHECK(n == 1 || n == want, ADJ_ERR_ARG, "%s '%.40s' has %d entries; give 1 or %d", desc_what(p, key), v, n, want);
-  for (int i = 0; i < want; i++) {
-    char *item = items[n == 1 ? 0 : i], *colon = strchr(item, ':');
+  desc_items it;
+  ADJ_CALL(desc_take_list(p, key, want, &it));
+  for (int i = 0; it.given && i < want; i++) {
+    char *item = desc_item(&it, i), *colon = strchr(item, ':');
     if (colon) *colon = '\0';
     ADJ_CALL(adj_parse_int64(item, 0, DESC_MAX_WINDOW, desc_what(p, key), &padding[i][0]));
     ADJ_CALL(adj_parse_int64(colon ? colon + 1 : item, 0, DESC_MAX_WINDOW, desc_what(p, key), &padding[i][1]));
+    if (colon) *colon = ':';
   }
   return ADJ_SUCCESS;
 }
 
-/* Refuses options no reader took, listing the keys the kind knows. */
+/* Refuses an option whose key is not in the comma-separated `known`, before
+ * any reader complains about what is missing (a misspelt key is the
+ * likelier mistake). */
+static int desc_refuse_unknown(desc_parser *p, const char *known) {
+  for (int i = 0; i < p->n_options; i++) {
+    size_t len = strlen(p->options[i].key);
+    bool found = false;
+    for (const char *k = known; *k && !found; k += strcspn(k, ",") + (k[strcspn(k, ",")] ? 2 : 0))
+      found = strcspn(k, ",") == len && !strncmp(k, p->options[i].key, len);
+    ADJ_CHECK(found, ADJ_ERR_ARG, "%s:%d: %s: unknown option '%.40s' (%s)", p->source, p->line, p->what,
+              p->options[i].key, known);
+  }
+  return ADJ_SUCCESS;
+}
+
 int desc_refuse_leftover(desc_parser *p, const char *known) {
   for (int i = 0; i < p->n_options; i++)
     ADJ_CHECK(p->options[i].used, ADJ_ERR_ARG, "%s:%d: %s: unknown option '%.40s' (%s)", p->source, p->line, p->what,
@@ -265,6 +286,16 @@ static int desc_append(desc_parser *p, adj_desc_layer **out) {
   return ADJ_SUCCESS;
 }
 
+/* A per-sample activation's volume must fit int64, so every product the
+ * builder and the planner form from it does too. */
+static int desc_check_volume(desc_parser *p, int rank, const int64_t *shape) {
+  char what[320];
+  snprintf(what, sizeof what, "%s:%d: %s: its per-sample activation", p->source, p->line, p->what);
+  int64_t volume = 1;
+  for (int i = 0; i < rank; i++) ADJ_CALL(adj_int64_mul(volume, shape[i], what, &volume));
+  return ADJ_SUCCESS;
+}
+
 /* The current shape becomes the layer's output. */
 static void desc_advance(desc_parser *p, const adj_desc_layer *l) {
   p->rank = l->out_rank;
@@ -328,6 +359,7 @@ static int desc_layer(desc_parser *p, const char *keyword, char **words, int cou
   snprintf(p->what, sizeof p->what, "%s %s", keyword, name);
   ADJ_CALL(desc_split_options(p, words, count));
   adj_desc_kind kind = desc_keywords[k].kind;
+  ADJ_CALL(desc_refuse_unknown(p, desc_known_keys(kind)));
   bool flat_input = kind == ADJ_DESC_AFFINE || kind == ADJ_DESC_PHANTOM;
   if (flat_input && p->rank > 1) ADJ_CALL(desc_implicit_flatten(p, name));
   adj_desc_layer *l;
@@ -336,6 +368,7 @@ static int desc_layer(desc_parser *p, const char *keyword, char **words, int cou
   snprintf(l->name, sizeof l->name, "%s", name);
   ADJ_CALL(desc_infer(p, keyword, l));
   ADJ_CALL(desc_refuse_leftover(p, desc_known_keys(l->kind)));
+  ADJ_CALL(desc_check_volume(p, l->out_rank, l->out_shape));
   p->have_loss = l->kind == ADJ_DESC_LOSS || l->kind == ADJ_DESC_XENT;
   desc_advance(p, l);
   return adj_int64_add(p->d->parameter_count, l->parameter_count, "parameter count", &p->d->parameter_count);
@@ -364,6 +397,7 @@ static int desc_input_line(desc_parser *p, char **words, int count) {
   for (int i = 0; i < n; i++)
     ADJ_CALL(adj_parse_int64(words[i], 1, DESC_MAX_EXTENT, desc_what(p, "extent"), &p->shape[i]));
   p->rank = n;
+  ADJ_CALL(desc_check_volume(p, n, p->shape));
   ADJ_CALL(desc_split_options(p, words + n, count - n));
   ADJ_CALL(desc_placement_options(p, n + 1, false, false, &p->d->input_placement));
   ADJ_CALL(desc_refuse_leftover(p, "parts"));
@@ -419,43 +453,10 @@ int adj_description_parse(const char *text, const char *source, adj_description 
   return status;
 }
 
-/* The whole of a regular file, NUL-terminated; a FIFO or device is refused
- * from fstat without a read that could block. */
 int desc_read_text(const char *path, const char *what, char **text) {
-  *text = NULL;
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  ADJ_CHECK(fd >= 0, ADJ_ERR_IO, "cannot open %s file '%s': %s", what, path, strerror(errno));
-  struct stat st;
-  int status = fstat(fd, &st) ? adj_error_set(ADJ_ERR_IO, "cannot stat %s file '%s': %s", what, path, strerror(errno))
-               : !S_ISREG(st.st_mode)
-                   ? adj_error_set(ADJ_ERR_IO, "%s file '%s' is not a regular file (a FIFO, device or directory)", what,
-                                   path)
-               : st.st_size > ADJ_DESC_MAX_TEXT
-                   ? adj_error_set(ADJ_ERR_IO, "%s file '%s' has %lld bytes (at most %d)", what, path,
-                                   (long long)st.st_size, ADJ_DESC_MAX_TEXT)
-                   : ADJ_SUCCESS;
-  char *buffer = status ? NULL : malloc((size_t)ADJ_DESC_MAX_TEXT + 1);
-  if (!status && !buffer) status = adj_error_set(ADJ_ERR_MEM, "out of memory reading '%s'", path);
-  size_t got = 0;
-  while (!status && got <= (size_t)ADJ_DESC_MAX_TEXT) {
-    ssize_t r = read(fd, buffer + got, (size_t)ADJ_DESC_MAX_TEXT + 1 - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) status = adj_error_set(ADJ_ERR_IO, "reading %s file '%s': %s", what, path, strerror(errno));
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!status && got > (size_t)ADJ_DESC_MAX_TEXT)
-    status = adj_error_set(ADJ_ERR_IO, "%s file '%s' grew past %d bytes while read", what, path, ADJ_DESC_MAX_TEXT);
-  if (!status && memchr(buffer, '\0', got))
-    status = adj_error_set(ADJ_ERR_IO, "%s file '%s' holds a NUL byte (not text)", what, path);
-  if (status) {
-    free(buffer);
-    return status;
-  }
-  buffer[got] = '\0';
-  *text = buffer;
-  return ADJ_SUCCESS;
+  char kind[32];
+  snprintf(kind, sizeof kind, "%s file", what);
+  return adj_file_read_text(path, kind, ADJ_DESC_MAX_TEXT, text, NULL);
 }
 
 int adj_description_read(const char *path, adj_description **out) {

@@ -19,7 +19,7 @@ const char *desc_known_keys(adj_desc_kind kind) {
   case ADJ_DESC_CONV: return "out, k, s, d, p, g, mode, bias, parts, out_parts";
   case ADJ_DESC_POOL: return "k, s, d, p, type, count_pad, mode, parts";
   case ADJ_DESC_AFFINE: return "out, bias, parts, out_parts, grid";
-  case ADJ_DESC_ACTIVATION: return "slope (leaky_relu), parts";
+  case ADJ_DESC_ACTIVATION: return "slope, parts";
   case ADJ_DESC_BATCHNORM: return "eps, momentum, affine, running_stats, parts";
   case ADJ_DESC_UPSAMPLE: return "scale, size, mode, align_corners, parts";
   case ADJ_DESC_PAD: return "p, mode, parts";
@@ -34,13 +34,17 @@ static const char *desc_in(const adj_desc_layer *l, char *buf, size_t size) {
   return adj_desc_shape_format(l->in_rank, l->in_shape, buf, size);
 }
 
-static void desc_parameter(adj_desc_layer *l, const char *name, int rank, const int64_t *shape) {
+/* A parameter of the layer; its count, and the layer's, checked in int64. */
+static int desc_parameter(desc_parser *p, adj_desc_layer *l, const char *name, int rank, const int64_t *shape) {
   adj_desc_parameter *q = &l->parameters[l->n_parameters++];
+  char what[160];
+  snprintf(what, sizeof what, "%s:%d: %s %s", p->source, p->line, p->what, name);
   snprintf(q->name, sizeof q->name, "%s", name);
   q->rank = rank;
   q->count = 1;
-  for (int i = 0; i < rank; i++) q->shape[i] = shape[i], q->count *= shape[i];
-  l->parameter_count += q->count;
+  for (int i = 0; i < rank; i++) q->shape[i] = shape[i];
+  for (int i = 0; i < rank; i++) ADJ_CALL(adj_int64_mul(q->count, shape[i], what, &q->count));
+  return adj_int64_add(l->parameter_count, q->count, what, &l->parameter_count);
 }
 
 /* Needs an input (C, spatial...) with 1..3 spatial dimensions. */
@@ -107,8 +111,8 @@ static int desc_conv(desc_parser *p, adj_desc_layer *l) {
   l->out_shape[0] = c->out_channels;
   int64_t weight[ADJ_DESC_MAX_DIMS + 1] = {c->out_channels, in_c / c->groups};
   for (int i = 0; i < c->window.spatial_dims; i++) weight[2 + i] = c->window.kernel[i];
-  desc_parameter(l, "weight", 2 + c->window.spatial_dims, weight);
-  if (c->bias) desc_parameter(l, "bias", 1, &c->out_channels);
+  ADJ_CALL(desc_parameter(p, l, "weight", 2 + c->window.spatial_dims, weight));
+  if (c->bias) ADJ_CALL(desc_parameter(p, l, "bias", 1, &c->out_channels));
   return desc_placement_options(p, l->in_rank + 1, true, false, &l->placement);
 }
 
@@ -137,8 +141,8 @@ static int desc_affine(desc_parser *p, adj_desc_layer *l) {
   l->out_shape[0] = a->out_features;
   int64_t weight[2] = {a->out_features, l->in_shape[0]}, count;
   ADJ_CALL(adj_int64_mul(weight[0], weight[1], p->what, &count));
-  desc_parameter(l, "weight", 2, weight);
-  if (a->bias) desc_parameter(l, "bias", 1, &a->out_features);
+  ADJ_CALL(desc_parameter(p, l, "weight", 2, weight));
+  if (a->bias) ADJ_CALL(desc_parameter(p, l, "bias", 1, &a->out_features));
   return desc_placement_options(p, 2, true, true, &l->placement);
 }
 
@@ -166,8 +170,8 @@ static int desc_batchnorm(desc_parser *p, adj_desc_layer *l) {
   l->out_rank = l->in_rank;
   memcpy(l->out_shape, l->in_shape, sizeof l->out_shape);
   if (b->affine) {
-    desc_parameter(l, "weight", 1, l->in_shape);
-    desc_parameter(l, "bias", 1, l->in_shape);
+    ADJ_CALL(desc_parameter(p, l, "weight", 1, l->in_shape));
+    ADJ_CALL(desc_parameter(p, l, "bias", 1, l->in_shape));
   }
   return desc_placement_options(p, l->in_rank + 1, false, false, &l->placement);
 }
@@ -220,19 +224,20 @@ static int desc_pad(desc_parser *p, adj_desc_layer *l) {
 }
 
 /* phantom_layer.h's parameters for p workers (balanced blocks). */
-static void desc_phantom_parameters(adj_desc_layer *l, int p) {
+static int desc_phantom_parameters(desc_parser *p, adj_desc_layer *l, int workers) {
   const adj_desc_phantom *ph = &l->u.phantom;
   int64_t n_in = l->in_shape[0], n_out = ph->out_features, local = 0;
-  for (int j = 0; j < p; j++) {
+  for (int j = 0; j < workers; j++) {
     int64_t s, in_j, out_j;
-    adj_balanced_block(n_in, p, j, &s, &in_j);
-    adj_balanced_block(n_out, p, j, &s, &out_j);
+    adj_balanced_block(n_in, workers, j, &s, &in_j);
+    adj_balanced_block(n_out, workers, j, &s, &out_j);
     local += in_j * out_j;
   }
-  desc_parameter(l, "local", 1, &local);
-  desc_parameter(l, "compressor", 2, (const int64_t[2]){ph->ghosts, n_in});
-  desc_parameter(l, "decompressor", 2, (const int64_t[2]){n_out, (int64_t)(p - 1) * ph->ghosts});
-  if (ph->bias) desc_parameter(l, "bias", 1, &n_out);
+  ADJ_CALL(desc_parameter(p, l, "local", 1, &local));
+  ADJ_CALL(desc_parameter(p, l, "compressor", 2, (const int64_t[2]){ph->ghosts, n_in}));
+  ADJ_CALL(desc_parameter(p, l, "decompressor", 2, (const int64_t[2]){n_out, (int64_t)(workers - 1) * ph->ghosts}));
+  if (ph->bias) ADJ_CALL(desc_parameter(p, l, "bias", 1, &n_out));
+  return ADJ_SUCCESS;
 }
 
 static int desc_phantom(desc_parser *p, adj_desc_layer *l) {
@@ -251,8 +256,7 @@ static int desc_phantom(desc_parser *p, adj_desc_layer *l) {
             pl->parts[0], pl->parts[1]);
   l->out_rank = 1;
   l->out_shape[0] = ph->out_features;
-  desc_phantom_parameters(l, workers);
-  return ADJ_SUCCESS;
+  return desc_phantom_parameters(p, l, workers);
 }
 
 int desc_infer_flatten(desc_parser *p, adj_desc_layer *l) {

@@ -223,6 +223,9 @@ static int build_plain(build_state *b, const adj_desc_layer *l) {
     adj_batchnorm_layer_config bc = {.dtype = dtype, .input = b->current, .num_features = l->in_shape[0],
                                      .eps = n->eps, .momentum = n->momentum, .no_affine = !n->affine,
                                      .no_running_stats = !n->running_stats};
+    const adj_replicas *r = b->o->replicas;
+    if (r && adj_replicas_count(r) > 1 && !b->o->per_replica_batchnorm)
+      bc.replicas = adj_replicas_count(r), bc.across = adj_replicas_across_comm(r);
     return build_push(b, adj_batchnorm_layer_create(&bc, &layer), &layer);
   }
   case ADJ_DESC_UPSAMPLE: {
@@ -391,6 +394,34 @@ int adj_network_build(const adj_description *d, const adj_placement *p, MPI_Comm
   adj_decomposition_destroy(&b.current);
   adj_network_layout_free(&layout);
   return status;
+}
+
+int adj_network_build_file(MPI_Comm comm, const char *path, const char *name, const adj_network_build_options *o,
+                           adj_layer **network) {
+  ADJ_CHECK(network, ADJ_ERR_ARG, "adj_network_build_file: output network pointer is NULL");
+  *network = NULL;
+  adj_description *d = NULL;
+  adj_placement *p = NULL;
+  int status = adj_description_read_all(comm, path, &d);
+  if (!status) status = adj_placement_find(comm, d, path, name, &p);
+  if (!status) status = adj_network_build(d, p, comm, o, network);
+  adj_placement_destroy(&p);
+  adj_description_destroy(&d);
+  return status;
+}
+
+int adj_network_file_ranks(MPI_Comm comm, const char *path, const char *name, int64_t batch) {
+  adj_description *d = NULL;
+  adj_placement *p = NULL;
+  adj_network_layout layout = {0};
+  int ranks = !adj_description_read_all(comm, path, &d) && !adj_placement_find(comm, d, path, name, &p) &&
+                      !adj_placement_resolve(d, p, batch, &layout)
+                  ? layout.ranks
+                  : 0;
+  adj_network_layout_free(&layout);
+  adj_placement_destroy(&p);
+  adj_description_destroy(&d);
+  return ranks;
 }
 
 adj_layer *adj_network_build_loss(adj_layer *network) {

@@ -2,6 +2,7 @@
  * docs/placement.md).  Resolution and enumeration are in placement_resolve.c. */
 #include "adjoin/placement.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -287,6 +288,13 @@ static int place_scheme(const adj_description *d, const char *name, adj_placemen
   return ADJ_SUCCESS;
 }
 
+/* The length of a network file's path without its extension: the
+ * directory of its shipped placements. */
+static int place_stem(const char *network_path) {
+  const char *dot = strrchr(network_path, '.'), *slash = strrchr(network_path, '/');
+  return dot && (!slash || dot > slash) ? (int)(dot - network_path) : (int)strlen(network_path);
+}
+
 /* The file a name means, decided on rank 0: the name itself when it is a
  * readable path, else the shipped <dir>/<network>/NAME.place; "" when
  * neither (a scheme). */
@@ -297,11 +305,26 @@ static void place_file_of(const char *network_path, const char *name, char *path
     return;
   }
   if (!network_path || strchr(name, '=')) return;
-  const char *dot = strrchr(network_path, '.'), *slash = strrchr(network_path, '/');
-  int stem = dot && (!slash || dot > slash) ? (int)(dot - network_path) : (int)strlen(network_path);
   char candidate[1024];
-  snprintf(candidate, sizeof candidate, "%.*s/%s.place", stem, network_path, name);
+  snprintf(candidate, sizeof candidate, "%.*s/%s.place", place_stem(network_path), network_path, name);
   if (access(candidate, R_OK) == 0) snprintf(path, size, "%s", candidate);
+}
+
+const char *adj_placement_names(const char *network_path, const char *separator, char *buf, size_t size) {
+  if (size) buf[0] = '\0';
+  if (!network_path || !size) return buf;
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%.*s", place_stem(network_path), network_path);
+  struct dirent **names = NULL;
+  int n = scandir(dir, &names, NULL, alphasort);
+  for (int i = 0; i < n; i++) {
+    size_t len = strlen(names[i]->d_name), used = strlen(buf);
+    if (len > 6 && !strcmp(names[i]->d_name + len - 6, ".place") && used + len - 6 + strlen(separator) < size)
+      snprintf(buf + used, size - used, "%.*s%s", (int)len - 6, names[i]->d_name, separator);
+    free(names[i]);
+  }
+  free(names);
+  return buf;
 }
 
 int adj_placement_find(MPI_Comm comm, const adj_description *d, const char *network_path, const char *name,

@@ -17,7 +17,7 @@ typedef struct place_state {
   adj_network_layout *out;
   const adj_layer_placement *given; /* (n): each layer's own placement, INHERIT when none */
   int cur_ndim, cur[ADJ_DESC_MAX_DIMS + 1]; /* the partition the current activation lives on */
-  const adj_layer_placement *previous[ADJ_DESC_KINDS]; /* the last conv, fc and phantom placements */
+  int previous[ADJ_DESC_KINDS]; /* the last conv, fc and phantom layers; -1 before the first */
 } place_state;
 
 static const char *place_source(const place_state *s, const adj_layer_placement *pl) {
@@ -28,8 +28,13 @@ static const char *place_source(const place_state *s, const adj_layer_placement 
 static const char *place_where(const place_state *s, int i, char *buf, size_t size) {
   const adj_desc_layer *l = &s->d->layers[i];
   const adj_layer_placement *pl = &s->out->layers[i].placement;
-  int line = pl->line ? pl->line : l->line;
-  snprintf(buf, size, "%s:%d: layer %s", pl->line ? place_source(s, pl) : s->d->source, line, l->name);
+  int line = pl->line ? pl->line : l->line, from = s->out->layers[i].inherited_from;
+  int n = snprintf(buf, size, "%s:%d: layer %s", pl->line ? place_source(s, pl) : s->d->source, line, l->name);
+  int from_line = from >= 0 ? s->out->layers[from].placement.line : 0;
+  if (from >= 0 && n > 0 && (size_t)n < size && from_line)
+    snprintf(buf + n, size - (size_t)n, " (placed as %s, line %d)", s->d->layers[from].name, from_line);
+  else if (from >= 0 && n > 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, " (placed as %s)", s->d->layers[from].name);
   return buf;
 }
 
@@ -84,9 +89,12 @@ static adj_layer_placement place_inherit(place_state *s, int i, bool *explicit_i
   adj_desc_kind kind = s->d->layers[i].kind;
   *explicit_input = true;
   if (s->given[i].kind != ADJ_PLACE_INHERIT) return s->given[i];
-  if (s->previous[kind]) {
-    adj_layer_placement pl = *s->previous[kind];
+  int from = s->previous[kind];
+  if (from >= 0) {
+    adj_layer_placement pl = s->out->layers[from].placement;
     pl.line = 0;
+    int origin = s->out->layers[from].inherited_from;
+    s->out->layers[i].inherited_from = origin >= 0 ? origin : from;
     return pl;
   }
   *explicit_input = false;
@@ -98,6 +106,8 @@ static int place_conv(place_state *s, int i, adj_layer_layout *ll) {
   ll->placement = place_inherit(s, i, &ll->explicit_input);
   const adj_layer_placement *pl = &ll->placement;
   char where[400];
+  ADJ_CHECK(pl->kind == ADJ_PLACE_PARTS, ADJ_ERR_ARG, "%s: grid= is for fc layers (a conv takes parts= and out_parts=)",
+            place_where(s, i, where, sizeof where));
   ADJ_CALL(place_check_parts(s, i, pl->parts, pl->ndim));
   int co = pl->out_parts > 0 ? pl->out_parts : 1;
   ADJ_CHECK(co <= l->out_shape[0], ADJ_ERR_ARG, "%s: out_parts=%d splits %lld output channels",
@@ -143,7 +153,7 @@ static int place_phantom(place_state *s, int i, adj_layer_layout *ll) {
   ll->placement = place_inherit(s, i, &ll->explicit_input);
   const adj_layer_placement *pl = &ll->placement;
   char where[400];
-  ADJ_CHECK(pl->kind == ADJ_PLACE_PARTS && pl->ndim == 2 && pl->parts[0] == 1, ADJ_ERR_ARG,
+  ADJ_CHECK(pl->kind == ADJ_PLACE_PARTS && pl->ndim == 2 && pl->parts[0] == 1 && pl->out_parts <= 1, ADJ_ERR_ARG,
             "%s: a phantom layer runs on parts=1xP (the features over P workers)", place_where(s, i, where, sizeof where));
   ADJ_CALL(place_check_parts(s, i, pl->parts, pl->ndim));
   const adj_desc_phantom *ph = &l->u.phantom;
@@ -181,8 +191,10 @@ static bool place_next_input(place_state *s, int i, int parts[2]) {
   if (i + 1 >= s->d->n) return false;
   adj_desc_kind kind = s->d->layers[i + 1].kind;
   if (kind != ADJ_DESC_AFFINE && kind != ADJ_DESC_PHANTOM) return false;
-  const adj_layer_placement *pl =
-      s->given[i + 1].kind != ADJ_PLACE_INHERIT ? &s->given[i + 1] : s->previous[kind];
+  int from = s->previous[kind];
+  const adj_layer_placement *pl = s->given[i + 1].kind != ADJ_PLACE_INHERIT ? &s->given[i + 1]
+                                  : from >= 0                               ? &s->out->layers[from].placement
+                                                                            : NULL;
   if (!pl) return false;
   if (pl->kind == ADJ_PLACE_GRID) parts[0] = pl->grid[1], parts[1] = pl->grid[0];
   else parts[0] = pl->parts[0], parts[1] = pl->parts[1];
@@ -214,6 +226,8 @@ static int place_flatten(place_state *s, int i, adj_layer_layout *ll) {
     ll->explicit_input = true;
   }
   const adj_layer_placement *pl = &ll->placement;
+  ADJ_CHECK(pl->kind == ADJ_PLACE_PARTS && pl->out_parts <= 1, ADJ_ERR_ARG, "%s: a flatten takes parts= alone",
+            place_where(s, i, where, sizeof where));
   ADJ_CALL(place_check_parts(s, i, pl->parts, pl->ndim));
   for (int k = 2; k < pl->ndim; k++)
     ADJ_CHECK(pl->parts[k] == 1, ADJ_ERR_ARG, "%s: a flatten splits only the batch and the channels (parts=BxCx1...)",
@@ -235,6 +249,8 @@ static int place_other(place_state *s, int i, adj_layer_layout *ll) {
   ll->placement = ll->explicit_input ? s->given[i] : place_current(s);
   const adj_layer_placement *pl = &ll->placement;
   ADJ_CHECK(pl->kind == ADJ_PLACE_PARTS, ADJ_ERR_ARG, "%s: grid= is for fc layers", place_where(s, i, where, sizeof where));
+  ADJ_CHECK(pl->out_parts <= 1, ADJ_ERR_ARG, "%s: out_parts= is for conv and fc layers",
+            place_where(s, i, where, sizeof where));
   ADJ_CALL(place_check_parts(s, i, pl->parts, pl->ndim));
   bool classes = l->kind == ADJ_DESC_LOSS && l->u.loss.kind == ADJ_LOSS_NLL && l->u.loss.reduction == ADJ_LOSS_NONE;
   ADJ_CHECK(!classes || pl->parts[1] == 1, ADJ_ERR_ARG, "%s: nll with reduction=none needs the classes unsplit",
@@ -256,7 +272,7 @@ static int place_layer(place_state *s, int i) {
   case ADJ_DESC_FLATTEN: ADJ_CALL(place_flatten(s, i, ll)); break;
   default: ADJ_CALL(place_other(s, i, ll)); break;
   }
-  if (kind == ADJ_DESC_CONV || kind == ADJ_DESC_AFFINE || kind == ADJ_DESC_PHANTOM) s->previous[kind] = &ll->placement;
+  if (kind == ADJ_DESC_CONV || kind == ADJ_DESC_AFFINE || kind == ADJ_DESC_PHANTOM) s->previous[kind] = i;
   char where[400];
   ADJ_CHECK(ll->workers <= ADJ_PLACE_MAX_WORKERS, ADJ_ERR_ARG, "%s: the placement needs %d workers (at most %d)",
             place_where(s, i, where, sizeof where), ll->workers, ADJ_PLACE_MAX_WORKERS);
@@ -296,6 +312,8 @@ int adj_placement_resolve(const adj_description *d, const adj_placement *p, int6
   adj_layer_placement *given = calloc((size_t)d->n, sizeof *given), input;
   int status = out->layers && given ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "placement: out of memory");
   place_state s = {.d = d, .p = p, .batch = batch, .out = out, .given = given};
+  for (int k = 0; k < ADJ_DESC_KINDS; k++) s.previous[k] = -1;
+  for (int i = 0; out->layers && i < d->n; i++) out->layers[i].inherited_from = -1;
   if (!status) status = place_given(&s, given, &input);
   if (!status) status = place_input(&s, &input);
   for (int i = 0; !status && i < d->n; i++) status = place_layer(&s, i);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "adjoin/agree.h"
+#include "adjoin/file.h"
 #include "adjoin/layer_times.h"
 #include "adjoin/layer_timing.h"
 #include "adjoin/loss_layers.h"
@@ -15,7 +16,6 @@
 #include "adjoin/threads.h"
 #include "adjoin/wait.h"
 #include "adjoin/xent_layer.h"
-#include "description_impl.h"
 #include "error_impl.h"
 #include "plan_impl.h"
 
@@ -272,14 +272,13 @@ int adj_layer_times_parse(adj_layer_times *t, const char *text, const char *sour
 
 int adj_layer_times_save(const adj_layer_times *t, const char *path) {
   ADJ_CHECK(t && path && path[0], ADJ_ERR_ARG, "layer times: no table or no path (set ADJ_LAYER_TIMES or HOME)");
-  FILE *f = adj_plan_cache_create(path);
-  ADJ_CHECK(f, ADJ_ERR_IO, "layer times: cannot write %s", path);
-  int bad = fprintf(f, "# adjoin: forward and backward seconds of each local computation, measured here\n") < 0;
+  adj_plan_make_parent(path);
+  FILE *f = NULL;
+  ADJ_CALL(adj_file_open_output(path, "layer time table", &f));
+  fprintf(f, "# adjoin: forward and backward seconds of each local computation, measured here\n");
   for (int i = 0; i < t->n; i++)
-    bad |= fprintf(f, "%.6e %.6e %s\n", t->entries[i].forward, t->entries[i].backward, t->entries[i].key) < 0;
-  bad |= fclose(f) != 0;
-  ADJ_CHECK(!bad, ADJ_ERR_IO, "layer times: writing %s failed", path);
-  return ADJ_SUCCESS;
+    fprintf(f, "%.6e %.6e %s\n", t->entries[i].forward, t->entries[i].backward, t->entries[i].key);
+  return adj_file_close_output(f, path, "layer time table");
 }
 
 /* Rank 0's text of the cache file, or NULL (none yet, or not a readable
@@ -287,7 +286,7 @@ int adj_layer_times_save(const adj_layer_times *t, const char *path) {
 static char *adj_times_read_text(const char *path) {
   char *text = NULL;
   if (!path[0] || access(path, F_OK)) return NULL;
-  if (desc_read_text(path, "layer time table", &text)) {
+  if (adj_file_read_text(path, "layer time table", 16 << 20, &text, NULL)) {
     fprintf(stderr, "adjoin: warning: ignoring the layer time table (%s)\n", adj_last_error());
     adj_clear_error();
   }

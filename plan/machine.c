@@ -11,13 +11,13 @@
 #include <malloc.h>
 
 #include "adjoin/agree.h"
+#include "adjoin/file.h"
 #include "adjoin/layer_timing.h"
 #include "adjoin/machine.h"
 #include "adjoin/network_build.h"
 #include "adjoin/parse.h"
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
-#include "description_impl.h"
 #include "error_impl.h"
 #include "plan_impl.h"
 
@@ -160,7 +160,7 @@ int adj_machine_parse(const char *text, const char *source, adj_machine *machine
 int adj_machine_read(const char *path, adj_machine *machine) {
   ADJ_CHECK(path && machine, ADJ_ERR_ARG, "machine: path or output is NULL");
   char *text = NULL;
-  ADJ_CALL(desc_read_text(path, "machine", &text));
+  ADJ_CALL(adj_file_read_text(path, "machine file", 1 << 20, &text, NULL));
   int status = adj_machine_parse(text, path, machine);
   free(text);
   return status;
@@ -344,23 +344,28 @@ static void adj_plan_make_dirs(char *dir) {
   mkdir(dir, 0755);
 }
 
-FILE *adj_plan_cache_create(const char *path) {
+void adj_plan_make_parent(const char *path) {
   char dir[1100];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (slash && slash != dir) {
-    *slash = '\0';
-    adj_plan_make_dirs(dir);
-  }
-  return fopen(path, "w");
+  if (!slash || slash == dir) return;
+  *slash = '\0';
+  adj_plan_make_dirs(dir);
 }
 
 static void adj_machine_save(const char *path, const adj_machine *m) {
   if (!path[0]) return;
-  FILE *f = adj_plan_cache_create(path);
-  int bad = !f || adj_machine_write(m, f);
-  if (f) bad |= fclose(f) != 0;
-  if (bad) fprintf(stderr, "adjoin: warning: could not save the machine cache %s\n", path);
+  adj_plan_make_parent(path);
+  FILE *f = NULL;
+  int status = adj_file_open_output(path, "machine cache", &f);
+  if (!status) {
+    adj_machine_write(m, f);
+    status = adj_file_close_output(f, path, "machine cache");
+  }
+  if (status) {
+    fprintf(stderr, "adjoin: warning: %s\n", adj_last_error());
+    adj_clear_error();
+  }
 }
 
 int adj_machine_host(MPI_Comm comm, adj_machine *machine) {

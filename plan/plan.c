@@ -1,10 +1,10 @@
 /* The communication cost model and grid planner (plan.h).  Equations are
  * those of papers 000 (eq. 4) and 001 (eqs. 8, 9) as transcribed in
- * specs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
+ * docs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
  * for the all-gather, the layer input for dX), A4 (parameterised layers only;
  * no dX for the first), A7 (eq. 9's halo with X^{i+1} := the conv output),
  * A8 (no halo when P_r = 1) and A10 (no redistribution in paper modes). */
-#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,8 @@
 #include "adjoin/agree.h"
 #include "adjoin/decomposition.h"
 #include "adjoin/description.h"
+#include "adjoin/file.h"
+#include "adjoin/parse.h"
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
 #include "error_impl.h"
@@ -547,15 +549,14 @@ int adj_plan_calibrate_allreduce(MPI_Comm comm, int repeats, double *alpha, doub
 }
 
 int adj_plan_calibration_save(const char *path, const adj_plan_calibration *cal) {
-  FILE *f = path && cal ? fopen(path, "w") : NULL;
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot write calibration file '%s': %s", path ? path : "(NULL)",
-            cal ? strerror(errno) : "no calibration");
-  int bad = fprintf(f, "alpha %.9e\nbeta %.9e\n", cal->alpha, cal->beta) < 0;
+  ADJ_CHECK(cal, ADJ_ERR_ARG, "plan: no calibration to write to '%s'", path ? path : "(NULL)");
+  FILE *f;
+  ADJ_CALL(adj_file_open_output(path, "plan: calibration file", &f));
+  fprintf(f, "alpha %.9e\nbeta %.9e\n", cal->alpha, cal->beta);
   if (cal->collective_ranks)
-    bad |= fprintf(f, "allreduce_alpha %.9e\nallreduce_beta %.9e\nallreduce_ranks %d\n", cal->collective_alpha,
-                   cal->collective_beta, cal->collective_ranks) < 0;
-  bad |= fclose(f) != 0;
-  ADJ_CHECK(!bad, ADJ_ERR_IO, "plan: writing calibration file '%s' failed", path);
+    fprintf(f, "allreduce_alpha %.9e\nallreduce_beta %.9e\nallreduce_ranks %d\n", cal->collective_alpha,
+            cal->collective_beta, cal->collective_ranks);
+  ADJ_CALL(adj_file_close_output(f, path, "plan: calibration file"));
   return ADJ_SUCCESS;
 }
 
@@ -563,16 +564,25 @@ int adj_plan_calibration_write(const char *path, double alpha, double beta) {
   return adj_plan_calibration_save(path, &(adj_plan_calibration){.alpha = alpha, .beta = beta});
 }
 
-/* One "key value" line of a calibration file into the field the key names. */
-static int adj_plan_calibration_line(const char *path, int line, const char *key, double value,
+/* One "key value" line of a calibration file into the field the key names;
+ * a key given twice is refused, as a second value would silently win. */
+static int adj_plan_calibration_line(const char *source, int line, const char *key, const char *text,
                                      adj_plan_calibration *cal, unsigned *seen) {
   static const char *const keys[] = {"alpha", "beta", "allreduce_alpha", "allreduce_beta", "allreduce_ranks"};
   int k = 0;
   while (k < 5 && strcmp(keys[k], key)) k++;
-  ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", path, line, key);
-  ADJ_CHECK(value > 0 && isfinite(value) && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))),
-            ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s %g must be > 0%s", path, line, key, value,
-            k == 4 ? " (an integer >= 2)" : "");
+  ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", source, line, key);
+  ADJ_CHECK(!(*seen & 1u << k), ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s is given twice", source, line,
+            key);
+  char what[512];
+  double value;
+  snprintf(what, sizeof what, "plan: calibration file '%s' line %d: %s", source, line, key);
+  ADJ_CALL(adj_parse_real(text, -DBL_MAX, DBL_MAX, what, &value));
+  /* Far from 0 and infinity, so the times they price stay finite. */
+  bool positive = value >= 1e-30 && value <= 1e30;
+  ADJ_CHECK(positive && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))), ADJ_ERR_IO,
+            "plan: calibration file '%s' line %d: %s %s must be > 0%s", source, line, key, text,
+            k == 4 ? " (an integer >= 2)" : " (and at most 1e30)");
   double *fields[] = {&cal->alpha, &cal->beta, &cal->collective_alpha, &cal->collective_beta};
   if (k < 4) *fields[k] = value;
   else cal->collective_ranks = (int)value;
@@ -580,27 +590,51 @@ static int adj_plan_calibration_line(const char *path, int line, const char *key
   return ADJ_SUCCESS;
 }
 
+/* One line: blank, a comment ('#' to the end), or "key value". */
+static int adj_plan_calibration_text_line(const char *source, int line, char *text, adj_plan_calibration *cal,
+                                          unsigned *seen) {
+  text[strcspn(text, "#")] = '\0';
+  char *save = NULL, *key = strtok_r(text, " \t\r", &save), *value = key ? strtok_r(NULL, " \t\r", &save) : NULL;
+  if (!key) return ADJ_SUCCESS;
+  ADJ_CHECK(value && !strtok_r(NULL, " \t\r", &save), ADJ_ERR_IO,
+            "plan: calibration file '%s' line %d is not 'key value'", source, line);
+  ADJ_CALL(adj_plan_calibration_line(source, line, key, value, cal, seen));
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_parse(const char *text, const char *source, adj_plan_calibration *cal) {
+  ADJ_CHECK(text && cal, ADJ_ERR_ARG, "plan: calibration text or output pointer is NULL");
+  source = source ? source : "calibration";
+  *cal = (adj_plan_calibration){0};
+  char *copy = strdup(text);
+  ADJ_CHECK(copy, ADJ_ERR_MEM, "plan: out of memory for calibration file '%s'", source);
+  unsigned seen = 0;
+  int status = ADJ_SUCCESS, line = 1;
+  for (char *p = copy, *next; !status && p; p = next, line++) {
+    next = strchr(p, '\n');
+    if (next) *next++ = '\0';
+    status = adj_plan_calibration_text_line(source, line, p, cal, &seen);
+  }
+  free(copy);
+  ADJ_CALL(status);
+  ADJ_CHECK((seen & 3u) == 3u, ADJ_ERR_IO, "plan: calibration file '%s' lacks %s", source,
+            seen & 1u ? "beta" : "alpha");
+  ADJ_CHECK((seen >> 2) == 0 || (seen >> 2) == 7u, ADJ_ERR_IO,
+            "plan: calibration file '%s' needs allreduce_alpha, allreduce_beta and allreduce_ranks together", source);
+  return ADJ_SUCCESS;
+}
+
 int adj_plan_calibration_load(const char *path, adj_plan_calibration *cal) {
   ADJ_CHECK(path && cal, ADJ_ERR_ARG, "plan: calibration path or output pointer is NULL");
   *cal = (adj_plan_calibration){0};
-  FILE *f = fopen(path, "r");
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open calibration file '%s': %s", path, strerror(errno));
-  char text[256], key[64], tail;
-  unsigned seen = 0;
-  int status = ADJ_SUCCESS;
-  for (int line = 1; !status && fgets(text, sizeof text, f); line++) {
-    double value;
-    int got = sscanf(text, " %63s %lf %c", key, &value, &tail);
-    if (got == EOF || (got >= 1 && key[0] == '#')) continue;
-    status = got == 2 ? adj_plan_calibration_line(path, line, key, value, cal, &seen)
-                      : adj_error_set(ADJ_ERR_IO, "plan: calibration file '%s' line %d is not 'key value'", path, line);
-  }
-  fclose(f);
+  enum { MAX_TEXT = 1 << 16 }; /* a calibration is five lines */
+  char *text;
+  ADJ_CALL(adj_file_read_text(path, "plan: calibration file", MAX_TEXT, &text, NULL));
+  adj_plan_calibration read;
+  int status = adj_plan_calibration_parse(text, path, &read);
+  free(text);
   ADJ_CALL(status);
-  ADJ_CHECK((seen & 3u) == 3u, ADJ_ERR_IO, "plan: calibration file '%s' lacks %s", path,
-            seen & 1u ? "beta" : "alpha");
-  ADJ_CHECK((seen >> 2) == 0 || (seen >> 2) == 7u, ADJ_ERR_IO,
-            "plan: calibration file '%s' needs allreduce_alpha, allreduce_beta and allreduce_ranks together", path);
+  *cal = read;
   return ADJ_SUCCESS;
 }
 

@@ -2,6 +2,8 @@
 #ifndef ADJOIN_PLAN_PLAN_IMPL_H
 #define ADJOIN_PLAN_PLAN_IMPL_H
 
+#include <stddef.h>
+
 /* A calibration sweep's sizes: 8 B << 0 .. 19, 8 B to 4 MiB. */
 enum { ADJ_PLAN_SIZES = 20 };
 
@@ -9,10 +11,8 @@ enum { ADJ_PLAN_SIZES = 20 };
  * times' lower envelope from the right (t is changed in place). */
 void adj_plan_fit_line(double *t, double *c0, double *c1);
 
-/* Opens a file of the planner's cache for writing, making the directories
- * above it; NULL when it cannot. */
-#include <stdio.h>
-FILE *adj_plan_cache_create(const char *path);
+/* Makes the directories above a file of the planner's cache (mkdir -p). */
+void adj_plan_make_parent(const char *path);
 
 /* Makes room for one more item in *items (count used of *capacity, each
  * `size` bytes), doubling from `first`; ADJ_ERR_MEM names `what`. */

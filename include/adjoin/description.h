@@ -245,8 +245,7 @@ const char *adj_desc_kind_name(adj_desc_kind kind);
 const char *adj_desc_layer_keyword(const adj_desc_layer *layer);
 
 /* A table of the layers (name, kind, input and output shapes, parameters,
- * placement) to `out`, one line each, for `adjoin-plan --describe` and
- * adjoin-train's header.  Not collective. */
+ * placement) to `out`, one line each.  Not collective. */
 void adj_description_print(const adj_description *description, FILE *out);
 
 /* The per-sample shape "(1, 28, 28)" of a rank/shape pair into buf. */

@@ -28,7 +28,8 @@
  * adj_network_init_uniform (network.h) initialises them, and phantom layers
  * as adj_network_init_uniform does for any network.  Replicas (placement.h)
  * are not built here: a trainer builds this network on each replica's
- * communicator (data_parallel.h).
+ * communicator (data_parallel.h) and names the replicas in the options, for
+ * batch norm.
  *
  * Collective on comm; every rank passes the same description, placement and
  * options, and every check is made from those alone, so a refusal (too few
@@ -41,6 +42,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adjoin/data_parallel.h"
 #include "adjoin/description.h"
 #include "adjoin/layer.h"
 #include "adjoin/placement.h"
@@ -54,11 +56,30 @@ typedef struct adj_network_build_options {
   bool logits_only;   /* stop before the loss layer */
   bool deep_halos;    /* fuse runs of conv, pool and activation layers (deep_halo_layer.h) */
   bool keep_order;    /* no ReLU / max-pool reordering */
+  /* The data-parallel replicas this network is one of (data_parallel.h;
+   * built on adj_replicas_model_comm): its batch norm layers synchronise
+   * their statistics over them (SyncBN, batchnorm_layer.h), so every
+   * replica normalises with the whole replicated batch's statistics and the
+   * running statistics stay identical, unless per_replica_batchnorm.  NULL:
+   * one replica. */
+  const adj_replicas *replicas;
+  bool per_replica_batchnorm;
 } adj_network_build_options;
 
 /* Builds the network; *network is NULL on failure. */
 int adj_network_build(const adj_description *description, const adj_placement *placement, MPI_Comm comm,
                       const adj_network_build_options *options, adj_layer **network);
+
+/* From files in one call: reads the description at `path` and finds the
+ * placement `placement` (adj_placement_find: a file, a shipped name, a
+ * scheme; NULL the file's own) on every rank of comm, then builds. */
+int adj_network_build_file(MPI_Comm comm, const char *path, const char *placement,
+                           const adj_network_build_options *options, adj_layer **network);
+
+/* The ranks one replica of that network and placement uses (batch: see
+ * adj_placement_resolve), or 0 when the file or placement is refused
+ * (adj_last_error() says why).  Collective on comm. */
+int adj_network_file_ranks(MPI_Comm comm, const char *path, const char *placement, int64_t batch);
 
 /* The loss layer that ends a built network (loss_layers.h or xent_layer.h),
  * or NULL when it ends otherwise. */

@@ -99,6 +99,12 @@ void adj_placement_destroy(adj_placement **placement);
 int adj_placement_find(MPI_Comm comm, const adj_description *description, const char *network_path,
                        const char *name, adj_placement **placement);
 
+/* The names of the placement files shipped beside a network file (NAME for
+ * each NAME.place in <dir>/<network>/), sorted, each followed by `separator`,
+ * into buf (truncated to whole names); "" when there are none.  Reads a
+ * directory on this rank alone: not collective. */
+const char *adj_placement_names(const char *network_path, const char *separator, char *buf, size_t size);
+
 /* A uniform placement: one partition for the window layers (conv, pool,
  * pointwise before the head), one for every fc layer, one for every phantom
  * layer, and replicas.  A field of all zeros (or ndim 0) leaves those layers
@@ -129,6 +135,7 @@ const char *adj_uniform_placement_format(const adj_uniform_placement *uniform, c
 typedef struct adj_layer_layout {
   adj_layer_placement placement;
   bool explicit_input;            /* the input partition was asked for, not taken as it arrived */
+  int inherited_from;             /* the layer whose placement this one repeats; -1 when none */
   int in_ndim, out_ndim;
   int in_parts[ADJ_DESC_MAX_DIMS + 1], out_parts[ADJ_DESC_MAX_DIMS + 1];
   int workers;

@@ -1,6 +1,6 @@
 /* Training loop: epochs of shuffled mini-batches through a network whose last
- * stage is a softmax cross-entropy layer (xent_layer.h), as adj_lenet_create
- * builds it.
+ * stage is a softmax cross-entropy layer (xent_layer.h), as adj_network_build
+ * builds a description ending in `loss type=xent`.
  *
  * Each step: rank 0 copies the batch's images into the network's input (the
  * input lives whole on rank 0; the network's first stage repartitions it onto

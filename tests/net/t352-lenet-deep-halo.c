@@ -1,5 +1,5 @@
-/* t352: LeNet-5 built with deep halos (adj_lenet_config.deep_halos: conv1 ..
- * the second ReLU fused into one deep halo layer) against the same layout
+/* t352: LeNet-5 built with deep halos (adj_network_build_options.deep_halos:
+ * conv1 .. the second ReLU fused into one deep halo layer) against the same layout
  * built layer by layer, each layout at the rank count it needs (sequential,
  * dist2, 3x1, dist4, hybrid4-batch, 5x1, 6x1, 7x1, dist8; 7 rows over 7
  * workers leave a pooled block empty):
@@ -24,15 +24,16 @@ enum { BATCH = 3 };
 static const char *const layouts[] = {"sequential", "dist2", "3x1", "dist4", "hybrid4-batch",
                                       "5x1",        "6x1",   "7x1", "dist8"};
 enum { N_LAYOUTS = sizeof layouts / sizeof layouts[0] };
-/* NULL: the plan's automatic choice. */
-static const char *const algorithms[] = {"shifted", "direct", "im2col", NULL};
+/* AUTO: the plan's automatic choice. */
+static const adj_conv_algorithm algorithms[] = {ADJ_CONV_ALGORITHM_SHIFTED, ADJ_CONV_ALGORITHM_DIRECT,
+                                                ADJ_CONV_ALGORITHM_IM2COL, ADJ_CONV_ALGORITHM_AUTO};
 enum { N_ALGORITHMS = sizeof algorithms / sizeof algorithms[0] };
 
 static adj_layer *lenet(adj_test *t, const char *layout, bool fused, bool logits_only) {
   adj_layer *net = NULL;
-  adj_lenet_config lc = {.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout, .batch = BATCH,
-                         .logits_only = logits_only, .deep_halos = fused};
-  ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
+  adj_network_build_options o = {.dtype = ADJ_FLOAT64, .batch = BATCH, .logits_only = logits_only,
+                                 .deep_halos = fused};
+  ADJ_TEST_OK(t, nc_build_network("lenet", layout, &o, &net));
   if (net) ADJ_TEST_OK(t, adj_network_init_uniform(net, 352));
   return net;
 }
@@ -103,11 +104,11 @@ static double gradient_diff(adj_test *t, adj_layer *a, adj_layer *b) {
   return worst;
 }
 
-/* Fused against layer by layer, the convolutions pinned to `algorithm` (NULL: automatic). */
-static void compare(adj_test *t, const char *layout, const char *algorithm) {
-  if (algorithm) setenv("ADJ_CONV_ALGORITHM", algorithm, 1);
+/* Fused against layer by layer, the convolutions pinned to `algorithm` (AUTO: automatic). */
+static void compare(adj_test *t, const char *layout, adj_conv_algorithm algorithm) {
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(algorithm));
   adj_layer *plain = lenet(t, layout, false, true), *fused = lenet(t, layout, true, true);
-  unsetenv("ADJ_CONV_ALGORITHM");
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(ADJ_CONV_ALGORITHM_AUTO));
   if (plain && fused) {
     ADJ_TEST_CHECK(t, same_parameters(plain, fused), "%s: the fused network lists other parameters", layout);
     ADJ_TEST_CHECK(t, adj_network_depth(fused) == adj_network_depth(plain) - 5,
@@ -120,7 +121,7 @@ static void compare(adj_test *t, const char *layout, const char *algorithm) {
     double dy = adj_test_max_rel_diff(&b.y, &a.y), ddx = adj_test_max_rel_diff(&b.dx, &a.dx);
     double dg = gradient_diff(t, fused, plain);
     adj_test_report(t, "  lenet5 %-13s %-7s fused vs layers: logits %.1e%s, dx %.1e, grads %.1e; halo messages "
-                    "%llu -> %llu", layout, algorithm ? algorithm : "auto", dy, dy == 0 ? " (bit for bit)" : "", ddx, dg,
+                    "%llu -> %llu", layout, adj_conv_algorithm_name(algorithm), dy, dy == 0 ? " (bit for bit)" : "", ddx, dg,
                     (unsigned long long)messages[0], (unsigned long long)messages[1]);
     ADJ_TEST_CHECK(t, dy == 0, "%s: fused logits differ by %.3e", layout, dy);
     double tol = adj_test_random_sum_tolerance(ADJ_FLOAT64, nc_reduction_length(BATCH));
@@ -137,7 +138,7 @@ static void dottest(adj_test *t, const char *layout) {
   adj_layer *net = lenet(t, layout, true, false);
   if (!net) return;
   const int64_t labels[BATCH] = {7, 2, 9};
-  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH));
+  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_network_build_loss(net), labels, BATCH));
   adj_dottest_result r = {0};
   ADJ_TEST_OK(t, adj_dottest_layer(net, 352, &r));
   adj_test_report(t, "  lenet5 %-13s deep halos + loss: dot test relative error %.3e", layout, r.relative_error);
@@ -150,7 +151,7 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t352-lenet-deep-halo");
   for (int i = 0; i < N_LAYOUTS; i++) {
-    if (adj_lenet_layout_ranks(layouts[i]) != t.size) continue; /* each layout at its own rank count */
+    if (nc_layout_ranks("lenet", layouts[i]) != t.size) continue; /* each layout at its own rank count */
     for (int a = 0; a < N_ALGORITHMS; a++) compare(&t, layouts[i], algorithms[a]);
     dottest(&t, layouts[i]);
   }

@@ -208,7 +208,7 @@ static void test_errors(adj_test *t) {
                "x.net:1: layer before the input line");
   expect_error(t, "kernel larger than input", adj_plan_network_parse("input 1 4 4\nconv c out=2 k=7\n", "x.net", &bad),
                "x.net:2: conv c: kernel 7 (dilation 1) exceeds the padded input 4");
-  expect_error(t, "missing file", adj_plan_network_read("/nonexistent/x.net", &bad), "cannot open network file");
+  expect_error(t, "missing file", adj_plan_network_read("/nonexistent/x.net", &bad), "network file /nonexistent/x.net: cannot open it");
   ADJ_TEST_CHECK(t, bad == NULL, "a failed parse must leave no network");
   /* Calibration files: a round trip, then a non-positive alpha. */
   double alpha = 0, beta = 0;

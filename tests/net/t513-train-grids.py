@@ -53,9 +53,9 @@ for model, grids in GRIDS.items():
         checks.check(diff < TOLERANCE, f"{model} {layout}: relative difference {diff:.3e} >= {TOLERANCE:g}")
         checks.check(got_accuracy == reference_accuracy, f"{model} {layout}: {got_accuracy} != {reference_accuracy}")
 
-for model, layout, ranks, phrase in [("mlp", "11x1", 2, "puts 11 feature workers on the 10 classes"),
-                                     ("mlp", "2x", 2, "no MLP layout '2x'"),
-                                     ("lenet", "0x2", 2, "no layout '0x2'")]:
+for model, layout, ranks, phrase in [("mlp", "11x1", 2, "grid=11x1 puts 11 row workers on 123 input and 10 output"),
+                                     ("mlp", "2x", 2, "placement '2x' of"),
+                                     ("lenet", "0x2", 2, "placement '0x2' of")]:
     code, out = run(mpiexec, min(ranks, 4), [*common, "--model", model, "--layout", layout])
     print(f"t513: {model} --layout {layout}: exit {code}: {out.strip().splitlines()[0] if out.strip() else ''}")
     checks.check(code != 0 and phrase in out, f"{model} --layout {layout}: exit {code}, wanted '{phrase}' in\n{out}")

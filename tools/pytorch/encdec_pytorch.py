@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch twin of adjoin's encoder-decoder classifier (include/adjoin/encdec.h).
+"""PyTorch twin of adjoin's encoder-decoder classifier (networks/encdec.net).
 
 The same network: conv 3x3 1->16 (no bias), BatchNorm2d, ReLU, max-pool 2;
 conv 3x3 16->32 (no bias), BatchNorm2d, ReLU, max-pool 2; nearest upsample x2,
@@ -50,7 +50,7 @@ def encdec():
 
 def load_checkpoint(model, path):
     """adjoin's parameters (in order) and running statistics into `model`."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "net"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "net"))
     from train_cli import read_checkpoint  # the reader the tests use
     ck = read_checkpoint(path)
     parameters = list(model.parameters())

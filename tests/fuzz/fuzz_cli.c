@@ -4,8 +4,8 @@
  * first input byte picks the program; the rest, split at NUL bytes, is its
  * arguments (at most 32).  "@net" and "@cal" stand for a real network
  * description and calibration file written at start, so mutations reach the
- * planner behind the parser.  "--calibrate" is dropped: it would start MPI
- * and measure.
+ * planner behind the parser.  "--calibrate" and "--net" are dropped: they
+ * would start MPI and measure.
  *
  * What must never happen: a crash, undefined behaviour, a leak, an exit
  * status other than the documented 0, 1 and 2, or a benchmark option
@@ -78,12 +78,12 @@ static void fuzz_bench(int argc, char **argv) {
 }
 
 /* The arguments: NUL-separated words of text (its last byte is a NUL),
- * with the stand-ins replaced and --calibrate left out. */
+ * with the stand-ins replaced and --calibrate and --net left out. */
 static int fuzz_cli_args(char *text, size_t size, char **argv) {
   int argc = 1;
   argv[0] = "fuzz-cli";
   for (char *word = text; word < text + size && argc < MAX_ARGS; word += strlen(word) + 1) {
-    if (!strcmp(word, "--calibrate")) continue;
+    if (!strcmp(word, "--calibrate") || !strcmp(word, "--net")) continue;
     argv[argc++] = !strcmp(word, "@net") ? net_path : !strcmp(word, "@cal") ? cal_path : word;
   }
   argv[argc] = NULL;

@@ -276,10 +276,6 @@ static int check_options(train_options *o, int ranks) {
   }
   if (!o->net && !o->model) o->model = "lenet";
   if (!o->data) o->data = o->model && !strcmp(o->model, "encdec") ? "data/fashion-mnist" : "data/mnist";
-  if (o->replicas && ranks % o->replicas) {
-    complain("%d ranks do not divide into %lld replicas\n", ranks, (long long)o->replicas);
-    return -1;
-  }
   if (!first_cap_given && o->caps[0] > o->caps[1]) o->caps[0] = o->caps[1];
   if ((o->resume || o->checkpoint_every) && !o->checkpoint) {
     complain("--resume and --checkpoint-every need --checkpoint PATH\n");

@@ -31,9 +31,9 @@ kernel_tests() {
     $(for t in $tests; do printf '%s-np1 ' "$t"; done)
 }
 
-# The normal build's 'slow' suite (tests/adjoint/meson.build: the battery's
-# cases of 5 to 8 ranks), which the README's command leaves out.  A run under
-# a test setup writes testlog-<setup>.json.
+# The normal build's 'slow' suite, which the README's command leaves out:
+# every MPI test above 4 ranks (tests/meson.build) and the battery's cases of
+# 5 to 8 ranks.  A run under a test setup writes testlog-<setup>.json.
 slow() {
   sh tools/install-deps.sh
   sh tools/build.sh
@@ -68,9 +68,10 @@ kernels_v4_emulated() {
 # loaded so LeakSanitizer reports only real leaks (see that file).  This build
 # pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
 # target_clones), so the suites below also run the code a CPU without AVX2
-# gets; the normal build runs the best level of this CPU.  Optimised at -O1
-# (ASan's advice: unoptimised, instrumented tests ran up to ten times longer
-# than the normal build's), with twice the timeouts.
+# gets; the normal build runs the best level of this CPU.  The default setup:
+# the unit and mpi suites at 1-4 ranks.  Optimised at -O1 (ASan's advice:
+# unoptimised, instrumented tests ran up to ten times longer than the normal
+# build's), with twice the timeouts.
 sanitizers() {
   counted build-sanitize build-sanitize/meson-logs/testlog.json
   BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false \

@@ -38,10 +38,16 @@ enum { ADJ_SUM_ALGORITHM_COUNT = 5 };
 void adj_algorithm_table_path(char *path, size_t size);
 
 /* Reads path.  A missing file is an empty table; a malformed one is
- * ADJ_ERR_IO naming the file, line and text. */
+ * ADJ_ERR_IO naming the file, line and text, and one that is not a regular
+ * file (a FIFO, a device, a directory) or holds more than
+ * ADJ_ALGORITHM_TABLE_BYTES is refused at once (file.h). */
+enum { ADJ_ALGORITHM_TABLE_BYTES = 1 << 16 };
 int adj_algorithm_table_read(const char *path, adj_algorithm_table *table);
+/* The same from text; `source` names it in messages. */
+int adj_algorithm_table_parse(const char *text, const char *source, adj_algorithm_table *table);
 
-/* Writes the table to path, creating the directory above it. */
+/* Writes the table to path, creating the directory above it; a path that
+ * is not a regular file, or a write that fails, is an error (file.h). */
 int adj_algorithm_table_write(const char *path, const adj_algorithm_table *table);
 
 /* Collective on comm: rank 0 reads the cache file and broadcasts the table,

@@ -6,6 +6,7 @@
 #include "adjoin/export.h"
 #include "adjoin/status.h"
 #include "adjoin/parse.h"
+#include "adjoin/file.h"
 #include "adjoin/init.h"
 #include "adjoin/dtype.h"
 #include "adjoin/tensor.h"

@@ -10,7 +10,8 @@
 # NAME defaults to $ADJ_CLUSTER.  PATH is the launcher of the MPI the program
 # was built against (default: mpiexec.mpich, else mpiexec): MPICH's hydra and
 # Open MPI's mpirun are told apart by their --version.  On more ranks than
-# the machine has cores, ADJ_WAIT_POLICY defaults to yield (docs/cluster.md).
+# the machine has cores, ADJ_WAIT_POLICY defaults to yield, and
+# ADJ_NUM_THREADS to the cores over the ranks (docs/cluster.md).
 set -eu
 
 state_root=${ADJ_CLUSTER_STATE:-/run/adjoin-cluster}
@@ -55,8 +56,17 @@ fi
 command -v "$mpiexec" >/dev/null || die "launcher '$mpiexec' is not an executable"
 hosts=$(head -n "$needed" "$dir/hosts" | cut -d' ' -f2 | paste -sd, -)
 
-if [ -z "${ADJ_WAIT_POLICY:-}" ] && [ "$ranks" -gt "$(nproc)" ]; then
-  export ADJ_WAIT_POLICY=yield
+# The hosts share this machine's cores, which no rank can see from its
+# launcher's count of ranks per host: unless told otherwise, more ranks than
+# cores yield while they wait, and each rank's kernels take an equal share of
+# the cores.
+cores=$(nproc)
+case ${ADJ_WAIT_POLICY:-auto} in
+  auto) [ "$ranks" -le "$cores" ] || export ADJ_WAIT_POLICY=yield ;;
+esac
+if [ -z "${ADJ_NUM_THREADS:-}" ]; then
+  threads=$((cores / ranks))
+  export ADJ_NUM_THREADS=$((threads > 0 ? threads : 1))
 fi
 
 version=$("$mpiexec" --version 2>&1 || true)

@@ -43,7 +43,11 @@ sh "$src/tools/cluster.sh" up "$hosts" --rate 1gbit --name "$name" --owner $$ >/
   { echo "$me: FAIL: tools/cluster.sh up $hosts"; exit 1; }
 errors=0
 fail() { echo "$me: FAIL: $*"; errors=$((errors + 1)); }
-across() { timeout "$1" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "${@:2}"; }
+across() {
+  limit=$1
+  shift
+  timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@"
+}
 local_run() { "$mpiexec" -n "$hosts" "$@"; }
 
 # Prints what two runs printed differently (the first lines that differ).
@@ -56,3 +60,88 @@ same_output() {
     diff "$work/$1.shm" "$work/$1.cluster" | head -10
   fi
 }
+
+# 1. The battery and distributed == sequential: the same figures both ways.
+# On 2 ranks the whole battery takes seconds; on more, its data-movement
+# families (the whole battery there takes minutes, adjoint-battery-np4).
+families=${T600_FAMILIES:-}
+[ "$hosts" -le 2 ] || families=${families:-"broadcast all-sum-reduce repartition send_receive all_gather"}
+for family in ${families:-all}; do
+  filter=
+  [ "$family" = all ] || filter="--filter $family"
+  # shellcheck disable=SC2086 # an option and its value
+  local_run "$dottest" $filter >>"$work/battery.shm" 2>&1 || fail "battery $family on shared memory"
+  # shellcheck disable=SC2086
+  across 300 "$dottest" $filter >>"$work/battery.cluster" 2>&1 || fail "battery $family across hosts"
+  echo "$me: battery ($family) across $hosts hosts: $(tail -n 1 "$work/battery.cluster")"
+done
+same_output battery
+local_run "$t401" >"$work/t401.shm" 2>&1 || fail "t401 on shared memory: $(tail -n 2 "$work/t401.shm")"
+across 300 "$t401" >"$work/t401.cluster" 2>&1 || fail "t401 across hosts: $(tail -n 2 "$work/t401.cluster")"
+same_output t401
+
+# 2. Data-parallel training with overlap, traced.
+mlp="--model mlp --layout sequential --replicas $hosts --data $data --test-limit 256 --batch 64 --seed 5
+--bucket-cap 64K --first-bucket-cap 16K"
+# shellcheck disable=SC2086 # word lists
+across 300 "$train" $mlp --train-limit 1024 --epochs 1 --trace "$work/dp.json" >"$work/dp.out" 2>&1 ||
+  fail "data-parallel training across hosts: $(tail -n 3 "$work/dp.out")"
+grep "^replicas in sync" "$work/dp.out" | sed "s/^/$me: /" | grep . || fail "no 'replicas in sync' line"
+if python3 "$src/tools/trace-overlap.py" --json "$work/dp.json" >"$work/overlap.json"; then
+  python3 "$src/tools/trace-overlap.py" "$work/dp.json" | sed "s/^/$me: /"
+  python3 - "$work/overlap.json" "$hosts" <<'PY' || fail "the timeline lacks ranks or overlapped buckets"
+import json, sys
+summary, hosts = json.load(open(sys.argv[1])), int(sys.argv[2])
+ranks = summary["ranks"]
+ok = len(ranks) == hosts and all(r["steps"] > 0 and r["posted_in_backward"] > 0 for r in ranks)
+sys.exit(0 if ok else 1)
+PY
+else
+  fail "--trace did not write a trace-event timeline"
+fi
+
+# 3. kill -9 of host h1's rank, then --resume: the same end as without the kill.
+long="--train-limit 512 --epochs 3 --checkpoint-every 4"
+# shellcheck disable=SC2086
+across 300 "$train" $mlp $long --checkpoint "$work/a.ckpt" >"$work/a.out" 2>&1 ||
+  fail "uninterrupted run: $(tail -n 3 "$work/a.out")"
+# shellcheck disable=SC2086
+across 120 "$train" $mlp $long --checkpoint "$work/b.ckpt" >"$work/b1.out" 2>&1 &
+job=$!
+victim=
+for _ in $(seq 600); do
+  if [ -s "$work/b.ckpt" ]; then
+    for pid in $(ip netns pids "adjoin-$name-h1"); do
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = adjoin-train ] && victim=$pid
+    done
+  fi
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+if [ -n "$victim" ]; then
+  kill -9 "$victim"
+  wait "$job"
+  status=$?
+  echo "$me: killed host h1's rank (pid $victim) after the first checkpoint; the job exited $status"
+  [ "$status" -ne 124 ] || fail "the job hung after its rank on h1 was killed (ended by timeout)"
+  [ "$status" -ne 0 ] || fail "the run finished before the kill could land"
+  # shellcheck disable=SC2086
+  across 300 "$train" $mlp $long --checkpoint "$work/b.ckpt" --resume >"$work/b2.out" 2>&1 ||
+    fail "resumed run exited $?: $(grep -v '^epoch\|^  gradient' "$work/b2.out" | tail -n 5)"
+  grep "resumed from" "$work/b2.out" | sed "s/^/$me: /"
+  if cmp -s "$work/a.ckpt" "$work/b.ckpt"; then
+    echo "$me: killed + resumed: final checkpoint byte-identical to the uninterrupted run's"
+  else
+    fail "the resumed run's checkpoint differs from the uninterrupted run's"
+  fi
+else
+  wait "$job"
+  fail "found no adjoin-train in host h1's namespace to kill"
+fi
+
+if [ "$errors" -eq 0 ]; then
+  echo "$me: No Errors"
+else
+  echo "$me: $errors failure(s)"
+  exit 1
+fi

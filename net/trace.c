@@ -1,4 +1,5 @@
 /* Chrome trace-event timelines across ranks (see include/adjoin/trace.h). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ struct adj_trace {
   double origin;      /* rank 0's clock at create */
   trace_event *events;
   int64_t count, capacity, dropped;
+  /* Spans may come from a progress thread too (the reducer's buckets,
+   * ADJ_PROGRESS=thread). */
+  pthread_mutex_t lock;
 };
 
 /* ---- clocks -------------------------------------------------------------------------------- */
@@ -77,9 +81,14 @@ int adj_trace_create(MPI_Comm comm, const char *path, adj_trace **trace) {
   *trace = NULL;
   adj_trace *t = calloc(1, sizeof *t);
   ADJ_CHECK(t, ADJ_ERR_MEM, "trace: out of memory");
+  if (pthread_mutex_init(&t->lock, NULL) != 0) {
+    free(t);
+    return adj_error_set(ADJ_ERR_MEM, "trace: cannot make a mutex");
+  }
   t->comm = MPI_COMM_NULL;
   int status = adj_comm_dup_with_policy(comm, &t->comm, &t->wait);
   if (status) {
+    pthread_mutex_destroy(&t->lock);
     free(t);
     return status;
   }
@@ -106,13 +115,13 @@ void adj_trace_destroy(adj_trace **trace) {
   if (t->comm != MPI_COMM_NULL) MPI_Comm_free(&t->comm);
   free(t->events);
   free(t->path);
+  pthread_mutex_destroy(&t->lock);
   free(t);
 }
 
 /* ---- recording ----------------------------------------------------------------------------- */
 
-static void trace_record(adj_trace *t, char phase, int track, const char *name, int64_t arg) {
-  if (!t) return;
+static void trace_append(adj_trace *t, char phase, int track, const char *name, int64_t arg) {
   if (track < 0 || track >= TRACE_MAX_TRACKS) {
     t->dropped++;
     return;
@@ -132,6 +141,13 @@ static void trace_record(adj_trace *t, char phase, int track, const char *name, 
   e->track = track;
   e->phase = phase;
   snprintf(e->name, sizeof e->name, "%s", name ? name : "");
+}
+
+static void trace_record(adj_trace *t, char phase, int track, const char *name, int64_t arg) {
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  trace_append(t, phase, track, name, arg);
+  pthread_mutex_unlock(&t->lock);
 }
 
 void adj_trace_begin(adj_trace *t, int track, const char *name, int64_t arg) {

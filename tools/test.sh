@@ -5,8 +5,9 @@
 # emulated CPU where this one lacks AVX-512), then the unit and mpi
 # suites under AddressSanitizer and UndefinedBehaviorSanitizer with the kernels
 # at the baseline level, a bounded libFuzzer run of the file readers, the
-# layer kernel tests once more in a clang build, and the unit suite of an
-# aarch64 build under qemu-user.
+# layer kernel tests once more in a clang build, the unit suite of an
+# aarch64 build under qemu-user, and the unit and mpi suites built against
+# Open MPI.
 # Exits non-zero if anything fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -78,12 +79,18 @@ CC=clang-14 kernel_tests build-clang
 # kernels' tests included, under qemu-user (docs/building.md).
 sh tools/cross-aarch64.sh --suite unit
 
+# The unit and mpi suites again in a second build against Debian's Open MPI
+# (tools/test-openmpi.sh; docs/building.md): adjoin builds and passes with
+# either MPI.
+sh tools/test-openmpi.sh
+
 # One closing line a person (and CI) can read: totals over every run.  A run
 # under a test setup writes testlog-<setup>.json, so the full run's log is
 # testlog-full.json.
 # shellcheck disable=SC2086
 python3 - build/meson-logs/testlog-full.json $v3_logs $v4_logs build-sanitize/meson-logs/testlog.json \
-  build-fuzz/meson-logs/testlog.json build-clang/meson-logs/testlog.json build-aarch64/meson-logs/testlog.json <<'PY'
+  build-fuzz/meson-logs/testlog.json build-clang/meson-logs/testlog.json build-aarch64/meson-logs/testlog.json \
+  build-openmpi/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:

@@ -10,7 +10,9 @@
 # (global batch, 256), IMAGES (training images per epoch, 4096), EPOCHS (3:
 # the first is a warm-up, the figures are the later epochs' median), CAPS
 # ("16K 64K": first and later bucket caps), DATA (data/mnist; encdec takes
-# data/fashion-mnist).  Prints, per rate:
+# data/fashion-mnist), PROGRESS (the progress modes compared, "poll thread
+# mpi": ADJ_PROGRESS, with MPICH's MPIR_CVAR_ASYNC_PROGRESS=1 for mpi).
+# Prints, per rate (and per progress mode):
 #   link:    the rate set; adjoin-plan --calibrate's ping-pong fit (alpha,
 #            Gbit/s, ratio to the rate set) and its all-reduce fit;
 #   train:   images/s of one rank alone, of dp2 with the reduction overlapped
@@ -24,7 +26,7 @@ set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rates=${RATES:-"1gbit 10gbit"} model=${MODEL:-mlp} batch=${BATCH:-256} images=${IMAGES:-4096}
-epochs=${EPOCHS:-3} caps=${CAPS:-"16K 64K"}
+epochs=${EPOCHS:-3} caps=${CAPS:-"16K 64K"} modes=${PROGRESS:-"poll thread mpi"}
 data=${DATA:-data/mnist}
 [ "$model" = encdec ] && data=${DATA:-data/fashion-mnist}
 train=$build/apps/adjoin-train plan=$build/apps/adjoin-plan
@@ -52,6 +54,17 @@ rate_of() {
 # The reducer's wait per step of the last epoch (ms), from the epoch summary.
 wait_of() { sed -n 's/.*wait \([0-9.]*\) ms.*/\1/p' "$1" | tail -n 1; }
 
+# One dp2 run: progress MODE, overlapped or not (--reduce-after-backward).
+dp_run() {
+  mode=$1 label=$2
+  shift 2
+  async=0
+  [ "$mode" = mpi ] && async=1
+  # shellcheck disable=SC2086 # word lists
+  ADJ_PROGRESS=$mode MPIR_CVAR_ASYNC_PROGRESS=$async run -n 2 "$train" $common --replicas 2 \
+    --trace "$work/$label.json" "$@" >"$work/$label.out" 2>&1
+}
+
 bench_rate() {
   rate=$1
   sh tools/cluster.sh up 2 --rate "$rate" --name "$name" >/dev/null
@@ -59,31 +72,18 @@ bench_rate() {
   run -n 2 "$plan" --calibrate "$work/calibration" >/dev/null
   # shellcheck disable=SC2086 # word lists
   run -n 1 "$train" $common >"$work/alone.out" 2>&1
-  # shellcheck disable=SC2086
-  run -n 2 "$train" $common --replicas 2 --trace "$work/overlap.json" >"$work/overlap.out" 2>&1
-  # shellcheck disable=SC2086
-  run -n 2 "$train" $common --replicas 2 --reduce-after-backward --trace "$work/after.json" >"$work/after.out" 2>&1
-  bytes=$(sed -n 's/.*per step: \([0-9]*\) bytes.*/\1/p' "$work/overlap.out" | tail -n 1)
-  hidden=$(python3 tools/trace-overlap.py "$work/overlap.json" | tail -n 1 | sed 's/^hidden by the overlap: \([0-9.]*\)%.*/\1/')
-  python3 - "$rate" "$work/calibration" "$(rate_of "$work/alone.out")" "$(rate_of "$work/overlap.out")" \
-    "$(rate_of "$work/after.out")" "$hidden" "$bytes" "$(wait_of "$work/after.out")" <<'PY'
-import sys
-rate, path, alone, overlap, after, hidden, nbytes, wait_after = sys.argv[1:]
-units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
-unit = next(u for u in units if rate.endswith(u))
-bits = float(rate[: -len(unit)]) * units[unit]
-cal = dict(line.split()[:2] for line in open(path) if line.strip() and not line.startswith("#"))
-alpha, beta = float(cal["alpha"]), float(cal["beta"])
-measured = 8.0 / beta
-alone, overlap, after, nbytes = float(alone), float(overlap), float(after), float(nbytes)
-raw = float(cal["allreduce_alpha"]) + float(cal["allreduce_beta"]) * nbytes
-print(f"| {rate:>6} | link | ping-pong alpha {alpha * 1e6:.1f} us, {measured / 1e9:.3f} Gbit/s "
-      f"= {measured / bits:.3f} x the rate set |")
-print(f"| {rate:>6} | train | alone {alone:.0f} img/s, dp2 overlap {overlap:.0f}, dp2 after {after:.0f}; "
-      f"hidden {hidden}%; overlap / after {overlap / after:.3f}; dp2 / alone {overlap / alone:.3f} |")
-print(f"| {rate:>6} | ceiling | raw MPI all-reduce of {nbytes / 1e6:.3f} MB by the calibrated fit {raw * 1e3:.3f} ms; "
-      f"the after-backward step waited {float(wait_after):.3f} ms: {raw * 1e3 / float(wait_after):.3f} of it |")
-PY
+  dp_run poll after --reduce-after-backward
+  link=--link
+  for mode in $modes; do
+    dp_run "$mode" "overlap-$mode"
+    bytes=$(sed -n 's/.*per step: \([0-9]*\) bytes.*/\1/p' "$work/overlap-$mode.out" | tail -n 1)
+    hidden=$(python3 tools/trace-overlap.py "$work/overlap-$mode.json" | tail -n 1 |
+      sed 's/^hidden by the overlap: \([0-9.]*\)%.*/\1/')
+    python3 tools/bench-cluster-table.py $link "$rate" "$mode" "$work/calibration" "$(rate_of "$work/alone.out")" \
+      "$(rate_of "$work/overlap-$mode.out")" "$(rate_of "$work/after.out")" "$hidden" "$bytes" \
+      "$(wait_of "$work/after.out")"
+    link=
+  done
   sh tools/cluster.sh down --name "$name"
 }
 

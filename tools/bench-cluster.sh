@@ -68,7 +68,9 @@ dp_run() {
 bench_rate() {
   rate=$1
   sh tools/cluster.sh up 2 --rate "$rate" --name "$name" >/dev/null
-  run() { sh tools/cluster-run.sh --cluster "$name" --mpiexec "$mpiexec" "$@"; }
+  # A run that has not ended after RUN_SECONDS (900) is ended; its row then
+  # shows what it printed before.
+  run() { timeout "${RUN_SECONDS:-900}" sh tools/cluster-run.sh --cluster "$name" --mpiexec "$mpiexec" "$@" || true; }
   run -n 2 "$plan" --calibrate "$work/calibration" >/dev/null
   # shellcheck disable=SC2086 # word lists
   run -n 1 "$train" $common >"$work/alone.out" 2>&1

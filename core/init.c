@@ -1,7 +1,5 @@
 #include <mpi.h>
 #include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "adjoin/init.h"
 #include "adjoin/status.h"
@@ -50,41 +48,9 @@ int adj_init(int *argc, char ***argv, int *rank, int *size) {
   return ADJ_SUCCESS;
 }
 
-/* One message between every pair of ranks, so every connection exists
- * before MPI_Finalize.  MPICH over UCX's TCP transport can hang in
- * MPI_Finalize when a connection is first made there while its peer already
- * waits in the launcher's barrier, where it no longer answers: seen on the
- * emulated cluster's 4 hosts (docs/cluster.md) in 4 of 80 runs of an
- * all-gather program and in none of 70 with this exchange first.
- * tools/cluster-run.sh asks for it with ADJ_CONNECT_BEFORE_FINALIZE=1; it
- * costs 2 (P - 1) messages per rank, so it is not the default. */
-static int adj_connect_all(void) {
-  int size, rank, n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  char *tokens = calloc((size_t)size + 1, 1);
-  MPI_Request *requests = calloc(2 * (size_t)size + 1, sizeof *requests);
-  MPI_Comm comm = MPI_COMM_NULL;
-  int status = tokens && requests ? adj_comm_dup(MPI_COMM_WORLD, &comm)
-                                  : adj_error_set(ADJ_ERR_MEM, "adj_finalize: out of memory");
-  for (int peer = 0; !status && peer < size; peer++) {
-    if (peer == rank) continue;
-    if (MPI_Irecv(&tokens[peer], 1, MPI_CHAR, peer, 0, comm, &requests[n++]) != MPI_SUCCESS ||
-        MPI_Isend(&tokens[rank], 1, MPI_CHAR, peer, 0, comm, &requests[n++]) != MPI_SUCCESS)
-      status = adj_error_set(ADJ_ERR_MPI, "adj_finalize: message to rank %d failed", peer);
-  }
-  if (!status) status = adj_wait_all(n, requests, ADJ_WAIT_YIELD);
-  if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
-  free(tokens);
-  free(requests);
-  return status;
-}
-
 int adj_finalize(void) {
   if (!adj_init_started_mpi) return ADJ_SUCCESS;
   adj_init_started_mpi = false;
-  const char *connect = getenv("ADJ_CONNECT_BEFORE_FINALIZE");
-  if (connect && !strcmp(connect, "1")) ADJ_CALL(adj_connect_all());
   ADJ_CALL_MPI(MPI_Finalize());
   return ADJ_SUCCESS;
 }

@@ -74,11 +74,8 @@ case $version in
   *HYDRA*)
     # UCX carries MPICH's messages; held to TCP between hosts.  Ranks that
     # share a host still use MPICH's shared memory, as on a real node.
-    # adjoin's programs connect every pair of ranks before MPI_Finalize,
-    # where MPICH over UCX's TCP can otherwise hang (core/init.c).
     exec ip netns exec "adjoin-$cluster-sw" "$mpiexec" -launcher ssh -launcher-exec "$dir/ssh" -iface br0 \
-      -hosts "$hosts" -ppn "$per" -n "$ranks" -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 \
-      -genv ADJ_CONNECT_BEFORE_FINALIZE 1 "$@"
+      -hosts "$hosts" -ppn "$per" -n "$ranks" -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$@"
     ;;
   *"Open MPI"* | *OpenRTE*)
     # The ob1 messaging layer over the TCP transport (vader between ranks of

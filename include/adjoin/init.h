@@ -30,11 +30,7 @@ int adj_init(int *argc, char ***argv, int *rank, int *size);
 
 /* Finalizes MPI if adj_init started it (otherwise does nothing, so a program
  * that started MPI itself also ends it).  Collective on MPI_COMM_WORLD;
- * returns ADJ_ERR_MPI with MPI's message if MPI_Finalize fails.  With
- * ADJ_CONNECT_BEFORE_FINALIZE=1 in the environment every pair of ranks
- * exchanges one message first, so no connection is first made inside
- * MPI_Finalize (where MPICH over UCX's TCP transport can hang;
- * docs/cluster.md). */
+ * returns ADJ_ERR_MPI with MPI's message if MPI_Finalize fails. */
 int adj_finalize(void);
 
 ADJ_END_DECLS

@@ -43,10 +43,22 @@ sh "$src/tools/cluster.sh" up "$hosts" --rate 1gbit --name "$name" --owner $$ >/
   { echo "$me: FAIL: tools/cluster.sh up $hosts"; exit 1; }
 errors=0
 fail() { echo "$me: FAIL: $*"; errors=$((errors + 1)); }
+# across LIMIT OUT DONE PROGRAM ARGS...: PROGRAM on the hosts, its output in
+# OUT.  MPICH over UCX's TCP sometimes hangs in MPI_Finalize's cleanup after
+# the work is done (openucx/ucx#8738, docs/cluster.md): a launch that timed
+# out after printing DONE (its last line's pattern) is said so and run once
+# more; what that run returns stands.
 across() {
-  limit=$1
-  shift
-  timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@"
+  limit=$1 out=$2 done_pattern=$3
+  shift 3
+  timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@" >"$out" 2>&1
+  status=$?
+  if [ "$status" -eq 124 ] && grep -q "$done_pattern" "$out"; then
+    echo "$me: note: '$(basename "$1") ${2:-}' finished its work, then hung in MPI_Finalize (openucx/ucx#8738); once more"
+    timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@" >"$out" 2>&1
+    status=$?
+  fi
+  return "$status"
 }
 local_run() { "$mpiexec" -n "$hosts" "$@"; }
 
@@ -72,19 +84,20 @@ for family in ${families:-all}; do
   # shellcheck disable=SC2086 # an option and its value
   local_run "$dottest" $filter >>"$work/battery.shm" 2>&1 || fail "battery $family on shared memory"
   # shellcheck disable=SC2086
-  across 300 "$dottest" $filter >>"$work/battery.cluster" 2>&1 || fail "battery $family across hosts"
+  across 150 "$work/battery.part" ' failed, ' "$dottest" $filter || fail "battery $family across hosts"
+  cat "$work/battery.part" >>"$work/battery.cluster"
   echo "$me: battery ($family) across $hosts hosts: $(tail -n 1 "$work/battery.cluster")"
 done
 same_output battery
 local_run "$t401" >"$work/t401.shm" 2>&1 || fail "t401 on shared memory: $(tail -n 2 "$work/t401.shm")"
-across 300 "$t401" >"$work/t401.cluster" 2>&1 || fail "t401 across hosts: $(tail -n 2 "$work/t401.cluster")"
+across 150 "$work/t401.cluster" 'No Errors' "$t401" || fail "t401 across hosts: $(tail -n 2 "$work/t401.cluster")"
 same_output t401
 
 # 2. Data-parallel training with overlap, traced.
 mlp="--model mlp --layout sequential --replicas $hosts --data $data --test-limit 256 --batch 64 --seed 5
 --bucket-cap 64K --first-bucket-cap 16K"
 # shellcheck disable=SC2086 # word lists
-across 300 "$train" $mlp --train-limit 1024 --epochs 1 --trace "$work/dp.json" >"$work/dp.out" 2>&1 ||
+across 150 "$work/dp.out" '^test_accuracy=' "$train" $mlp --train-limit 1024 --epochs 1 --trace "$work/dp.json" ||
   fail "data-parallel training across hosts: $(tail -n 3 "$work/dp.out")"
 grep "^replicas in sync" "$work/dp.out" | sed "s/^/$me: /" | grep . || fail "no 'replicas in sync' line"
 if python3 "$src/tools/trace-overlap.py" --json "$work/dp.json" >"$work/overlap.json"; then
@@ -103,10 +116,11 @@ fi
 # 3. kill -9 of host h1's rank, then --resume: the same end as without the kill.
 long="--train-limit 512 --epochs 3 --checkpoint-every 4"
 # shellcheck disable=SC2086
-across 300 "$train" $mlp $long --checkpoint "$work/a.ckpt" >"$work/a.out" 2>&1 ||
+across 150 "$work/a.out" '^test_accuracy=' "$train" $mlp $long --checkpoint "$work/a.ckpt" ||
   fail "uninterrupted run: $(tail -n 3 "$work/a.out")"
 # shellcheck disable=SC2086
-across 120 "$train" $mlp $long --checkpoint "$work/b.ckpt" >"$work/b1.out" 2>&1 &
+timeout 120 sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" \
+  "$train" $mlp $long --checkpoint "$work/b.ckpt" >"$work/b1.out" 2>&1 &
 job=$!
 victim=
 for _ in $(seq 600); do
@@ -126,7 +140,7 @@ if [ -n "$victim" ]; then
   [ "$status" -ne 124 ] || fail "the job hung after its rank on h1 was killed (ended by timeout)"
   [ "$status" -ne 0 ] || fail "the run finished before the kill could land"
   # shellcheck disable=SC2086
-  across 300 "$train" $mlp $long --checkpoint "$work/b.ckpt" --resume >"$work/b2.out" 2>&1 ||
+  across 150 "$work/b2.out" '^test_accuracy=' "$train" $mlp $long --checkpoint "$work/b.ckpt" --resume ||
     fail "resumed run exited $?: $(grep -v '^epoch\|^  gradient' "$work/b2.out" | tail -n 5)"
   grep "resumed from" "$work/b2.out" | sed "s/^/$me: /"
   if cmp -s "$work/a.ckpt" "$work/b.ckpt"; then

@@ -539,8 +539,7 @@ static int build(train_run *r) {
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
   if (rank0_status(r->rank == 0 && o->trace_events &&
                    adj_file_open_output(o->trace_events, "--trace-events", &r->trace))) {
-    if (r->rank == 0) complain("%s
-", adj_last_error());
+    if (r->rank == 0) complain("%s\n", adj_last_error());
     return 1;
   }
   if (o->trace && adj_trace_create(MPI_COMM_WORLD, o->trace, &r->timeline)) return fail(r, "--trace", NULL);

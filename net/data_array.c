@@ -1,0 +1,194 @@
+#define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED (posix_madvise's is a no-op on Linux) */
+/* The arrays behind a data set: mapped files, element types and their
+ * conversion (see data_impl.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data_impl.h"
+#include "error_impl.h"
+
+int64_t adj_data_sample_volume(const adj_data_array *a) {
+  int64_t v = 1;
+  for (int d = 1; d < a->rank; d++) v *= a->shape[d];
+  return v;
+}
+
+int adj_data_as_io(void) {
+  char message[1024];
+  snprintf(message, sizeof message, "%s", adj_last_error());
+  return adj_error_set(ADJ_ERR_IO, "%s", message);
+}
+
+void adj_data_runs_init(adj_data_runs *r, int rank, const int64_t *shape, const int64_t *start, const int64_t *extent) {
+  *r = (adj_data_runs){.count = 1, .length = 1};
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    r->stride[d] = stride;
+    r->extent[d] = extent[d];
+    r->first += start[d] * stride;
+    stride *= shape[d];
+  }
+  if (rank == 0) return;
+  r->outer = rank - 1;
+  r->length = extent[rank - 1];
+  while (r->outer > 0 && extent[r->outer] == shape[r->outer]) r->length *= extent[--r->outer];
+  for (int d = 0; d < r->outer; d++) r->count *= extent[d];
+}
+
+int64_t adj_data_run_offset(const adj_data_runs *r, int64_t k) {
+  int64_t offset = r->first;
+  for (int d = r->outer - 1; d >= 0; d--) {
+    offset += (k % r->extent[d]) * r->stride[d];
+    k /= r->extent[d];
+  }
+  return offset;
+}
+
+const char *adj_data_elem_name(adj_data_elem e) {
+  static const char *const names[3][4] = {{"uint8", "uint16", "uint32", "uint64"},
+                                          {"int8", "int16", "int32", "int64"},
+                                          {"float8?", "float16", "float32", "float64"}};
+  int row = e.kind == 'u' ? 0 : e.kind == 'i' ? 1 : 2, col = e.size == 1 ? 0 : e.size == 2 ? 1 : e.size == 4 ? 2 : 3;
+  return names[row][col];
+}
+
+double adj_data_elem_value(const uint8_t *src, adj_data_elem e) {
+  uint8_t b[8];
+  for (int i = 0; i < e.size; i++) b[i] = src[e.swap ? e.size - 1 - i : i];
+  if (e.kind == 'f') {
+    if (e.size == 4) {
+      float f;
+      memcpy(&f, b, 4);
+      return f;
+    }
+    double d;
+    memcpy(&d, b, 8);
+    return d;
+  }
+  switch (e.size) {
+  case 1: return e.kind == 'u' ? (double)b[0] : (double)(int8_t)b[0];
+  case 2: {
+    uint16_t v;
+    memcpy(&v, b, 2);
+    return e.kind == 'u' ? (double)v : (double)(int16_t)v;
+  }
+  case 4: {
+    uint32_t v;
+    memcpy(&v, b, 4);
+    return e.kind == 'u' ? (double)v : (double)(int32_t)v;
+  }
+  default: {
+    uint64_t v;
+    memcpy(&v, b, 8);
+    return e.kind == 'u' ? (double)v : (double)(int64_t)v;
+  }
+  }
+}
+
+/* The element type dst holds, when a stored element needs no conversion. */
+static bool data_elem_is(adj_data_elem e, adj_dtype dtype) {
+  return e.kind == 'f' && !e.swap && e.size == (int)adj_dtype_size(dtype) && adj_dtype_is_float(dtype);
+}
+
+void adj_data_convert(const uint8_t *src, adj_data_elem e, int64_t n, bool scale_bytes, adj_tensor *dst,
+                      int64_t dst_at) {
+  size_t width = adj_dtype_size(dst->dtype);
+  void *out = (char *)dst->data + (size_t)dst_at * width;
+  if (data_elem_is(e, dst->dtype)) {
+    memcpy(out, src, (size_t)n * width);
+    return;
+  }
+  bool bytes = scale_bytes && e.kind == 'u' && e.size == 1;
+  if (dst->dtype == ADJ_FLOAT32) {
+    float *x = out;
+    if (bytes)
+      for (int64_t i = 0; i < n; i++) x[i] = (float)src[i] / 255.0f;
+    else
+      for (int64_t i = 0; i < n; i++) x[i] = (float)adj_data_elem_value(src + i * e.size, e);
+    return;
+  }
+  double *x = out;
+  if (bytes)
+    for (int64_t i = 0; i < n; i++) x[i] = (double)((float)src[i] / 255.0f);
+  else
+    for (int64_t i = 0; i < n; i++) x[i] = adj_data_elem_value(src + i * e.size, e);
+}
+
+/* Opens path for reading without blocking (a FIFO with no writer would
+ * block a plain open) and checks it is a regular file.  *fd and *bytes on
+ * success. */
+static int data_open_regular(const char *role, const char *path, int *fd, int64_t *bytes) {
+  ADJ_CHECK(path && *path, ADJ_ERR_ARG, "%s file: no path given", role);
+  *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ADJ_CHECK(*fd >= 0, ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path, strerror(errno));
+  struct stat st = {0};
+  if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(*fd);
+    *fd = -1;
+    return adj_error_set(ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path,
+                         S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file (a FIFO, device or socket)");
+  }
+  *bytes = (int64_t)st.st_size;
+  return ADJ_SUCCESS;
+}
+
+int adj_data_sniff(const char *role, const char *path, uint8_t *head, int size, int *got) {
+  int fd = -1;
+  int64_t bytes = 0;
+  ADJ_CALL(data_open_regular(role, path, &fd, &bytes));
+  ssize_t n = pread(fd, head, (size_t)size, 0);
+  int saved = errno;
+  close(fd);
+  ADJ_CHECK(n >= 0, ADJ_ERR_IO, "cannot read %s file '%s': %s", role, path, strerror(saved));
+  *got = (int)n;
+  return ADJ_SUCCESS;
+}
+
+int adj_data_map(adj_data_array *a, const char *path) {
+  int64_t bytes = 0;
+  ADJ_CALL(data_open_regular(a->role, path, &a->fd, &bytes));
+  ADJ_CHECK(bytes > 0, ADJ_ERR_IO, "%s file '%s' is empty", a->role, path);
+  ADJ_CHECK((uint64_t)bytes <= SIZE_MAX, ADJ_ERR_IO, "%s file '%s': %lld bytes cannot be mapped", a->role, path,
+            (long long)bytes);
+  void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, a->fd, 0);
+  ADJ_CHECK(map != MAP_FAILED, ADJ_ERR_IO, "cannot map %s file '%s' (%lld bytes): %s", a->role, path,
+            (long long)bytes, strerror(errno));
+  a->mapping = map;
+  a->mapping_bytes = bytes;
+  return ADJ_SUCCESS;
+}
+
+/* A mapped file must still have the size it was opened with: reading a page
+ * past a shrunk file's end would raise SIGBUS. */
+static int data_check_size(const adj_data_array *a) {
+  struct stat st = {0};
+  ADJ_CHECK(fstat(a->fd, &st) == 0, ADJ_ERR_IO, "%s file %s: %s", a->role, a->source, strerror(errno));
+  ADJ_CHECK((int64_t)st.st_size == a->mapping_bytes, ADJ_ERR_IO,
+            "%s file %s changed while open: it had %lld bytes and now has %lld", a->role, a->source,
+            (long long)a->mapping_bytes, (long long)st.st_size);
+  return ADJ_SUCCESS;
+}
+
+int adj_data_check_mapping(const adj_data_array *a) { return a->mapping ? data_check_size(a) : ADJ_SUCCESS; }
+
+int adj_data_release(adj_data_array *a) {
+  if (!a->mapping) return ADJ_SUCCESS;
+  ADJ_CHECK(madvise(a->mapping, (size_t)a->mapping_bytes, MADV_DONTNEED) == 0, ADJ_ERR_IO,
+            "%s file %s: releasing its pages failed: %s", a->role, a->source, strerror(errno));
+  return ADJ_SUCCESS;
+}
+
+void adj_data_array_close(adj_data_array *a) {
+  if (a->close) a->close(a);
+  if (a->mapping) munmap(a->mapping, (size_t)a->mapping_bytes);
+  if (a->fd >= 0) close(a->fd);
+  free(a->owned);
+  free(a->buffer);
+  *a = (adj_data_array){.fd = -1};
+}

@@ -1,6 +1,5 @@
-#define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED (posix_madvise's is a no-op on Linux) */
-/* The arrays behind a data set: mapped files, element types and their
- * conversion (see data_impl.h). */
+/* The arrays behind a data set: files mapped to check their headers and
+ * read by offset, element types and their conversion (see data_impl.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -164,23 +163,69 @@ int adj_data_map(adj_data_array *a, const char *path) {
   return ADJ_SUCCESS;
 }
 
-/* A mapped file must still have the size it was opened with: reading a page
- * past a shrunk file's end would raise SIGBUS. */
-static int data_check_size(const adj_data_array *a) {
-  struct stat st = {0};
-  ADJ_CHECK(fstat(a->fd, &st) == 0, ADJ_ERR_IO, "%s file %s: %s", a->role, a->source, strerror(errno));
-  ADJ_CHECK((int64_t)st.st_size == a->mapping_bytes, ADJ_ERR_IO,
-            "%s file %s changed while open: it had %lld bytes and now has %lld", a->role, a->source,
-            (long long)a->mapping_bytes, (long long)st.st_size);
+/* ---- reading a raw file by offset ------------------------------------------------------------ */
+
+typedef struct data_file_reader {
+  uint8_t *scratch; /* one sample's span of the box, when it is not one run */
+  int64_t scratch_bytes;
+} data_file_reader;
+
+/* bytes at `offset` of the payload's file, all of them: a short read means
+ * the file shrank after its header was checked. */
+static int data_pread_all(adj_data_array *a, uint8_t *dst, int64_t bytes, int64_t offset, int64_t sample) {
+  for (int64_t done = 0; done < bytes;) {
+    ssize_t r = pread(a->fd, dst + done, (size_t)(bytes - done), (off_t)(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    ADJ_CHECK(r > 0, ADJ_ERR_IO, "%s file %s: reading sample %lld failed: %s", a->role, a->source, (long long)sample,
+              r < 0 ? strerror(errno) : "the file ends before its header says (did it change while open?)");
+    done += r;
+  }
   return ADJ_SUCCESS;
 }
 
-int adj_data_check_mapping(const adj_data_array *a) { return a->mapping ? data_check_size(a) : ADJ_SUCCESS; }
+static int data_reserve(adj_data_array *a, data_file_reader *f, int64_t bytes) {
+  if (bytes <= f->scratch_bytes) return ADJ_SUCCESS;
+  uint8_t *grown = realloc(f->scratch, (size_t)bytes);
+  ADJ_CHECK(grown, ADJ_ERR_MEM, "%s file %s: out of memory for %lld bytes", a->role, a->source, (long long)bytes);
+  f->scratch = grown, f->scratch_bytes = bytes;
+  return ADJ_SUCCESS;
+}
 
-int adj_data_release(adj_data_array *a) {
-  if (!a->mapping) return ADJ_SUCCESS;
-  ADJ_CHECK(madvise(a->mapping, (size_t)a->mapping_bytes, MADV_DONTNEED) == 0, ADJ_ERR_IO,
-            "%s file %s: releasing its pages failed: %s", a->role, a->source, strerror(errno));
+/* Each sample's span of the box in one pread: straight into raw when the
+ * box is one run, else through the scratch buffer, run by run. */
+static int data_file_read(adj_data_array *a, const int64_t *samples, int64_t n, const adj_box *box, void *raw) {
+  data_file_reader *f = a->impl;
+  adj_data_runs runs;
+  adj_data_runs_init(&runs, a->rank - 1, a->shape + 1, box->start, box->extent);
+  if (runs.count == 0 || runs.length == 0) return ADJ_SUCCESS;
+  int64_t size = a->elem.size, run_bytes = runs.length * size, packed = runs.count * run_bytes;
+  int64_t last = adj_data_run_offset(&runs, runs.count - 1) + runs.length, span = (last - runs.first) * size;
+  int64_t sample_bytes = adj_data_sample_volume(a) * size;
+  if (runs.count > 1) ADJ_CALL(data_reserve(a, f, span));
+  for (int64_t i = 0; i < n; i++) {
+    uint8_t *dst = (uint8_t *)raw + i * packed;
+    int64_t offset = a->data_offset + samples[i] * sample_bytes + runs.first * size;
+    ADJ_CALL(data_pread_all(a, runs.count > 1 ? f->scratch : dst, span, offset, samples[i]));
+    for (int64_t k = 0; runs.count > 1 && k < runs.count; k++)
+      memcpy(dst + k * run_bytes, f->scratch + (adj_data_run_offset(&runs, k) - runs.first) * size, (size_t)run_bytes);
+  }
+  return ADJ_SUCCESS;
+}
+
+static void data_file_close(adj_data_array *a) {
+  data_file_reader *f = a->impl;
+  if (f) free(f->scratch);
+  free(f);
+  a->impl = NULL;
+}
+
+int adj_data_read_by_offset(adj_data_array *a) {
+  data_file_reader *f = calloc(1, sizeof *f);
+  ADJ_CHECK(f, ADJ_ERR_MEM, "%s file %s: out of memory", a->role, a->source);
+  a->data_offset = a->base - (const uint8_t *)a->mapping;
+  munmap(a->mapping, (size_t)a->mapping_bytes);
+  a->mapping = NULL, a->base = NULL;
+  a->impl = f, a->read = data_file_read, a->close = data_file_close;
   return ADJ_SUCCESS;
 }
 

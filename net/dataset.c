@@ -5,8 +5,9 @@
  * outcome of each step that can fail is agreed (adj_status_agree) before
  * the next collective one, so a bad file is the same error on every rank and
  * no rank waits in HDF5's collective open for one that gave up.  Reading is
- * local: a block is converted run by run straight from the mapped file, or
- * from the samples a reader (HDF5, the random set) copied out. */
+ * local: a block is converted run by run straight from memory (in-memory
+ * sets), or from the samples a reader (a raw file by offset, HDF5, the
+ * random set) copied out. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -174,14 +175,12 @@ static void dataset_convert_row(const uint8_t *sample, const adj_data_runs *runs
                      at + k * runs->length);
 }
 
-/* From memory (a mapping or owned bytes): each row straight from its sample. */
-static int dataset_copy_memory(adj_data_array *a, const int64_t *samples, int64_t real, const adj_data_runs *runs,
-                               bool scale, adj_tensor *block) {
-  ADJ_CALL(adj_data_check_mapping(a));
+/* From memory: each row straight from its sample. */
+static void dataset_copy_memory(const adj_data_array *a, const int64_t *samples, int64_t real,
+                                const adj_data_runs *runs, bool scale, adj_tensor *block) {
   int64_t sample_bytes = adj_data_sample_volume(a) * a->elem.size, row = runs->count * runs->length;
   for (int64_t i = 0; i < real; i++)
     dataset_convert_row(a->base + samples[i] * sample_bytes, runs, a->elem, scale, block, i * row);
-  return adj_data_release(a);
 }
 
 /* Through a reader: the box itself when the samples are read as stored,
@@ -228,7 +227,8 @@ static int dataset_read(adj_dataset *ds, int which, const int64_t *indices, int6
     return dataset_copy_read(a, samples, real, ds->view[which], ds->view_rank[which], box, scale, block);
   adj_data_runs runs;
   adj_data_runs_init(&runs, ds->view_rank[which], ds->view[which], box->start + 1, box->extent + 1);
-  return dataset_copy_memory(a, samples, real, &runs, scale, block);
+  dataset_copy_memory(a, samples, real, &runs, scale, block);
+  return ADJ_SUCCESS;
 }
 
 int adj_dataset_read_inputs(adj_dataset *ds, const int64_t *indices, int64_t count, const adj_box *box,
@@ -307,11 +307,13 @@ static int dataset_sniff(MPI_Comm comm, const adj_data_array *a, bool targets_in
   return adj_status_agree(comm, status, ADJ_WAIT_YIELD);
 }
 
-/* A raw IDX or .npy file (possibly the cache of a gzip one): mapped and parsed. */
+/* A raw IDX or .npy file (possibly the cache of a gzip one): mapped and
+ * parsed, then read by offset. */
 static int dataset_map(adj_data_array *a, const char *path, data_format format) {
   ADJ_CALL(adj_data_map(a, path));
   snprintf(a->path, sizeof a->path, "%s", path);
-  return format == FORMAT_NPY ? adj_npy_parse(a) : adj_idx_parse(a);
+  ADJ_CALL(format == FORMAT_NPY ? adj_npy_parse(a) : adj_idx_parse(a));
+  return adj_data_read_by_offset(a);
 }
 
 static int dataset_open_array(MPI_Comm comm, const adj_dataset_config *c, int which, adj_data_array *a) {

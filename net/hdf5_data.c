@@ -3,10 +3,9 @@
  * The file is opened collectively with the MPI-IO driver; each read is an
  * independent transfer of the hyperslabs of this rank's samples, so a rank
  * never waits in a read for another (a rank that fails before its read
- * cannot hang the rest; the trainer agrees afterwards).  HDF5 delivers a
- * selection in the file's order, whatever order the hyperslabs were chosen
- * in, so a shuffled batch is read in sorted order, runs of consecutive
- * samples as one hyperslab each, and then put into the batch's order.
+ * cannot hang the rest; the trainer agrees afterwards).  A shuffled batch is
+ * read in sorted order, each run of consecutive samples as one hyperslab,
+ * and then put into the batch's order.
  * HDF5's own error printing is off inside these calls; its innermost
  * message goes into ours. */
 #include <hdf5.h>
@@ -228,30 +227,35 @@ static int h5_reserve(adj_data_array *a, h5_array *h, int64_t n, int64_t bytes) 
   return ADJ_SUCCESS;
 }
 
-/* The file selection: one hyperslab per run of consecutive sorted samples,
- * each restricted to the box. */
-static herr_t h5_select(hid_t space, const h5_array *h, int64_t n, const adj_box *box) {
-  hsize_t start[H5S_MAX_RANK], count[H5S_MAX_RANK];
-  for (int d = 0; d < box->rank; d++) start[d + 1] = (hsize_t)box->start[d], count[d + 1] = (hsize_t)box->extent[d];
-  herr_t status = 0;
-  for (int64_t i = 0; i < n && status >= 0;) {
-    int64_t first = h->order[2 * i], last = first;
-    H5S_seloper_t op = i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR;
-    while (i < n && h->order[2 * i] <= last + 1) last = h->order[2 * i], i++;
-    start[0] = (hsize_t)first, count[0] = (hsize_t)(last - first + 1);
-    status = H5Sselect_hyperslab(space, op, start, NULL, count, NULL);
-  }
+/* One run of consecutive sorted samples, restricted to the box: the
+ * hyperslab [first, first + count) x box of the file, read into the staging
+ * buffer's slots from `slot` on. */
+static herr_t h5_read_run(const h5_array *h, hid_t file_space, hid_t memory_space, const adj_box *box, int64_t first,
+                          int64_t count, int64_t slot) {
+  hsize_t start[H5S_MAX_RANK] = {(hsize_t)first}, extent[H5S_MAX_RANK] = {(hsize_t)count};
+  hsize_t at[H5S_MAX_RANK] = {(hsize_t)slot};
+  for (int d = 0; d < box->rank; d++)
+    start[d + 1] = (hsize_t)box->start[d], extent[d + 1] = (hsize_t)box->extent[d], at[d + 1] = 0;
+  herr_t status = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, extent, NULL);
+  if (status >= 0) status = H5Sselect_hyperslab(memory_space, H5S_SELECT_SET, at, NULL, extent, NULL);
+  if (status >= 0) status = H5Dread(h->dataset, h->memory_type, memory_space, file_space, H5P_DEFAULT, h->staging);
   return status;
 }
 
-/* Reads the `unique` sorted samples into the staging buffer, in file order. */
+/* Reads the `unique` sorted samples into the staging buffer, in file order,
+ * one transfer per run of consecutive samples. */
 static int h5_read_sorted(adj_data_array *a, h5_array *h, int64_t n, int64_t unique, const adj_box *box) {
   char reason[256];
   hsize_t memory_shape[H5S_MAX_RANK] = {(hsize_t)unique};
   for (int d = 0; d < box->rank; d++) memory_shape[d + 1] = (hsize_t)box->extent[d];
   hid_t file_space = H5Dget_space(h->dataset), memory_space = H5Screate_simple(box->rank + 1, memory_shape, NULL);
-  herr_t status = file_space >= 0 && memory_space >= 0 ? h5_select(file_space, h, n, box) : -1;
-  if (status >= 0) status = H5Dread(h->dataset, h->memory_type, memory_space, file_space, H5P_DEFAULT, h->staging);
+  herr_t status = file_space >= 0 && memory_space >= 0 ? 0 : -1;
+  for (int64_t i = 0, slot = 0; i < n && status >= 0;) {
+    int64_t first = h->order[2 * i], last = first;
+    while (i < n && h->order[2 * i] <= last + 1) last = h->order[2 * i], i++;
+    status = h5_read_run(h, file_space, memory_space, box, first, last - first + 1, slot);
+    slot += last - first + 1;
+  }
   if (status < 0) h5_reason(reason);
   if (file_space >= 0) H5Sclose(file_space);
   if (memory_space >= 0) H5Sclose(memory_space);

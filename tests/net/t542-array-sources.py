@@ -3,8 +3,8 @@ and, when the build reads HDF5 and h5py is installed, to HDF5 (float32
 inputs); then the C program t542-array-sources holds every sample of both
 to the IDX files and trains LeNet-5 from each source, at 1 and 4 ranks.
 
-Arguments: mpiexec, the t542-array-sources program, the converter, the
-Fashion-MNIST directory, and "1" when the build reads HDF5.  Skipped (77)
+Arguments: mpiexec, the t542-array-sources program, the Fashion-MNIST
+directory, the converter, and "1" when the build reads HDF5.  Skipped (77)
 without Fashion-MNIST or numpy."""
 import os
 import shutil

@@ -9,7 +9,7 @@
  *
  * A gzip file cannot be read at random, and a shuffled batch reads samples
  * anywhere, so it is decompressed once into a raw IDX file in a cache
- * directory and mapped like any raw file.  The stream is checked as it is
+ * directory and read like any raw file.  The stream is checked as it is
  * decompressed (header, the size it claims against what its gzip bytes can
  * hold, truncation, trailing data), so a bad .gz is refused with its own
  * name and no cache file is left behind.  zlib's gzFile does the reading

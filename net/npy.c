@@ -6,7 +6,7 @@
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (60000, 1, 28, 28), }
  * padded with spaces and a newline, then the array's bytes.  The parser
  * takes exactly those three keys, in any order, and refuses whatever a
- * memory-mapped C-order numeric array cannot be, naming the file and the
+ * C-order numeric array read by offset cannot be, naming the file and the
  * value. */
 #include <ctype.h>
 #include <stdio.h>
@@ -69,7 +69,7 @@ static int npy_descr(npy_cursor *c, adj_data_array *a) {
   bool digits = d[2] && strspn(d + 2, "0123456789") == strlen(d + 2) && strlen(d + 2) <= 2;
   if (digits) size = atoi(d + 2);
   bool sized = size == 1 || size == 2 || size == 4 || size == 8;
-  ADJ_CHECK(kind != 'O', ADJ_ERR_IO, "%s file '%s': descr '%s' is an object array, which cannot be memory-mapped",
+  ADJ_CHECK(kind != 'O', ADJ_ERR_IO, "%s file '%s': descr '%s' is an object array (Python objects, not numbers)",
             a->role, a->path, d);
   ADJ_CHECK(order && strchr("<>|=", order) && (kind == 'u' || kind == 'i' || kind == 'f') && digits && sized &&
                 !(kind == 'f' && size < 4),

@@ -4,12 +4,12 @@
  * Sources, recognised by their first bytes (never by the file name):
  *   IDX    the MNIST format: any element type (unsigned/signed bytes, 16- and
  *          32-bit integers, float32, float64), 1 to 8 dimensions, the first
- *          one the sample index.  Raw files are memory-mapped; a gzip file
- *          is decompressed once into a cache file, which is then mapped (see
- *          cache_dir below).
- *   .npy   NumPy arrays in C order, memory-mapped: unsigned and signed
- *          integers of 1 to 8 bytes, float32, float64, either byte order.
- *          Fortran order, object and structured arrays are refused.
+ *          one the sample index.  A gzip file is decompressed once into a
+ *          raw cache file (see cache_dir below), since a shuffled batch
+ *          reads samples anywhere.
+ *   .npy   NumPy arrays in C order: unsigned and signed integers of 1 to 8
+ *          bytes, float32, float64, either byte order.  Fortran order,
+ *          object and structured arrays are refused.
  *   HDF5   a dataset of an HDF5 file, read through parallel HDF5 with MPI-IO:
  *          each rank reads the hyperslabs of its own samples (independent
  *          transfers, so a rank never waits in a read for another).  Integer
@@ -37,11 +37,14 @@
  * INPUTS are pixel bytes and become b / 255 computed in float32 (what IDX
  * images have always been), every other type converts as it is.
  *
- * Memory: a mapped file's pages are handed back to the page cache after every
- * read (madvise MADV_DONTNEED), so a rank's resident memory holds the blocks
- * it reads, not the file, whatever the order of the samples; the ranks of a
- * node share the cached pages.  A mapped file that shrinks while open is an
- * ADJ_ERR_IO at the next read, naming it.
+ * Memory: raw files (IDX, .npy) are mapped while their header is checked,
+ * then read at each sample's offset (pread), so a rank's resident memory
+ * holds the blocks it reads, not the file, whatever the order of the
+ * samples; the ranks of a node share the file through the page cache.  (A
+ * mapping would not do: the kernel maps 64 KiB around every touched sample,
+ * and a rank reading a quarter of a shuffled batch maps most of the file.)
+ * A file that shrinks while open is an ADJ_ERR_IO at the next read, naming
+ * it.
  *
  * Files must be visible to every rank (a shared or replicated file system, as
  * MPI-IO assumes): every rank opens them.  Opening is collective, and a
@@ -141,7 +144,7 @@ const int64_t *adj_dataset_target_shape(const adj_dataset *ds);
 int adj_dataset_set_input_shape(adj_dataset *ds, int rank, const int64_t *shape);
 int adj_dataset_set_target_shape(adj_dataset *ds, int rank, const int64_t *shape);
 
-/* "inputs 'data/x.npy' (.npy uint8 (60000, 1, 28, 28))": the source of the
+/* "inputs 'data/x.npy' (.npy uint8 [60000, 1, 28, 28])": the source of the
  * inputs or the targets, for messages.  The text lives as long as ds. */
 const char *adj_dataset_describe_inputs(const adj_dataset *ds);
 const char *adj_dataset_describe_targets(const adj_dataset *ds);

@@ -20,7 +20,7 @@
 #include <hdf5.h>
 #endif
 
-#include "harness.h"
+#include "net_check.h"
 
 enum { N = 7, C = 2, H = 3, W = 5, VOL = C * H * W, CLASSES = 4, B = 5 };
 
@@ -345,19 +345,11 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t540-data-sources");
   char dir[256] = "";
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/adjoin-t540-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (t.rank == 0 && !mkdtemp(dir)) ADJ_TEST_CHECK(&t, 0, "mkdtemp %s failed", dir);
-  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, t.comm);
+  nc_make_dir(&t, "t540", dir, sizeof dir);
   write_sources(&t, dir);
   MPI_Barrier(t.comm);
   check_files(&t, dir);
   check_memory_and_random(&t);
-  MPI_Barrier(t.comm);
-  if (t.rank == 0) {
-    char command[300];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ADJ_TEST_CHECK(&t, system(command) == 0, "cannot remove %s", dir);
-  }
+  nc_remove_dir(&t, dir);
   return adj_test_finish(&t);
 }

@@ -20,7 +20,7 @@
 #include <hdf5.h>
 #endif
 
-#include "harness.h"
+#include "net_check.h"
 
 enum { N = 10, CLASSES = 10 };
 
@@ -239,20 +239,12 @@ static void hdf5_files(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t541-data-hostile");
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/adjoin-t541-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (t.rank == 0 && !mkdtemp(dir)) ADJ_TEST_CHECK(&t, 0, "mkdtemp %s failed", dir);
-  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, t.comm);
+  nc_make_dir(&t, "t541", dir, sizeof dir);
   npy_headers(&t);
   npy_preambles(&t);
   npy_labels(&t);
   special_files(&t);
   hdf5_files(&t);
-  MPI_Barrier(t.comm);
-  if (t.rank == 0) {
-    char command[300];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ADJ_TEST_CHECK(&t, system(command) == 0, "cannot remove %s", dir);
-  }
+  nc_remove_dir(&t, dir);
   return adj_test_finish(&t);
 }

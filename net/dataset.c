@@ -157,8 +157,8 @@ static int dataset_check_box(const adj_dataset *ds, int which, const adj_box *bo
 /* Batch positions box->start[0] .. + *real - 1 hold samples; each index is checked. */
 static int dataset_check_indices(const adj_dataset *ds, const int64_t *indices, int64_t count, int64_t first,
                                  int64_t rows, int64_t *real) {
-  ADJ_CHECK(count >= 0 && (count == 0 || indices), ADJ_ERR_ARG, "data set read: %lld samples and indices %p",
-            (long long)count, (const void *)indices);
+  ADJ_CHECK(count >= 0 && (count == 0 || indices), ADJ_ERR_ARG, "data set read: %lld samples%s", (long long)count,
+            count < 0 ? " (negative)" : " but no indices");
   *real = count - first < 0 ? 0 : count - first < rows ? count - first : rows;
   for (int64_t p = first; p < first + *real; p++)
     ADJ_CHECK(indices[p] >= 0 && indices[p] < ds->count, ADJ_ERR_ARG,

@@ -40,6 +40,7 @@ struct adj_trainer {
   adj_box loss_box;        /* this rank's block of the loss layer's input */
   MPI_Comm comm;           /* every rank of every replica (the network's without replicas) */
   MPI_Comm net_comm;       /* the network's */
+  MPI_Comm figures_comm;   /* a duplicate of it for the figures' messages, apart from the user's */
   int rank;                /* in the network's communicator */
   int64_t batch_size;      /* the network's batch */
   int64_t global_batch;    /* batch_size x replicas x micro-batches */
@@ -247,12 +248,13 @@ static int trainer_buffers(adj_trainer *t) {
   return ADJ_SUCCESS;
 }
 
-/* Cross-entropy: which rank of the network's communicator holds the loss
- * (its output block is [1]), so the statistics can be sent to rank 0. */
+/* The figures' communicator, and which of its ranks holds the loss (its
+ * output block is [1]), so the cross-entropy's figures can be sent to rank 0. */
 static int trainer_find_loss_rank(adj_trainer *t) {
+  ADJ_CALL_MPI(MPI_Comm_dup(t->net_comm, &t->figures_comm));
   int mine = adj_tensor_volume(&t->y) == 1 ? t->rank : -1;
   MPI_Request request;
-  ADJ_CALL_MPI(MPI_Iallreduce(&mine, &t->loss_rank, 1, MPI_INT, MPI_MAX, t->net_comm, &request));
+  ADJ_CALL_MPI(MPI_Iallreduce(&mine, &t->loss_rank, 1, MPI_INT, MPI_MAX, t->figures_comm, &request));
   return adj_wait_all(1, &request, ADJ_WAIT_YIELD);
 }
 
@@ -265,8 +267,8 @@ int adj_trainer_create(const adj_trainer_config *c, adj_trainer **trainer) {
   int status = !c ? adj_error_set(ADJ_ERR_ARG, "trainer: configuration is NULL")
                : t ? ADJ_SUCCESS
                    : adj_error_set(ADJ_ERR_MEM, "trainer: out of memory");
-  if (!status) *t = (adj_trainer){.config = *c, .comm = comm, .replicas = 1, .t0 = MPI_Wtime(),
-                                  .micro = c->micro_batches > 1 ? c->micro_batches : 1};
+  if (!status) *t = (adj_trainer){.config = *c, .comm = comm, .figures_comm = MPI_COMM_NULL, .replicas = 1,
+                                  .t0 = MPI_Wtime(), .micro = c->micro_batches > 1 ? c->micro_batches : 1};
   if (!status) status = trainer_check(t);
   status = adj_status_agree(comm, status, ADJ_WAIT_YIELD);
   if (status) {
@@ -311,6 +313,7 @@ void adj_trainer_destroy(adj_trainer **trainer) {
   adj_tensor_destroy(&t->x), adj_tensor_destroy(&t->y), adj_tensor_destroy(&t->dy), adj_tensor_destroy(&t->target);
   free(t->labels), free(t->argmax), free(t->indices), free(t->order), free(t->rng_buffer);
   adj_rng_destroy(&t->rng), adj_rng_destroy(&t->epoch_rng);
+  if (t->figures_comm != MPI_COMM_NULL) MPI_Comm_free(&t->figures_comm);
   free(t);
   *trainer = NULL;
 }
@@ -415,13 +418,13 @@ static void trainer_nll_scores(adj_trainer *t, int64_t n) {
  * on the network's communicator; call after an agreement. */
 static int trainer_nll_correct(adj_trainer *t, int64_t n, int64_t *correct) {
   MPI_Request request;
-  ADJ_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, t->argmax, (int)t->batch_size, MPI_DOUBLE_INT, MPI_MAXLOC, t->net_comm,
+  ADJ_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, t->argmax, (int)t->batch_size, MPI_DOUBLE_INT, MPI_MAXLOC, t->figures_comm,
                               &request));
   ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
   int64_t r0 = t->loss_box.start[0], mine = 0, total = 0;
   for (int64_t i = 0; t->loss_box.start[1] == 0 && i < t->loss_box.extent[0] && r0 + i < n; i++)
     mine += t->argmax[r0 + i].index == t->labels[i];
-  ADJ_CALL_MPI(MPI_Iallreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, t->net_comm, &request));
+  ADJ_CALL_MPI(MPI_Iallreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, t->figures_comm, &request));
   ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
   *correct += total;
   return ADJ_SUCCESS;
@@ -449,8 +452,8 @@ static int trainer_figures_to_rank0(adj_trainer *t, double *loss_sum, int64_t *c
   double figures[2] = {*loss_sum, (double)*correct};
   MPI_Request request;
   if (t->rank == t->loss_rank)
-    ADJ_CALL_MPI(MPI_Isend(figures, 2, MPI_DOUBLE, 0, 0, t->net_comm, &request));
-  else ADJ_CALL_MPI(MPI_Irecv(figures, 2, MPI_DOUBLE, t->loss_rank, 0, t->net_comm, &request));
+    ADJ_CALL_MPI(MPI_Isend(figures, 2, MPI_DOUBLE, 0, 0, t->figures_comm, &request));
+  else ADJ_CALL_MPI(MPI_Irecv(figures, 2, MPI_DOUBLE, t->loss_rank, 0, t->figures_comm, &request));
   ADJ_CALL(adj_wait_all(1, &request, ADJ_WAIT_YIELD));
   *loss_sum = figures[0];
   *correct = (int64_t)figures[1];

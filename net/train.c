@@ -1,6 +1,7 @@
 /* The training loop (see include/adjoin/train.h). */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,16 +163,27 @@ static bool trainer_same_squeezed(int ra, const int64_t *a, int rb, const int64_
   }
 }
 
+/* A layout's sample shape (its shape without the batch), which the data's
+ * must equal but for extents of 1; *rank and *want return it. */
+static int trainer_check_samples(const adj_decomposition *layout, int have_rank, const int64_t *have,
+                                 const char *whose, const char *source, int *rank, const int64_t **want) {
+  *rank = adj_decomposition_rank(layout) - 1;
+  *want = adj_decomposition_global_shape(layout) + 1;
+  char have_text[96], want_text[96];
+  ADJ_CHECK(trainer_same_squeezed(*rank, *want, have_rank, have), ADJ_ERR_SIZE,
+            "trainer: %s samples of shape %s but the %s are %s", whose,
+            adj_shape_format(want_text, sizeof want_text, *rank, *want), source,
+            adj_shape_format(have_text, sizeof have_text, have_rank, have));
+  return ADJ_SUCCESS;
+}
+
 /* The samples of `data` read as the network's input, shape for shape. */
 static int trainer_fit_inputs(const adj_trainer *t, adj_dataset *data) {
-  const adj_decomposition *in = adj_layer_input_layout(t->config.network);
-  int rank = adj_decomposition_rank(in) - 1;
-  const int64_t *want = adj_decomposition_global_shape(in) + 1;
-  char have_text[96], want_text[96];
-  ADJ_CHECK(trainer_same_squeezed(rank, want, adj_dataset_input_rank(data), adj_dataset_input_shape(data)),
-            ADJ_ERR_SIZE, "trainer: the network takes samples of shape %s but the %s are %s",
-            adj_shape_format(want_text, sizeof want_text, rank, want), adj_dataset_describe_inputs(data),
-            adj_shape_format(have_text, sizeof have_text, adj_dataset_input_rank(data), adj_dataset_input_shape(data)));
+  int rank;
+  const int64_t *want;
+  ADJ_CALL(trainer_check_samples(adj_layer_input_layout(t->config.network), adj_dataset_input_rank(data),
+                                 adj_dataset_input_shape(data), "the network takes", adj_dataset_describe_inputs(data),
+                                 &rank, &want));
   return adj_dataset_set_input_shape(data, rank, want);
 }
 
@@ -191,14 +203,13 @@ static int trainer_fit_targets(const adj_trainer *t, adj_dataset *data) {
   ADJ_CHECK(adj_dataset_classes(data) == 0, ADJ_ERR_ARG,
             "trainer: the loss '%s' compares with target arrays but the %s are labels (open the set with n_classes 0)",
             loss, adj_dataset_describe_targets(data));
-  const adj_decomposition *in = adj_layer_input_layout(t->loss);
-  int rank = adj_decomposition_rank(in) - 1;
-  const int64_t *want = adj_decomposition_global_shape(in) + 1;
-  char have_text[96], want_text[96];
-  ADJ_CHECK(trainer_same_squeezed(rank, want, adj_dataset_target_rank(data), adj_dataset_target_shape(data)),
-            ADJ_ERR_SIZE, "trainer: the loss '%s' compares samples of shape %s but the %s are %s", loss,
-            adj_shape_format(want_text, sizeof want_text, rank, want), adj_dataset_describe_targets(data),
-            adj_shape_format(have_text, sizeof have_text, adj_dataset_target_rank(data), adj_dataset_target_shape(data)));
+  int rank;
+  const int64_t *want;
+  char whose[128];
+  snprintf(whose, sizeof whose, "the loss '%s' compares", loss);
+  ADJ_CALL(trainer_check_samples(adj_layer_input_layout(t->loss), adj_dataset_target_rank(data),
+                                 adj_dataset_target_shape(data), whose, adj_dataset_describe_targets(data), &rank,
+                                 &want));
   return adj_dataset_set_target_shape(data, rank, want);
 }
 

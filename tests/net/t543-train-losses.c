@@ -16,7 +16,10 @@
  *  - padding counts for nothing: the loss of the data set evaluated in
  *    batches of 6 (one padded) equals it evaluated in one batch of 10;
  *  - NLL counts the same correct samples as cross-entropy on the same
- *    scores (their affine layers start alike). */
+ *    scores (their affine layers start alike);
+ *  - data that do not fit are refused by name: arrays for a classification
+ *    loss, labels for an elementwise one, more classes than scores, inputs
+ *    or targets of another shape, reduction none, no loss layer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,21 +91,24 @@ static int build(MPI_Comm comm, const loss_case *c, int64_t batch, adj_layer **n
   return status;
 }
 
-/* Inputs (N, F) and either labels in [0, G) or targets (N, G) in (0, 1). */
-static adj_dataset *data_for(adj_test *t, const loss_case *c) {
+/* Inputs (N, features) and either labels in [0, classes) or, with classes
+ * 0, targets (N, width) in (0, 1). */
+static adj_dataset *data_shaped(adj_test *t, int64_t features, int classes, int64_t width) {
   adj_tensor x, y;
-  ADJ_TEST_OK(t, adj_tensor_create(&x, ADJ_FLOAT64, 2, (const int64_t[]){N, F}));
-  if (classifies(c)) ADJ_TEST_OK(t, adj_tensor_create(&y, ADJ_INT64, 1, (const int64_t[]){N}));
-  else ADJ_TEST_OK(t, adj_tensor_create(&y, ADJ_FLOAT64, 2, (const int64_t[]){N, G}));
-  for (int64_t i = 0; i < N * F; i++) adj_tensor_set(&x, i, sin(0.7 * (double)i + 0.3));
+  ADJ_TEST_OK(t, adj_tensor_create(&x, ADJ_FLOAT64, 2, (const int64_t[]){N, features}));
+  if (classes) ADJ_TEST_OK(t, adj_tensor_create(&y, ADJ_INT64, 1, (const int64_t[]){N}));
+  else ADJ_TEST_OK(t, adj_tensor_create(&y, ADJ_FLOAT64, 2, (const int64_t[]){N, width}));
+  for (int64_t i = 0; i < adj_tensor_volume(&x); i++) adj_tensor_set(&x, i, sin(0.7 * (double)i + 0.3));
   for (int64_t i = 0; i < adj_tensor_volume(&y); i++)
-    if (classifies(c)) adj_tensor_set_int(&y, i, (i * 7 + 1) % G);
+    if (classes) adj_tensor_set_int(&y, i, (i * 7 + 1) % classes);
     else adj_tensor_set(&y, i, 0.5 + 0.4 * cos(1.3 * (double)i));
   adj_dataset *ds = NULL;
-  ADJ_TEST_OK(t, adj_dataset_from_arrays(&x, &y, classifies(c) ? G : 0, &ds));
+  ADJ_TEST_OK(t, adj_dataset_from_arrays(&x, &y, classes, &ds));
   adj_tensor_destroy(&x), adj_tensor_destroy(&y);
   return ds;
 }
+
+static adj_dataset *data_for(adj_test *t, const loss_case *c) { return data_shaped(t, F, classifies(c) ? G : 0, G); }
 
 typedef struct trained {
   adj_layer *net;
@@ -194,6 +200,48 @@ static void padding_counts_for_nothing(adj_test *t, const loss_case *c, adj_data
                   N, padded.loss, whole.loss, diff);
 }
 
+/* A trainer over data that do not fit its network, refused on every rank
+ * with both sides named. */
+static void expect_refusal(adj_test *t, const char *what, adj_layer *net, adj_dataset *data, const char *phrase) {
+  adj_optimizer *opt = NULL;
+  adj_trainer *trainer = NULL;
+  adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.1};
+  ADJ_TEST_OK(t, adj_optimizer_create(net, &oc, &opt));
+  adj_trainer_config tc = {.network = net, .optimizer = opt, .train = data, .seed = 5};
+  int status = adj_trainer_create(&tc, &trainer);
+  adj_test_expect_error(t, what, status, ADJ_TEST_ANY_ERROR, phrase);
+  ADJ_TEST_CHECK(t, trainer == NULL, "%s: a refused trainer was left behind", what);
+  adj_trainer_destroy(&trainer);
+  adj_optimizer_destroy(&opt);
+}
+
+static void refusals(adj_test *t) {
+  static const loss_case none = {"mse none", false, ADJ_LOSS_MSE, ADJ_LOSS_NONE, false};
+  adj_layer *xent = NULL, *nll = NULL, *mse = NULL, *unreduced = NULL;
+  ADJ_TEST_OK(t, build(t->comm, &cases[0], B, &xent));
+  ADJ_TEST_OK(t, build(t->comm, &cases[1], B, &nll));
+  ADJ_TEST_OK(t, build(t->comm, &cases[3], B, &mse));
+  ADJ_TEST_OK(t, build(t->comm, &none, B, &unreduced));
+  adj_dataset *labels = data_shaped(t, F, G, 0), *many = data_shaped(t, F, 7, 0), *arrays = data_shaped(t, F, 0, G);
+  adj_dataset *wide = data_shaped(t, F + 1, G, 0), *narrow = data_shaped(t, F, 0, G - 1);
+  if (xent && nll && mse && unreduced && labels && many && arrays && wide && narrow) {
+    expect_refusal(t, "arrays for cross-entropy", xent, arrays, "takes class labels but the targets (memory)");
+    expect_refusal(t, "arrays for NLL", nll, arrays, "takes class labels but the targets (memory)");
+    expect_refusal(t, "7 classes for 4 scores", xent, many, "the data set has 7 classes but the loss");
+    expect_refusal(t, "labels for MSE", mse, labels, "compares with target arrays but the targets (memory)");
+    expect_refusal(t, "6 features for 5", mse, wide, "the network takes samples of shape [5] but the inputs (memory)");
+    expect_refusal(t, "3 targets for 4 outputs", mse, narrow, "compares samples of shape [4] but the targets (memory)");
+    expect_refusal(t, "reduction none", unreduced, arrays, "keeps one loss per element (reduction none)");
+    adj_layer *affine = adj_network_layer(mse, 0), *bare = NULL;
+    ADJ_TEST_OK(t, adj_network_create("no loss", 1, &affine, &bare));
+    if (bare) expect_refusal(t, "no loss layer", bare, arrays, "is not a loss layer");
+    adj_layer_destroy(&bare);
+  }
+  adj_dataset_destroy(&labels), adj_dataset_destroy(&many), adj_dataset_destroy(&arrays);
+  adj_dataset_destroy(&wide), adj_dataset_destroy(&narrow);
+  adj_layer_destroy(&xent), adj_layer_destroy(&nll), adj_layer_destroy(&mse), adj_layer_destroy(&unreduced);
+}
+
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t543-train-losses");
@@ -211,5 +259,6 @@ int main(int argc, char **argv) {
                  (long long)xent.correct);
   adj_test_report(&t, "NLL and cross-entropy count the same %lld of %d samples correct on the same scores",
                   (long long)nll.correct, N);
+  refusals(&t);
   return adj_test_finish(&t);
 }

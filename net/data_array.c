@@ -1,14 +1,13 @@
 /* The arrays behind a data set: files mapped to check their headers and
  * read by offset, element types and their conversion (see data_impl.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "adjoin/file.h"
 #include "data_impl.h"
 #include "error_impl.h"
 
@@ -119,22 +118,12 @@ void adj_data_convert(const uint8_t *src, adj_data_elem e, int64_t n, bool scale
     for (int64_t i = 0; i < n; i++) x[i] = adj_data_elem_value(src + i * e.size, e);
 }
 
-/* Opens path for reading without blocking (a FIFO with no writer would
- * block a plain open) and checks it is a regular file.  *fd and *bytes on
- * success. */
+/* Opens a data file through adj_file_open_input: only a regular file, a
+ * FIFO refused without waiting for a writer. */
 static int data_open_regular(const char *role, const char *path, int *fd, int64_t *bytes) {
-  ADJ_CHECK(path && *path, ADJ_ERR_ARG, "%s file: no path given", role);
-  *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ADJ_CHECK(*fd >= 0, ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path, strerror(errno));
-  struct stat st = {0};
-  if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(*fd);
-    *fd = -1;
-    return adj_error_set(ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path,
-                         S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file (a FIFO, device or socket)");
-  }
-  *bytes = (int64_t)st.st_size;
-  return ADJ_SUCCESS;
+  char what[32];
+  snprintf(what, sizeof what, "%s file", role);
+  return adj_file_open_input(path, what, -1, fd, bytes);
 }
 
 int adj_data_sniff(const char *role, const char *path, uint8_t *head, int size, int *got) {

@@ -26,6 +26,7 @@
 
 #include "adjoin/agree.h"
 #include "adjoin/dataset.h"
+#include "adjoin/file.h"
 #include "adjoin/parse.h"
 #include "data_impl.h"
 #include "error_impl.h"
@@ -208,16 +209,18 @@ static int idx_gz_stream(gzFile f, const char *role, const char *path, int64_t f
 /* Decompresses the gzip IDX file at path into the new file `out` (removed
  * again on failure).  Not collective. */
 static int idx_gunzip(const char *role, const char *path, const char *out) {
-  int in = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ADJ_CHECK(in >= 0, ADJ_ERR_IO, "cannot open %s file '%s': %s", role, path, strerror(errno));
-  struct stat st = {0};
-  gzFile f = fstat(in, &st) == 0 && S_ISREG(st.st_mode) ? gzdopen(in, "rb") : NULL;
+  char what[32];
+  snprintf(what, sizeof what, "%s file", role);
+  int in = -1;
+  int64_t bytes = 0;
+  ADJ_CALL(adj_file_open_input(path, what, -1, &in, &bytes));
+  gzFile f = gzdopen(in, "rb");
   if (!f) {
     close(in);
-    return adj_error_set(ADJ_ERR_IO, "cannot read %s file '%s': not a regular file, or out of memory", role, path);
+    return adj_error_set(ADJ_ERR_MEM, "%s %s: out of memory for its decompression", what, path);
   }
   int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  int status = fd >= 0 ? idx_gz_stream(f, role, path, (int64_t)st.st_size, fd, out)
+  int status = fd >= 0 ? idx_gz_stream(f, role, path, bytes, fd, out)
                        : adj_error_set(ADJ_ERR_IO, "cannot create the cache file '%s' for %s file '%s': %s", out, role,
                                        path, strerror(errno));
   if (fd >= 0 && close(fd) != 0 && !status)

@@ -195,8 +195,8 @@ static void test_malformed(adj_test *t, const char *dir) {
   expect_load_error(t, images, images, "labels need one number per sample", "images as labels");
 
   snprintf(other, sizeof other, "%s/no-such-file", dir);
-  expect_load_error(t, other, labels, "no-such-file': No such file or directory", "missing file");
-  expect_load_error(t, dir, labels, "Is a directory", "directory as file");
+  expect_load_error(t, other, labels, "no-such-file: cannot open it: No such file or directory", "missing file");
+  expect_load_error(t, dir, labels, "is a directory, not a regular file", "directory as file");
 
   adj_dataset *ds = NULL;
   int status = adj_dataset_open_dir(t->comm, dir, "test", CLASSES, &ds);

@@ -165,9 +165,9 @@ static void npy_labels(adj_test *t) {
 static void special_files(adj_test *t) {
   if (t->rank == 0) ADJ_TEST_CHECK(t, mkfifo(in_dir("fifo.npy"), 0600) == 0, "cannot make a FIFO");
   MPI_Barrier(t->comm);
-  expect_refusal(t, "a FIFO", "fifo.npy", "labels.npy", CLASSES, "not a regular file (a FIFO, device or socket)");
-  expect_refusal(t, "a directory", ".", "labels.npy", CLASSES, "Is a directory");
-  expect_refusal(t, "a missing file", "missing.npy", "labels.npy", CLASSES, "No such file or directory");
+  expect_refusal(t, "a FIFO", "fifo.npy", "labels.npy", CLASSES, "fifo.npy: is a FIFO, not a regular file");
+  expect_refusal(t, "a directory", ".", "labels.npy", CLASSES, "is a directory, not a regular file");
+  expect_refusal(t, "a missing file", "missing.npy", "labels.npy", CLASSES, "missing.npy: cannot open it: No such file or directory");
   write_npy(t, "gigabyte.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (10, 4), }", 160);
   if (t->rank == 0) ADJ_TEST_CHECK(t, truncate(in_dir("gigabyte.npy"), (off_t)1 << 30) == 0, "cannot grow");
   MPI_Barrier(t->comm);

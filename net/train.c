@@ -77,9 +77,19 @@ static void trainer_trace(const adj_trainer *t, const char *event, int64_t arg) 
   if (t->config.trace) fprintf(t->config.trace, "%.9f %s %lld\n", MPI_Wtime() - t->t0, event, (long long)arg);
 }
 
+/* A span on the timeline, when there is one: opened with a name, closed. */
+static void trainer_span(const adj_trainer *t, int track, const char *name, int64_t arg) {
+  if (!t->config.timeline) return;
+  if (name) adj_trace_begin(t->config.timeline, track, name, arg);
+  else adj_trace_end(t->config.timeline, track);
+}
+
 static void trainer_reducer_event(void *ctx, adj_reducer_event event, int bucket) {
   static const char *const names[] = {"bucket_posted", "bucket_completed", "wait_begin", "wait_end"};
   trainer_trace(ctx, names[event], bucket);
+  bool opens = event == ADJ_REDUCER_POSTED || event == ADJ_REDUCER_WAIT_BEGIN;
+  int track = bucket < 0 ? ADJ_TRACE_REDUCER : ADJ_TRACE_BUCKET + bucket;
+  trainer_span(ctx, track, opens ? (bucket < 0 ? "reduce wait" : "bucket") : NULL, bucket);
 }
 
 /* After a stage's backward its parameters' gradients are final: mark them
@@ -87,6 +97,8 @@ static void trainer_reducer_event(void *ctx, adj_reducer_event event, int bucket
 static int trainer_backward_hook(void *ctx, int index, adj_backward_event event) {
   adj_trainer *t = ctx;
   trainer_trace(t, event == ADJ_BACKWARD_BEGIN ? "backward_begin" : "backward_end", index);
+  trainer_span(t, ADJ_TRACE_COMPUTE,
+               event == ADJ_BACKWARD_BEGIN ? adj_layer_name(adj_network_layer(t->config.network, index)) : NULL, index);
   if (event != ADJ_BACKWARD_END || !t->reducing) return ADJ_SUCCESS;
   int first, count;
   ADJ_CALL(adj_network_stage_parameters(t->config.network, index, &first, &count));
@@ -501,23 +513,23 @@ static int trainer_pass(adj_trainer *t, const int64_t *indices, int64_t n, int64
   if (adj_tensor_volume(&t->dy)) adj_tensor_set(&t->dy, 0, t->summed ? 1.0 : (double)n / (double)count);
   trainer_trace(t, "forward", m);
   bool agreed;
+  trainer_span(t, ADJ_TRACE_COMPUTE, "forward", m);
   status = adj_layer_forward_open(status, net, &t->x, &t->y, &agreed);
+  trainer_span(t, ADJ_TRACE_COMPUTE, NULL, m);
   if (agreed && status) return status;
   if (!status) trainer_figures(t, n, loss_sum, correct);
   t->reducing = t->reducer && m == t->micro - 1 && !t->config.reduce_after_backward;
+  trainer_span(t, ADJ_TRACE_COMPUTE, "backward", m);
   status = adj_layer_backward_open(status, net, &t->dy, NULL, &agreed);
+  trainer_span(t, ADJ_TRACE_COMPUTE, NULL, m);
   t->reducing = false;
   ADJ_CALL(agreed ? status : trainer_agree(t, status));
   return t->loss_kind == TRAINER_NLL ? trainer_nll_correct(t, n, correct) : ADJ_SUCCESS;
 }
 
-/* One optimizer step on the global batch order[0..count): this replica's
- * share in micro-batches, each one's loss scaled by its share of the global
- * count (so the replicas' summed gradients are the global mean's), the
- * reductions posted during the last micro-batch's backward, one wait, the
- * step.  Adds the batch's loss sum and correct count (valid on this replica's
- * rank 0). */
-static int trainer_step(adj_trainer *t, const int64_t *order, int64_t count, double *loss_sum, int64_t *correct) {
+/* The step's passes, the reductions' wait and the optimizer. */
+static int trainer_step_passes(adj_trainer *t, const int64_t *order, int64_t count, double *loss_sum,
+                               int64_t *correct) {
   adj_layer *net = t->config.network;
   adj_layer_zero_grad(net);
   int64_t share_start, share;
@@ -529,8 +541,24 @@ static int trainer_step(adj_trainer *t, const int64_t *order, int64_t count, dou
   }
   if (t->reducer) ADJ_CALL(adj_gradient_reducer_wait(t->reducer));
   trainer_trace(t, "step", 0);
-  ADJ_CALL(adj_optimizer_step(t->config.optimizer));
+  trainer_span(t, ADJ_TRACE_COMPUTE, "optimizer", 0);
+  int status = adj_optimizer_step(t->config.optimizer);
+  trainer_span(t, ADJ_TRACE_COMPUTE, NULL, 0);
+  ADJ_CALL(status);
   return trainer_figures_to_rank0(t, loss_sum, correct);
+}
+
+/* One optimizer step on the global batch order[0..count): this replica's
+ * share in micro-batches, each one's loss scaled by its share of the global
+ * count (so the replicas' summed gradients are the global mean's), the
+ * reductions posted during the last micro-batch's backward, one wait, the
+ * step.  Adds the batch's loss sum and correct count (valid on this replica's
+ * rank 0). */
+static int trainer_step(adj_trainer *t, const int64_t *order, int64_t count, double *loss_sum, int64_t *correct) {
+  trainer_span(t, ADJ_TRACE_COMPUTE, "step", t->batch);
+  int status = trainer_step_passes(t, order, count, loss_sum, correct);
+  trainer_span(t, ADJ_TRACE_COMPUTE, NULL, t->batch);
+  return status;
 }
 
 /* The step's loss sum and correct count over the replicas' ranks 0. */

@@ -44,6 +44,7 @@
 #include "adjoin/layer.h"
 #include "adjoin/network.h"
 #include "adjoin/optimizer.h"
+#include "adjoin/trace.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
@@ -69,6 +70,7 @@ typedef struct adj_trainer_config {
   bool reduce_after_backward; /* baseline: post every bucket only after the whole backward */
   bool require_equal_start;   /* refuse replicas with different parameters instead of taking replica 0's */
   FILE *trace;                /* optional: one line per event (backward stages, buckets, wait, step) */
+  adj_trace *timeline;        /* optional: every rank's steps, passes, layers, buckets and waits (trace.h) */
 } adj_trainer_config;
 
 typedef struct adj_trainer adj_trainer;

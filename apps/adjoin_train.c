@@ -343,23 +343,28 @@ static int fail(const train_run *r, const char *what, const char *hint) {
 }
 
 static void limit(adj_dataset *ds, int64_t n) {
-  if (n > 0 && n < ds->count) ds->count = n;
+  if (n > 0 && n < adj_dataset_count(ds)) adj_dataset_limit(ds, n);
+}
+
+static bool same_samples(const adj_dataset *a, const adj_dataset *b) {
+  int rank = adj_dataset_input_rank(a);
+  return rank == adj_dataset_input_rank(b) &&
+         !memcmp(adj_dataset_input_shape(a), adj_dataset_input_shape(b), sizeof(int64_t) * (size_t)rank);
 }
 
 static int load_data(train_run *r) {
   const train_options *o = &r->options;
   static const char hint[] = "hint: provision MNIST and Fashion-MNIST with `sh tools/provision-data.sh`, or pass "
                              "--data DIR holding the four standard IDX files";
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
   limit(r->train, o->train_limit);
   limit(r->test, o->test_limit);
   /* Found now rather than by the first evaluation, after a whole epoch. */
-  if (r->test->rows != r->train->rows || r->test->cols != r->train->cols) {
+  if (!same_samples(r->test, r->train)) {
     if (r->rank == 0)
-      complain("test data: the images of %s/t10k-images-idx3-ubyte[.gz] are %lldx%lld but the training images of "
-               "%s/train-images-idx3-ubyte[.gz] are %lldx%lld\n", o->data, (long long)r->test->rows,
-               (long long)r->test->cols, o->data, (long long)r->train->rows, (long long)r->train->cols);
+      complain("test data: the samples of %s differ in shape from the training samples of %s\n",
+               adj_dataset_describe_inputs(r->test), adj_dataset_describe_inputs(r->train));
     return 1;
   }
   return 0;
@@ -396,10 +401,11 @@ static int check_output_paths(train_run *r) {
 /* A batch larger than the training set would be mostly padding: zero images
  * computed and stored for nothing.  Exit 2, as for a bad flag. */
 static int check_batch(const train_run *r) {
-  if (r->options.batch <= r->train->count) return 0;
+  int64_t count = adj_dataset_count(r->train);
+  if (r->options.batch <= count) return 0;
   if (r->rank == 0)
     complain("--batch %lld is larger than the %lld training images in use; give --batch %lld or less\n",
-             (long long)r->options.batch, (long long)r->train->count, (long long)r->train->count);
+             (long long)r->options.batch, (long long)count, (long long)count);
   return 2;
 }
 
@@ -424,7 +430,7 @@ static int build(train_run *r) {
   if (build_network(r, local)) return 1;
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   /* The trainer's steps: one per global batch (adj_trainer_batches_per_epoch). */
-  int64_t steps = (r->train->count + o->batch - 1) / o->batch * o->epochs;
+  int64_t steps = (adj_dataset_count(r->train) + o->batch - 1) / o->batch * o->epochs;
   adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
@@ -475,8 +481,8 @@ static void print_header(const train_run *r) {
          r->selection.description->name, r->selection.placement_name, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
          o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, o->lr_schedule == ADJ_LR_COSINE ? " (cosine)" : "",
          (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
-  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
-         (long long)r->test->count);
+  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)adj_dataset_count(r->train),
+         (long long)adj_dataset_count(r->test));
   char advice[256];
   if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(stderr, "adjoin-train: note: %s\n", advice);
   int replicas = r->selection.replicas;
@@ -607,29 +613,35 @@ static int select_network(train_run *r) {
   return 0;
 }
 
+/* The first `batch` training samples (the set repeated when it is smaller)
+ * as one float64 tensor, and their labels, for --check. */
+static int first_batch(adj_dataset *ds, int64_t batch, int64_t *indices, adj_tensor *x, int64_t *labels) {
+  adj_box box = {.rank = adj_dataset_input_rank(ds) + 1, .extent = {batch}};
+  for (int d = 1; d < box.rank; d++) box.extent[d] = adj_dataset_input_shape(ds)[d - 1];
+  for (int64_t i = 0; i < batch; i++) indices[i] = i % adj_dataset_count(ds);
+  int status = adj_tensor_create(x, ADJ_FLOAT64, box.rank, box.extent);
+  if (!status) status = adj_dataset_read_inputs(ds, indices, batch, &box, x);
+  return status ? status : adj_dataset_read_labels(ds, indices, batch, 0, batch, labels);
+}
+
 /* --check: the network proven on the first batch of the training data. */
 static int prove(train_run *r) {
   const train_options *o = &r->options;
   int64_t passes = (int64_t)r->selection.replicas * o->micro_batches, batch = (o->batch + passes - 1) / passes;
   adj_tensor x = {0};
   int64_t *labels = calloc((size_t)batch, sizeof *labels), *indices = calloc((size_t)batch, sizeof *indices);
-  uint8_t *bytes = calloc((size_t)batch, 1);
-  if (!labels || !indices || !bytes) {
-    free(labels), free(indices), free(bytes);
+  if (!labels || !indices) {
+    free(labels), free(indices);
     complain("--check: out of memory for a batch of %lld\n", (long long)batch);
     return 1;
   }
-  int status = 0;
-  for (int64_t i = 0; !status && i < batch; i++) indices[i] = i % r->train->count;
-  if (!status) status = adj_tensor_create(&x, ADJ_FLOAT64, 4, (const int64_t[4]){batch, 1, r->train->rows, r->train->cols});
-  if (!status) status = adj_dataset_batch(r->train, indices, batch, &x, bytes);
-  for (int64_t i = 0; !status && i < batch; i++) labels[i] = bytes[i];
+  int status = first_batch(r->train, batch, indices, &x, labels);
   adj_network_check_config c = {.description = r->selection.description, .placement = r->selection.placement,
                                 .comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT64, .batch = batch, .seed = o->seed,
                                 .deep_halos = o->deep_halos, .input = &x, .labels = labels};
   adj_network_check_result res;
   if (!status) status = adj_network_check(&c, &res);
-  adj_tensor_destroy(&x), free(labels), free(indices), free(bytes);
+  adj_tensor_destroy(&x), free(labels), free(indices);
   if (status) return fail(r, "--check", NULL);
   if (r->rank == 0)
     printf("check: %s at %s on %d rank%s, the first %lld training images, float64: Jacobian dot-product test "

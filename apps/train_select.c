@@ -50,8 +50,7 @@ static void select_default(const train_choice *c, int ranks, char *name, size_t 
  * the encoder-decoder's P0xP1 is a spatial grid.  0, or 2 with a message. */
 static int select_translate(const train_choice *c, int ranks, train_complain_fn *complain, char *name, size_t size,
                             int *replicas) {
-  int rows, cols;
-  char tail;
+  int64_t grid[2];
   *replicas = (int)c->replicas;
   if (!strcmp(name, "dp")) {
     if (c->replicas && c->replicas != ranks) {
@@ -60,13 +59,15 @@ static int select_translate(const train_choice *c, int ranks, train_complain_fn 
     }
     *replicas = ranks;
     snprintf(name, size, "sequential");
-  } else if (sscanf(name, "%dx%d%c", &rows, &cols, &tail) == 2 && rows >= 1 && cols >= 1) {
+  } else if (!adj_parse_int64_pair(name, 'x', 1, ADJ_PLACE_MAX_PARTS, "layout", grid)) {
+    int rows = (int)grid[0], cols = (int)grid[1];
     if (c->model && !strcmp(c->model, "encdec")) snprintf(name, size, "window=1x1x%dx%d", rows, cols);
-    else if (cols > 1 && cols <= ADJ_PLACE_MAX_PARTS) {
+    else if (cols > 1) {
       snprintf(name, size, "%dx1", rows);
       *replicas = (*replicas ? *replicas : 1) * cols;
     }
   }
+  adj_clear_error();
   return 0;
 }
 
@@ -113,6 +114,7 @@ static int select_read(const train_choice *c, int ranks, train_complain_fn *comp
   snprintf(s->placement_name, sizeof s->placement_name, "%s", name[0] ? name : "own");
   int status = select_translate(c, ranks, complain, name, sizeof name, &s->replicas);
   if (status) return status;
+  snprintf(s->translated, sizeof s->translated, "%s", name[0] ? name : "own");
   if (!adj_placement_find(MPI_COMM_WORLD, s->description, s->net_path, name, &s->placement)) return 0;
   if (by_default)
     complain("no default %s layout for %d ranks%s; give --layout (%s)\n", s->description->name, ranks,
@@ -134,7 +136,13 @@ int train_select(const train_choice *c, int ranks, train_complain_fn *complain, 
   if (status) return status;
   s->replicas = select_replicas(s);
   if (ranks % s->replicas) {
-    complain("%d ranks do not divide into %d replicas of layout %s\n", ranks, s->replicas, s->placement_name);
+    char asked[96];
+    if (c->replicas) snprintf(asked, sizeof asked, "--replicas %lld of", (long long)c->replicas);
+    else snprintf(asked, sizeof asked, "%d replicas of", s->replicas);
+    if (strcmp(s->translated, s->placement_name))
+      complain("%d ranks do not divide into %s layout %s (%d replicas of %s: its columns run as replicas)\n", ranks,
+               asked, s->placement_name, s->replicas, s->translated);
+    else complain("%d ranks do not divide into %s layout %s\n", ranks, asked, s->placement_name);
     return 2;
   }
   /* Every pass of a step (a micro-batch on a replica) takes a share of the

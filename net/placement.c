@@ -253,25 +253,32 @@ int place_window_ndim(const adj_description *d) {
   return 0;
 }
 
-/* "RxC": the grid layout of the integrated model, batch and domain papers. */
-static bool place_grid_name(const adj_description *d, const char *name, adj_uniform_placement *u) {
-  int rows, cols;
-  char tail;
-  if (sscanf(name, "%dx%d%c", &rows, &cols, &tail) != 2 || rows < 1 || cols < 1 || rows > ADJ_PLACE_MAX_PARTS ||
-      cols > ADJ_PLACE_MAX_PARTS)
-    return false;
+/* Whether a name has a grid's shape: digits, 'x', digits. */
+static bool place_looks_like_grid(const char *name) {
+  size_t a = strspn(name, "0123456789"), b = a && name[a] == 'x' ? strspn(name + a + 1, "0123456789") : 0;
+  return b && !name[a + 1 + b];
+}
+
+/* "RxC": the grid layout of the integrated model, batch and domain papers;
+ * R and C each 1..ADJ_PLACE_MAX_PARTS (parse.h: "4294967297x1" is refused,
+ * never read as 1x1). */
+static int place_grid_name(const adj_description *d, const char *name, adj_uniform_placement *u) {
+  int64_t grid[2];
+  ADJ_CALL(adj_parse_int64_pair(name, 'x', 1, ADJ_PLACE_MAX_PARTS, "placement", grid));
+  int rows = (int)grid[0], cols = (int)grid[1];
   *u = (adj_uniform_placement){.fc = {.kind = ADJ_PLACE_GRID, .grid = {rows, cols}}, .phantom = rows * cols};
   u->window_ndim = place_window_ndim(d);
   for (int i = 0; i < u->window_ndim; i++) u->window[i] = 1;
   if (u->window_ndim) u->window[0] = cols;
   if (u->window_ndim >= 3) u->window[2] = rows;
   else if (u->window_ndim == 2) u->window[1] = rows;
-  return true;
+  return ADJ_SUCCESS;
 }
 
 static int place_scheme(const adj_description *d, const char *name, adj_placement **out) {
   adj_uniform_placement u = {0};
-  if (strcmp(name, "sequential") && !place_grid_name(d, name, &u)) {
+  if (place_looks_like_grid(name)) ADJ_CALL(place_grid_name(d, name, &u));
+  else if (strcmp(name, "sequential")) {
     ADJ_CHECK(strchr(name, '='), ADJ_ERR_ARG,
               "placement '%.80s' of %s: no such file, no %s placement of that name, and not sequential, RxC or a "
               "uniform placement (window=...,fc=...)",

@@ -202,12 +202,25 @@ static void adj_plan_charge_parameters(const adj_plan_ctx *x, adj_plan_layer_cos
   adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 1, adj_plan_log2(q), adjoint * n);
 }
 
-/* adjoin mode, fc layer: the 1.5D layer's counted volumes on the worst worker. */
-static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, bool first, int p_r, int p_c,
-                               adj_plan_layer_cost *cost) {
+/* The smallest of an fc layer's p_r blocks of input features as the builder
+ * lays them out: after a conv or pool of C >= p_r channels the flatten
+ * splits the channels (placement_resolve.c), so the blocks are whole
+ * channels of C / p_r (balanced) times their spatial volume; else the
+ * features are balanced. */
+static int64_t adj_plan_fc_min_block(const adj_plan_layer *previous, int64_t f_in, int p_r) {
+  if (!previous || previous->kind == ADJ_PLAN_FC || previous->out_c < p_r ||
+      previous->out_c * previous->out_h * previous->out_w != f_in)
+    return adj_plan_min_block(f_in, p_r);
+  return adj_plan_min_block(previous->out_c, p_r) * previous->out_h * previous->out_w;
+}
+
+/* adjoin mode, fc layer: the 1.5D layer's counted volumes on the worst
+ * worker; `previous` is the layer before it (NULL for the first). */
+static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, const adj_plan_layer *previous,
+                               bool first, int p_r, int p_c, adj_plan_layer_cost *cost) {
   int64_t f_in = l->in_c, f_out = l->out_c;
   double n_c = (double)adj_plan_max_block(x->c->batch, p_c);
-  double gathered = (double)(f_in - adj_plan_min_block(f_in, p_r)) * n_c;
+  double gathered = (double)(f_in - adj_plan_fc_min_block(previous, f_in, p_r)) * n_c;
   adj_plan_charge(x, cost, ADJ_PLAN_FWD_GATHER, 1, adj_plan_log2(p_r), p_r > 1 ? gathered : 0);
   if (!first) adj_plan_charge(x, cost, ADJ_PLAN_BWD_DX, 1, adj_plan_log2(p_r), p_r > 1 ? gathered : 0);
   if (p_c > 1) {
@@ -353,7 +366,7 @@ int adj_plan_evaluate(const adj_plan_network *net, const adj_plan_config *c, int
     adj_plan_layer_cost *cost = &costs[i];
     *cost = (adj_plan_layer_cost){.p_r = lr, .p_c = lc};
     if (c->mode == ADJ_PLAN_ADJOIN) {
-      if (l->kind == ADJ_PLAN_FC) adj_plan_adjoin_fc(&x, l, first, lr, lc, cost);
+      if (l->kind == ADJ_PLAN_FC) adj_plan_adjoin_fc(&x, l, i ? l - 1 : NULL, first, lr, lc, cost);
       else adj_plan_adjoin_window(&x, l, lr, lc, cost), cost->domain = lr > 1;
     } else if (l->kind == ADJ_PLAN_FC) {
       adj_plan_paper_model(&x, l, first, lr, lc, cost);

@@ -4,7 +4,8 @@
 # instruction-set levels (x86-64-v3; x86-64-v4 in an emulated CPU where this
 # one lacks AVX-512) and as clang compiles them, the unit and mpi suites under
 # AddressSanitizer and UndefinedBehaviorSanitizer, a bounded libFuzzer run of
-# the file readers, and the unit suite of an aarch64 build under qemu-user.
+# the file readers, the unit suite of an aarch64 build under qemu-user, and
+# the unit and mpi suites built against Open MPI.
 # Installs what each step needs.  Ends with the closing count, one line per
 # step and then the totals; exits non-zero if any step fails.
 #
@@ -31,9 +32,9 @@ kernel_tests() {
     $(for t in $tests; do printf '%s-np1 ' "$t"; done)
 }
 
-# The normal build's 'slow' suite (tests/adjoint/meson.build: the battery's
-# cases of 5 to 8 ranks), which the README's command leaves out.  A run under
-# a test setup writes testlog-<setup>.json.
+# The normal build's 'slow' suite, which the README's command leaves out:
+# every MPI test above 4 ranks (tests/meson.build) and the battery's cases of
+# 5 to 8 ranks.  A run under a test setup writes testlog-<setup>.json.
 slow() {
   sh tools/install-deps.sh
   sh tools/build.sh
@@ -68,9 +69,10 @@ kernels_v4_emulated() {
 # loaded so LeakSanitizer reports only real leaks (see that file).  This build
 # pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
 # target_clones), so the suites below also run the code a CPU without AVX2
-# gets; the normal build runs the best level of this CPU.  Optimised at -O1
-# (ASan's advice: unoptimised, instrumented tests ran up to ten times longer
-# than the normal build's), with twice the timeouts.
+# gets; the normal build runs the best level of this CPU.  The default setup:
+# the unit and mpi suites at 1-4 ranks.  Optimised at -O1 (ASan's advice:
+# unoptimised, instrumented tests ran up to ten times longer than the normal
+# build's), with twice the timeouts.
 sanitizers() {
   counted build-sanitize build-sanitize/meson-logs/testlog.json
   BUILD_DIR=build-sanitize sh tools/build.sh -Db_sanitize=address,undefined -Db_lundef=false \
@@ -107,4 +109,12 @@ aarch64() {
   sh tools/cross-aarch64.sh --suite unit
 }
 
-run_steps "${*:-slow kernels_v3 kernels_v4_emulated sanitizers fuzz kernels_clang aarch64}"
+# The unit and mpi suites again in a second build against Debian's Open MPI
+# (tools/test-openmpi.sh; docs/building.md): adjoin builds and passes with
+# either MPI.
+openmpi() {
+  counted build-openmpi build-openmpi/meson-logs/testlog.json
+  sh tools/test-openmpi.sh
+}
+
+run_steps "${*:-slow kernels_v3 kernels_v4_emulated sanitizers fuzz kernels_clang aarch64 openmpi}"

@@ -64,12 +64,12 @@ static int init_shallowspeed(adj_layer *net, uint64_t seed) {
 /* The network, described as a .net file would (docs/network-format.md) and
  * built sequentially on this replica's ranks. */
 static int build(MPI_Comm comm, const adj_dataset *data, int64_t batch, adj_layer **net) {
-  char text[512];
-  snprintf(text, sizeof text,
-           "network shallowspeed\ninput 1 %lld %lld\n"
-           "fc out=128\nrelu\nfc out=127\nrelu\nfc out=126\nrelu\nfc out=125\nrelu\nfc out=124\nrelu\n"
-           "fc out=123\nrelu\nfc out=10\nloss type=xent\n",
-           (long long)data->rows, (long long)data->cols);
+  char text[512] = "network shallowspeed\ninput";
+  for (int d = 0; d < adj_dataset_input_rank(data); d++)
+    snprintf(text + strlen(text), sizeof text - strlen(text), " %lld", (long long)adj_dataset_input_shape(data)[d]);
+  snprintf(text + strlen(text), sizeof text - strlen(text),
+           "\nfc out=128\nrelu\nfc out=127\nrelu\nfc out=126\nrelu\nfc out=125\nrelu\nfc out=124\nrelu\n"
+           "fc out=123\nrelu\nfc out=10\nloss type=xent\n");
   adj_description *d = NULL;
   int status = adj_description_parse(text, "example-mlp-dp", &d);
   adj_network_build_options o = {.dtype = ADJ_FLOAT32, .batch = batch};
@@ -80,10 +80,10 @@ static int build(MPI_Comm comm, const adj_dataset *data, int64_t batch, adj_laye
 
 static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed, int64_t images) {
   adj_dataset *train_set = NULL, *test_set = NULL;
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
-      adj_dataset_load_dir(MPI_COMM_WORLD, dir, "test", 10, &test_set))
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
+      adj_dataset_open_dir(MPI_COMM_WORLD, dir, "test", 10, &test_set))
     return fail(rank, "loading data (run sh tools/provision-data.sh)");
-  if (images > 0 && images < train_set->count) train_set->count = images;
+  if (images > 0 && images < adj_dataset_count(train_set)) adj_dataset_limit(train_set, images);
   adj_replicas *replicas = NULL;
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
@@ -101,7 +101,8 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
   if (rank == 0)
     printf("MLP 784-128-127-126-125-124-123-10 on %d rank%s: global batch %d, %d micro-batches of %lld per replica, "
            "SGD 0.006, %lld training images\n",
-           ranks, ranks == 1 ? "" : "s", GLOBAL_BATCH, MICRO_BATCHES, (long long)local, (long long)train_set->count);
+           ranks, ranks == 1 ? "" : "s", GLOBAL_BATCH, MICRO_BATCHES, (long long)local,
+           (long long)adj_dataset_count(train_set));
   for (int e = 0; e < epochs; e++) {
     adj_train_stats s, test;
     if (adj_trainer_run(trainer, -1, NULL, NULL, &s) || adj_trainer_evaluate(trainer, test_set, &test)) goto done;

@@ -53,6 +53,7 @@
 #include "adjoin/checkpoint.h"
 #include "adjoin/train.h"
 #include "adjoin/data_parallel.h"
+#include "adjoin/trace.h"
 #include "adjoin/dottest.h"
 #include "adjoin/layer_dottest.h"
 #include "adjoin/dataset.h"

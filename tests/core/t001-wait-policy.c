@@ -2,7 +2,7 @@
  * its cores, explicit policies are kept, and both complete requests.  A
  * communicator of half the ranks yields too when the whole job outnumbers the
  * cores and the launcher says so (MPI_LOCALNRANKS, as mpiexec.mpich sets it).
- * t007 checks the default policy's variable and setter. */
+ * t008 checks the default policy's variable and setter. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>

@@ -64,7 +64,7 @@ static void bad_algorithms(adj_test *t, adj_partition *row) {
                         "halo: algorithm 9 is not ADJ_HALO_AUTO, ADJ_HALO_NESTED or ADJ_HALO_DIRECT");
   if (t->size > 1) {
     /* Defaults that differ between ranks (adj_halo_algorithm_set_default;
-     * t007 checks a bad ADJ_HALO_ALGORITHM) are found as forced ones are. */
+     * t008 checks a bad ADJ_HALO_ALGORITHM) are found as forced ones are. */
     ADJ_TEST_OK(t, adj_halo_algorithm_set_default(t->rank == 0 ? ADJ_HALO_NESTED : ADJ_HALO_DIRECT));
     adj_test_expect_error(t, "ranks set different default algorithms", adj_halo_create(ADJ_FLOAT64, row, g, &op),
                           ADJ_ERR_ARG, "ranks passed different geometries (dtype, shape, cuts or kernel) or algorithms");

@@ -460,7 +460,7 @@ static void check_plan_errors(adj_test *t) {
                      adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g, .algorithm = 7}, &x, &w, &plan),
                      ADJ_ERR_ARG, "algorithm 7 is not an adj_conv_algorithm");
   ADJ_TEST_CHECK(t, plan == NULL, "a failed plan create leaves the handle NULL");
-  /* t007 checks a bad ADJ_CONV_ALGORITHM. */
+  /* t008 checks a bad ADJ_CONV_ALGORITHM. */
   adj_test_expect_error(t, "default algorithm 7", adj_conv_algorithm_set_default((adj_conv_algorithm)7), ADJ_ERR_ARG,
                         "7 is not one of auto (0), direct (1), shifted (2), im2col (3), measure (4)");
   adj_test_expect_error(t, "plan config NULL", adj_conv_plan_create(NULL, &x, &w, &plan), ADJ_ERR_ARG,

@@ -29,7 +29,7 @@ typedef struct bn_run {
 
 /* Trained for STEPS steps: with `replicas` > 1, one sequential replica per
  * rank; else the whole batch on rank 0. */
-static int bn_train(int replicas, bool per_replica, const adj_dataset *data, bn_run *r) {
+static int bn_train(int replicas, bool per_replica, adj_dataset *data, bn_run *r) {
   *r = (bn_run){0};
   adj_description *d = NULL;
   int status = adj_description_parse(text, "t433", &d);
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
   adj_test_begin(&t, &argc, &argv, "t433-sync-batchnorm");
   if (t.size < 2 || GLOBAL % t.size) return adj_test_skip(&t, "needs 2, 4 or 8 ranks (one replica each)");
   adj_dataset *data = NULL;
-  ADJ_TEST_OK(&t, adj_dataset_random(SAMPLES, 8, 8, 3, 433, &data));
+  ADJ_TEST_OK(&t, adj_dataset_random(SAMPLES, 3, (const int64_t[]){1, 8, 8}, 3, 433, &data));
   enum { CAP = 4096 };
   static double single[CAP], synced[CAP], separate[CAP], all[8 * CAP];
   bn_run r;

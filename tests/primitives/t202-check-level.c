@@ -4,7 +4,7 @@
  * at first and off a tensor that turns bad later is an error on its own rank,
  * the others complete with that rank's part taken as zeros, nobody hangs, and
  * the next good application is exact again.  A level outside the enum is
- * refused (t007: a bad ADJ_CHECK at creation on every rank).  Runs an all-sum-reduce over the world and a
+ * refused (t008: a bad ADJ_CHECK at creation on every rank).  Runs an all-sum-reduce over the world and a
  * sum-reduce onto rank 0 (sub-communicators); at full, the sum-reduce's
  * agreement alongside its data, and before it when accumulating. */
 #include <stdlib.h>

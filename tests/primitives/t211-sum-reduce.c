@@ -47,7 +47,7 @@ static void check_errors(adj_test *t) {
 /* Counters report what the chosen algorithm moves (include/adjoin/broadcast.h)
  * for a sum-reduce of 10 float64 over the world onto rank 0; the algorithm is
  * the one ADJ_SUM_REDUCE_ALGORITHM forces when set (the test's variants;
- * t007 checks a bad value). */
+ * t008 checks a bad value). */
 static void check_counters(adj_test *t) {
   sum_to_root w;
   sum_to_root_create(t, 10, &w);

@@ -1,4 +1,4 @@
-/* t007: the process-wide settings (docs/configuration.md).  meson runs this
+/* t008: the process-wide settings (docs/configuration.md).  meson runs this
  * test with a malformed value in every variable: each is refused by name, also
  * by what is created under it, and still after the environment has changed
  * (it was read once); each setter refuses a value outside its range, replaces
@@ -136,13 +136,13 @@ static void check_algorithm_cache(adj_test *t) {
   setenv("ADJ_ALGORITHM_CACHE", "/elsewhere", 1);
   char again[256];
   ADJ_TEST_OK(t, adj_algorithm_table_get_path(again, sizeof again));
-  ADJ_TEST_CHECK(t, !strcmp(path, "/nonexistent/adjoin-t007") && !strcmp(again, path),
+  ADJ_TEST_CHECK(t, !strcmp(path, "/nonexistent/adjoin-t008") && !strcmp(again, path),
                  "table path from the environment '%s', after setenv '%s'", path, again);
   adj_test_expect_error(t, "adj_algorithm_table_set_path(NULL)", adj_algorithm_table_set_path(NULL), ADJ_ERR_ARG,
                         "NULL");
-  ADJ_TEST_OK(t, adj_algorithm_table_set_path("/tmp/adjoin-t007-table"));
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path("/tmp/adjoin-t008-table"));
   ADJ_TEST_OK(t, adj_algorithm_table_get_path(path, sizeof path));
-  ADJ_TEST_CHECK(t, !strcmp(path, "/tmp/adjoin-t007-table"), "table path after setting it: '%s'", path);
+  ADJ_TEST_CHECK(t, !strcmp(path, "/tmp/adjoin-t008-table"), "table path after setting it: '%s'", path);
 }
 
 /* A halo exchange for a 3x3 kernel on a 4 x 5p plane cut in p columns,
@@ -203,7 +203,7 @@ static void check_conv_algorithm(adj_test *t) {
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t007-settings");
+  adj_test_begin(&t, &argc, &argv, "t008-settings");
   check_read_once(&t);
   check_wait_policy(&t); /* before any partition: a partition resolves the wait policy */
   adj_partition *world = NULL;

@@ -69,8 +69,10 @@ kernels_v4_emulated() {
 # loaded so LeakSanitizer reports only real leaks (see that file).  This build
 # pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
 # target_clones), so the suites below also run the code a CPU without AVX2
-# gets; the normal build runs the best level of this CPU.  The default setup:
-# the unit and mpi suites at 1-4 ranks.  Optimised at -O1 (ASan's advice:
+# gets; the normal build runs the best level of this CPU.  The unit and mpi
+# suites at 1-4 ranks (--no-suite slow: a --suite given to meson test
+# overrides the default setup's exclusion of 'slow'; the 5-8 rank runs, half
+# the time, are the normal build's).  Optimised at -O1 (ASan's advice:
 # unoptimised, instrumented tests ran up to ten times longer than the normal
 # build's), with twice the timeouts.
 sanitizers() {
@@ -82,7 +84,7 @@ sanitizers() {
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     meson test -C build-sanitize --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 2 \
-    --suite unit --suite mpi
+    --suite unit --suite mpi --no-suite slow
 }
 
 # Bounded fuzzing of the readers of untrusted files (IDX data, checkpoints):

@@ -2,10 +2,11 @@
 # The tests beyond the README's command, which CI runs after tools/test.sh:
 # the normal build's slow suite, the layer kernel tests at the other
 # instruction-set levels (x86-64-v3; x86-64-v4 in an emulated CPU where this
-# one lacks AVX-512) and as clang compiles them, the unit and mpi suites under
-# AddressSanitizer and UndefinedBehaviorSanitizer, a bounded libFuzzer run of
-# the file readers, the unit suite of an aarch64 build under qemu-user, and
-# the unit and mpi suites built against Open MPI.
+# one lacks AVX-512) and as clang compiles them, the unit and mpi suites at
+# 1-4 ranks under AddressSanitizer and UndefinedBehaviorSanitizer, a bounded
+# libFuzzer run of the readers of untrusted input, the unit suite of an
+# aarch64 build under qemu-user, and the unit and mpi suites at 1-4 ranks
+# built against Open MPI.  The 5-8 rank tests run in the normal build only.
 # Installs what each step needs.  Ends with the closing count, one line per
 # step and then the totals; exits non-zero if any step fails.
 #

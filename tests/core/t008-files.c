@@ -1,4 +1,4 @@
-/* t007: files given by name (file.h).  An input that is a FIFO with no
+/* t008: files given by name (file.h).  An input that is a FIFO with no
  * writer, a device or a directory is refused at once (the FIFO's open does
  * not wait), as is one past its size limit or, read as text, one holding a
  * NUL byte; a /proc file, whose size says 0, is read whole.  An output path
@@ -109,8 +109,8 @@ static void check_outputs(adj_test *t, const char *dir) {
 
 int main(int argc, char **argv) {
   adj_test t;
-  adj_test_begin(&t, &argc, &argv, "t007-files");
-  char dir[] = "/tmp/adjoin-t007-XXXXXX";
+  adj_test_begin(&t, &argc, &argv, "t008-files");
+  char dir[] = "/tmp/adjoin-t008-XXXXXX";
   ADJ_TEST_CHECK(&t, mkdtemp(dir) != NULL, "mkdtemp");
   check_inputs(&t, dir);
   check_outputs(&t, dir);

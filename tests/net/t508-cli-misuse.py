@@ -256,7 +256,7 @@ code, out = run([halo, "--shape", "9223372036854775807", "--kernel", "3", "--pad
 expect("adjoin-halo --padding 2^63-1", code, out, 1, "overflow")
 check("output_shape" not in out, "adjoin-halo printed JSON for an overflowing size")
 code, out = run([halo, "--shape", "8", "--partition", "4294967298"], ranks=0)
-expect("adjoin-halo --partition 4294967298", code, out, 2, "'4294967298' is out of range 1..2147483647")
+expect("adjoin-halo --partition 4294967298", code, out, 2, "'4294967298' is out of range 1..1048576")
 
 subprocess.run(["rm", "-rf", work])
 print(f"t508: {'FAIL' if errors else 'ok'} ({errors} failures)")

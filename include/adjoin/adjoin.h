@@ -50,6 +50,7 @@
 #include "adjoin/layer_dottest.h"
 #include "adjoin/dataset.h"
 #include "adjoin/plan.h"
+#include "adjoin/layer_timing.h"
 #include "adjoin/mlp15.h"
 
 #endif

@@ -32,6 +32,7 @@
 #include "adjoin/energy.h"
 #include "adjoin/conv_layer.h"
 #include "adjoin/deep_halo_layer.h"
+#include "adjoin/batchnorm.h"
 #include "adjoin/batchnorm_layer.h"
 #include "adjoin/loss_layers.h"
 #include "adjoin/affine15_layer.h"

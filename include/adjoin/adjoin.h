@@ -36,6 +36,7 @@
 #include "adjoin/batchnorm_layer.h"
 #include "adjoin/loss_layers.h"
 #include "adjoin/affine15_layer.h"
+#include "adjoin/upsample.h"
 #include "adjoin/upsample_layer.h"
 #include "adjoin/pad_layer.h"
 #include "adjoin/network.h"

@@ -5,7 +5,7 @@
  * the planner's compute calibration makes too.
  *
  *   bench-layers [--rounds R] [--seconds S] [--dtype f32|f64|both] [--filter TEXT]
- *                [--twin COMMAND] [--list]
+ *                [--twin COMMAND] [--cpu-time] [--best] [--list]
  *
  * With --twin the PyTorch twin (tools/pytorch/bench_layers.py) runs beside
  * this program as a child process reading one case per line on its stdin
@@ -15,7 +15,11 @@
  * medians over the R rounds of each round's median (adj_layer_time's), and
  * each ratio is the median of the rounds' own ratios, PyTorch's time over
  * adjoin's: above 1 adjoin is faster.  One rank (MPI singleton or
- * mpiexec -n 1): the cases are sequential layers. */
+ * mpiexec -n 1): the cases are sequential layers.  --cpu-time times the
+ * process's CPU time on both sides instead of the wall clock: with one
+ * thread (ADJ_NUM_THREADS=1) a loaded machine disturbs it far less.  --best
+ * reports the fastest round's figures instead of medians (and the ratio of
+ * the two fastest), which drops a shared machine's slow spells. */
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,7 +249,8 @@ static int case_input(const bench_case *c, adj_layer *layer, adj_tensor *x, bool
 }
 
 /* Times one case in one dtype (the twin gets the same calls and rounds). */
-static int case_time(const bench_case *c, adj_dtype dtype, double seconds, int rounds, adj_layer_timing *timing) {
+static int case_time(const bench_case *c, adj_dtype dtype, double seconds, int rounds, bool cpu_time,
+                     adj_layer_timing *timing) {
   int parts[5] = {1, 1, 1, 1, 1};
   adj_decomposition *in = NULL;
   adj_layer *layer = NULL;
@@ -256,7 +261,7 @@ static int case_time(const bench_case *c, adj_dtype dtype, double seconds, int r
   if (!status && (c->kind == LAYER_LOSS || c->kind == LAYER_XENT)) status = case_targets(c, layer);
   if (!status) status = case_input(c, layer, &x, &given);
   adj_layer_timing_config tc = {.round_seconds = seconds, .rounds = rounds, .no_input_gradient = c->first,
-                                .input = given ? &x : NULL};
+                                .input = given ? &x : NULL, .clock = cpu_time ? ADJ_TIMING_CPU : ADJ_TIMING_WALL};
   if (!status) status = adj_layer_time(layer, &tc, timing);
   adj_tensor_destroy(&x);
   adj_layer_destroy(&layer);
@@ -267,9 +272,10 @@ static int case_time(const bench_case *c, adj_dtype dtype, double seconds, int r
 /* ---- the twin ------------------------------------------------------------------------- */
 
 /* The case as one line for the twin: key=value words it reads back. */
-static void case_spec(const bench_case *c, const char *dtype, int calls, int rounds, char *text, size_t size) {
-  int at = snprintf(text, size, "kind=%s dtype=%s threads=%d calls=%d rounds=%d shape=", kind_names[c->kind], dtype,
-                    adj_threads_get(), calls, rounds);
+static void case_spec(const bench_case *c, const char *dtype, int calls, int rounds, bool cpu_time, char *text,
+                      size_t size) {
+  int at = snprintf(text, size, "kind=%s dtype=%s threads=%d calls=%d rounds=%d clock=%s shape=", kind_names[c->kind],
+                    dtype, adj_threads_get(), calls, rounds, cpu_time ? "cpu" : "wall");
   for (int d = 0; d < c->rank; d++) at += snprintf(text + at, size - (size_t)at, "%s%lld", d ? "," : "", (long long)c->shape[d]);
   snprintf(text + at, size - (size_t)at, " out=%lld kernel=%lld stride=%lld padding=%lld mode=%s scale=%g bias=%d first=%d",
            (long long)c->out, (long long)c->kernel, (long long)c->stride, (long long)c->padding,
@@ -325,7 +331,7 @@ typedef struct bench_options {
   long long rounds;
   double seconds;
   const char *dtypes, *filter, *twin;
-  bool list;
+  bool cpu_time, best, list;
 } bench_options;
 
 /* One case in one dtype over the rounds: adjoin's and the twin's times. */
@@ -341,19 +347,29 @@ static double median(const double *values, int n) {
   return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
-/* The median over rounds of theirs / ours for one column. */
-static double median_ratio(const case_result *r, int column, int rounds) {
-  double ratio[MAX_ROUNDS];
-  for (int k = 0; k < rounds; k++) ratio[k] = r->theirs[column][k] / r->ours[column][k];
-  return median(ratio, rounds);
+static double smallest(const double *values, int n) {
+  double least = values[0];
+  for (int k = 1; k < n; k++) least = values[k] < least ? values[k] : least;
+  return least;
 }
 
-static void print_case(const bench_case *c, const char *dtype, const case_result *r, int rounds) {
-  printf("%-32s %-4s %10.4f %10.4f", c->name, dtype, 1e3 * median(r->ours[0], rounds),
-         1e3 * median(r->ours[1], rounds));
+/* The figure of a column over the rounds: the median, or the fastest. */
+static double figure(const double *values, int n, bool best) { return best ? smallest(values, n) : median(values, n); }
+
+/* theirs / ours for one column: the median of the rounds' ratios, or the fastest over the fastest. */
+static double ratio(const case_result *r, int column, int rounds, bool best) {
+  if (best) return smallest(r->theirs[column], rounds) / smallest(r->ours[column], rounds);
+  double each[MAX_ROUNDS];
+  for (int k = 0; k < rounds; k++) each[k] = r->theirs[column][k] / r->ours[column][k];
+  return median(each, rounds);
+}
+
+static void print_case(const bench_case *c, const char *dtype, const case_result *r, int rounds, bool best) {
+  printf("%-32s %-4s %10.4f %10.4f", c->name, dtype, 1e3 * figure(r->ours[0], rounds, best),
+         1e3 * figure(r->ours[1], rounds, best));
   if (r->twin)
-    printf(" %10.4f %10.4f %7.2fx %7.2fx", 1e3 * median(r->theirs[0], rounds), 1e3 * median(r->theirs[1], rounds),
-           median_ratio(r, 0, rounds), median_ratio(r, 1, rounds));
+    printf(" %10.4f %10.4f %7.2fx %7.2fx", 1e3 * figure(r->theirs[0], rounds, best),
+           1e3 * figure(r->theirs[1], rounds, best), ratio(r, 0, rounds, best), ratio(r, 1, rounds, best));
   printf("\n");
   fflush(stdout);
 }
@@ -364,34 +380,39 @@ static int run_case(const bench_options *o, const bench_case *c, const char *dty
   r->twin = t != NULL;
   for (int k = 0; k < o->rounds; k++) {
     adj_layer_timing mine, theirs;
-    if (case_time(c, type, o->seconds, 3, &mine)) {
+    if (case_time(c, type, o->seconds, 3, o->cpu_time, &mine)) {
       fprintf(stderr, "bench-layers: %s %s: %s\n", c->name, dtype, adj_last_error());
       return 1;
     }
-    r->ours[0][k] = mine.forward, r->ours[1][k] = mine.forward_backward;
+    r->ours[0][k] = o->best ? mine.forward_best : mine.forward;
+    r->ours[1][k] = o->best ? mine.forward_backward_best : mine.forward_backward;
     if (!t) continue;
     char spec[512];
-    case_spec(c, dtype, mine.calls, mine.rounds, spec, sizeof spec);
+    case_spec(c, dtype, mine.calls, mine.rounds, o->cpu_time, spec, sizeof spec);
     if (twin_time(t, spec, &theirs)) {
       fprintf(stderr, "bench-layers: the twin gave no times for: %s\n", spec);
       return 1;
     }
-    r->theirs[0][k] = theirs.forward, r->theirs[1][k] = theirs.forward_backward;
+    r->theirs[0][k] = o->best ? theirs.forward_best : theirs.forward;
+    r->theirs[1][k] = o->best ? theirs.forward_backward_best : theirs.forward_backward;
   }
   return 0;
 }
 
 static int parse_options(int argc, char **argv, bench_options *o) {
   static const char usage[] =
-      "usage: bench-layers [--rounds R] [--seconds S] [--dtype f32|f64|both] [--filter TEXT] [--twin COMMAND] [--list]";
+      "usage: bench-layers [--rounds R] [--seconds S] [--dtype f32|f64|both] [--filter TEXT] [--twin COMMAND]\n"
+      "                    [--cpu-time] [--best] [--list]";
   *o = (bench_options){.rounds = 3, .seconds = 0.05, .dtypes = "both", .filter = ""};
   const bench_option options[] = {{"--rounds", BENCH_COUNT, 1, MAX_ROUNDS, &o->rounds},
                                   {"--seconds", BENCH_REAL, 0, 60, &o->seconds},
                                   {"--dtype", BENCH_TEXT, 0, 0, &o->dtypes},
                                   {"--filter", BENCH_TEXT, 0, 0, &o->filter},
                                   {"--twin", BENCH_TEXT, 0, 0, &o->twin},
+                                  {"--cpu-time", BENCH_FLAG, 0, 0, &o->cpu_time},
+                                  {"--best", BENCH_FLAG, 0, 0, &o->best},
                                   {"--list", BENCH_FLAG, 0, 0, &o->list}};
-  int status = bench_parse_arguments("bench-layers", usage, argc, argv, options, 6, 0, NULL, NULL, true);
+  int status = bench_parse_arguments("bench-layers", usage, argc, argv, options, 8, 0, NULL, NULL, true);
   if (status != BENCH_RUN) return status;
   if (strcmp(o->dtypes, "f32") && strcmp(o->dtypes, "f64") && strcmp(o->dtypes, "both")) {
     fprintf(stderr, "bench-layers: --dtype '%s' is not one of f32, f64, both\n%s\n", o->dtypes, usage);
@@ -404,8 +425,9 @@ static void print_header(const bench_options *o, twin *t) {
   char cpu[256], twin_line[256] = "";
   bench_cpu_model(cpu, sizeof cpu);
   if (t && fgets(twin_line, sizeof twin_line, t->from)) twin_line[strcspn(twin_line, "\n")] = 0;
-  printf("bench-layers: CPU %s, kernels %s, %d kernel threads, %lld rounds of 3 x %.3g s each, %s\n", cpu,
-         adj_kernels_isa(), adj_threads_get(), o->rounds, o->seconds, t ? twin_line : "no twin");
+  printf("bench-layers: CPU %s, kernels %s, %d kernel threads, %lld rounds of 3 x %.3g s each (%s), %s clock, %s\n",
+         cpu, adj_kernels_isa(), adj_threads_get(), o->rounds, o->seconds, o->best ? "fastest" : "medians",
+         o->cpu_time ? "CPU time" : "wall", t ? twin_line : "no twin");
   bench_blas_note(stdout);
   printf("%-32s %-4s %10s %10s", "case (times in ms per call)", "", "fwd", "fwd+bwd");
   if (t) printf(" %10s %10s %8s %8s", "torch fwd", "fwd+bwd", "fwd x", "f+b x");
@@ -421,7 +443,7 @@ static int run_all(const bench_options *o, twin *t) {
       if (!strstr(cases[i].name, o->filter)) continue;
       case_result r;
       if (run_case(o, &cases[i], dtypes[d], t, &r)) return 1;
-      print_case(&cases[i], dtypes[d], &r, (int)o->rounds);
+      print_case(&cases[i], dtypes[d], &r, (int)o->rounds, o->best);
     }
   }
   return 0;
@@ -435,7 +457,7 @@ int main(int argc, char **argv) {
   if (o.list) {
     for (size_t i = 0; i < N_CASES; i++) {
       char spec[512];
-      case_spec(&cases[i], "f32", 1, 1, spec, sizeof spec);
+      case_spec(&cases[i], "f32", 1, 1, false, spec, sizeof spec);
       printf("%s: %s\n", cases[i].name, spec);
     }
     return 0;

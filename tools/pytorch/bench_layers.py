@@ -4,14 +4,14 @@
 bench-layers starts this script as a child process (--twin) and writes one case per line on its stdin, as
 `bench-layers --list` prints them:
 
-    kind=conv dtype=f32 threads=2 calls=40 rounds=3 shape=128,16,14,14 out=32 kernel=3 stride=1 padding=1
-        mode=- scale=0 bias=0 first=0
+    kind=conv dtype=f32 threads=2 calls=40 rounds=3 clock=wall shape=128,16,14,14 out=32 kernel=3 stride=1
+        padding=1 mode=- scale=0 bias=0 first=0
 
 The script builds the same op at the same shape (nn.Conv2d, nn.MaxPool2d, nn.Linear, nn.BatchNorm2d in
 training mode, nn.Upsample, F.pad, the losses with reduction 'mean', nn.CrossEntropyLoss), times it the
 way adjoin's adj_layer_time does (one forward + backward to warm up, then `rounds` rounds of `calls`
 forwards and `rounds` rounds of `calls` forward + backward pairs, the output gradient fixed, the input
-requiring a gradient unless first=1) and answers one line: the median round's seconds per forward and per
+requiring a gradient unless first=1; clock=cpu times the process's CPU time) and answers one line: the median round's seconds per forward and per
 forward + backward, then the fastest round's of each.  It first prints one line naming PyTorch and its
 thread count.  Needs Debian's python3-torch (PyTorch 1.13), run with /usr/bin/python3.
 
@@ -85,14 +85,14 @@ def module(spec, dtype):
     return m, x
 
 
-def rounds(step, calls, count):
+def rounds(step, calls, count, clock):
     """The median and fastest of `count` rounds of `calls` steps, in seconds per step."""
     seconds = []
     for _ in range(count):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(calls):
             step()
-        seconds.append((time.perf_counter() - start) / calls)
+        seconds.append((clock() - start) / calls)
     seconds.sort()
     middle = len(seconds) // 2
     median = seconds[middle] if len(seconds) % 2 else 0.5 * (seconds[middle - 1] + seconds[middle])
@@ -114,8 +114,9 @@ def time_case(spec):
         m(x).backward(dy)
 
     forward_backward()
-    f, f_best = rounds(forward, spec["calls"], spec["rounds"])
-    fb, fb_best = rounds(forward_backward, spec["calls"], spec["rounds"])
+    clock = time.process_time if spec.get("clock") == "cpu" else time.perf_counter
+    f, f_best = rounds(forward, spec["calls"], spec["rounds"], clock)
+    fb, fb_best = rounds(forward_backward, spec["calls"], spec["rounds"], clock)
     return f, fb, f_best, fb_best
 
 

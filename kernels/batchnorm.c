@@ -11,9 +11,9 @@
 enum { ADJ_BN_LANES = 8 };
 typedef double adj_bn_lanes __attribute__((vector_size(ADJ_BN_LANES * sizeof(double))));
 
-static inline double adj_bn_lanes_sum(adj_bn_lanes v) {
+static inline double adj_bn_lanes_sum(const adj_bn_lanes *v) {
   double total = 0;
-  for (int l = 0; l < ADJ_BN_LANES; l++) total += v[l];
+  for (int l = 0; l < ADJ_BN_LANES; l++) total += (*v)[l];
   return total;
 }
 

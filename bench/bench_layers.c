@@ -399,7 +399,8 @@ static int run_case(const bench_options *o, const bench_case *c, const char *dty
   return 0;
 }
 
-static int parse_options(int argc, char **argv, bench_options *o) {
+/* The command line; `say` on one rank only (every rank parses it alike). */
+static int parse_options(int argc, char **argv, bool say, bench_options *o) {
   static const char usage[] =
       "usage: bench-layers [--rounds R] [--seconds S] [--dtype f32|f64|both] [--filter TEXT] [--twin COMMAND]\n"
       "                    [--cpu-time] [--best] [--list]";
@@ -412,10 +413,10 @@ static int parse_options(int argc, char **argv, bench_options *o) {
                                   {"--cpu-time", BENCH_FLAG, 0, 0, &o->cpu_time},
                                   {"--best", BENCH_FLAG, 0, 0, &o->best},
                                   {"--list", BENCH_FLAG, 0, 0, &o->list}};
-  int status = bench_parse_arguments("bench-layers", usage, argc, argv, options, 8, 0, NULL, NULL, true);
+  int status = bench_parse_arguments("bench-layers", usage, argc, argv, options, 8, 0, NULL, NULL, say);
   if (status != BENCH_RUN) return status;
   if (strcmp(o->dtypes, "f32") && strcmp(o->dtypes, "f64") && strcmp(o->dtypes, "both")) {
-    fprintf(stderr, "bench-layers: --dtype '%s' is not one of f32, f64, both\n%s\n", o->dtypes, usage);
+    if (say) fprintf(stderr, "bench-layers: --dtype '%s' is not one of f32, f64, both\n%s\n", o->dtypes, usage);
     return 2;
   }
   return BENCH_RUN;
@@ -449,30 +450,37 @@ static int run_all(const bench_options *o, twin *t) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  bench_options o;
-  int status = parse_options(argc, argv, &o);
-  if (status != BENCH_RUN) return status;
-  status = 0;
-  if (o.list) {
-    for (size_t i = 0; i < N_CASES; i++) {
-      char spec[512];
-      case_spec(&cases[i], "f32", 1, 1, false, spec, sizeof spec);
-      printf("%s: %s\n", cases[i].name, spec);
-    }
-    return 0;
+/* Every case's spec, as the twin reads it. */
+static void list_cases(void) {
+  for (size_t i = 0; i < N_CASES; i++) {
+    char spec[512];
+    case_spec(&cases[i], "f32", 1, 1, false, spec, sizeof spec);
+    printf("%s: %s\n", cases[i].name, spec);
   }
+}
+
+int main(int argc, char **argv) {
   int rank, size;
   if (adj_init(&argc, &argv, &rank, &size)) {
     fprintf(stderr, "bench-layers: %s\n", adj_last_error());
     return 1;
   }
+  bench_options o;
+  int status = parse_options(argc, argv, rank == 0, &o);
   twin t = {0};
-  if (size != 1) fprintf(stderr, "bench-layers: runs on one rank, not %d\n", size), status = 2;
-  else if (o.twin && twin_start(o.twin, &t)) fprintf(stderr, "bench-layers: cannot start the twin '%s'\n", o.twin), status = 1;
-  if (!status) print_header(&o, o.twin ? &t : NULL);
-  if (!status) status = run_all(&o, o.twin ? &t : NULL);
-  twin_stop(&t);
+  if (status == BENCH_RUN && size != 1) {
+    if (rank == 0) fprintf(stderr, "bench-layers: runs on one rank, not %d\n", size);
+    status = 2;
+  } else if (status == BENCH_RUN && o.list) {
+    list_cases();
+    status = 0;
+  } else if (status == BENCH_RUN) {
+    status = o.twin && twin_start(o.twin, &t) ? 1 : 0;
+    if (status) fprintf(stderr, "bench-layers: cannot start the twin '%s'\n", o.twin);
+    if (!status) print_header(&o, o.twin ? &t : NULL);
+    if (!status) status = run_all(&o, o.twin ? &t : NULL);
+    twin_stop(&t);
+  }
   adj_finalize();
   return status;
 }

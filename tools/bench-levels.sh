@@ -32,8 +32,8 @@ for level in $levels; do
 done
 best=$dir # the last level listed is the CPU's best
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-  ninja -C "$best" examples/adjoin-train >/dev/null
-  coretype=$("$best/examples/adjoin-train" --openblas-coretype)
+  ninja -C "$best" apps/adjoin-train >/dev/null
+  coretype=$("$best/apps/adjoin-train" --openblas-coretype)
   [ -z "$coretype" ] || export OPENBLAS_CORETYPE="$coretype"
 fi
 torch=yes

@@ -276,10 +276,12 @@ static void case_spec(const bench_case *c, const char *dtype, int calls, int rou
                       size_t size) {
   int at = snprintf(text, size, "kind=%s dtype=%s threads=%d calls=%d rounds=%d clock=%s shape=", kind_names[c->kind],
                     dtype, adj_threads_get(), calls, rounds, cpu_time ? "cpu" : "wall");
-  for (int d = 0; d < c->rank; d++) at += snprintf(text + at, size - (size_t)at, "%s%lld", d ? "," : "", (long long)c->shape[d]);
-  snprintf(text + at, size - (size_t)at, " out=%lld kernel=%lld stride=%lld padding=%lld mode=%s scale=%g bias=%d first=%d",
-           (long long)c->out, (long long)c->kernel, (long long)c->stride, (long long)c->padding,
-           c->mode ? c->mode : "-", c->scale, c->bias, c->first);
+  for (int d = 0; d < c->rank; d++)
+    at += snprintf(text + at, size - (size_t)at, "%s%lld", d ? "," : "", (long long)c->shape[d]);
+  snprintf(text + at, size - (size_t)at,
+           " out=%lld kernel=%lld stride=%lld padding=%lld mode=%s scale=%g bias=%d first=%d", (long long)c->out,
+           (long long)c->kernel, (long long)c->stride, (long long)c->padding, c->mode ? c->mode : "-", c->scale,
+           c->bias, c->first);
 }
 
 /* The twin: a child process with a pipe each way. */

@@ -104,7 +104,8 @@ int adj_batchnorm_apply(const adj_tensor *v, const adj_tensor *x, const adj_batc
   ADJ_CALL(adj_check_optional(who, "v", v, x->dtype, x->rank, x->shape));
   ADJ_CALL(adj_check_tensor(who, "output out", out, x->dtype, x->rank, x->shape));
   ADJ_CHECK(map, ADJ_ERR_ARG, "%s: map is NULL", who);
-  ADJ_CALL(adj_bn_figures(who, 2, (const double *const[]){map->mean, map->slope}, (const char *const[]){"mean", "slope"}));
+  ADJ_CALL(adj_bn_figures(who, 2, (const double *const[]){map->mean, map->slope},
+                          (const char *const[]){"mean", "slope"}));
   ADJ_CHECK(!v || map->scale, ADJ_ERR_ARG, "%s: v is given but map->scale is NULL", who);
   adj_team_run(adj_team_size(n * w.c, n * w.c * w.s), n * w.c, adj_bn_planes, &w);
   return ADJ_SUCCESS;

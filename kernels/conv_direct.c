@@ -334,7 +334,7 @@ static void adj_direct_zero_dy_grids(const adj_conv_direct *d, const adj_direct_
 static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direct_buffers *buf, const void *x_grid,
                                        const adj_tensor *b, void *y_n) {
   adj_channel_forward a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
-                           .offset = buf->t->offset, .grid_at = buf->t->grid_at, .w_t = buf->w_t,
+                           .row = d->rows ? d->positions / d->rows : 0, .offset = buf->t->offset, .grid_at = buf->t->grid_at, .w_t = buf->w_t,
                            .bias = b ? b->data : NULL, .x = x_grid, .x_stride = d->grid.volume, .y = y_n};
   ADJ_KERNEL(d, channel_forward)(&a);
 }

@@ -120,7 +120,8 @@ static double bn_check_apply(adj_test *t, bn_data *d, bool with_v) {
   for (int64_t i = 0; i < d->n; i++)
     for (int64_t j = 0; j < d->c; j++)
       for (int64_t k = 0; k < d->s; k++) {
-        long double v = with_v ? bn_at(&d->v, i, j, k, d->c, d->s) : 0, e = bn_at(&d->x, i, j, k, d->c, d->s) - d->mean[j];
+        long double v = with_v ? bn_at(&d->v, i, j, k, d->c, d->s) : 0;
+        long double e = bn_at(&d->x, i, j, k, d->c, d->s) - d->mean[j];
         long double want = d->scale[j] * v + d->slope[j] * e + d->shift[j];
         long double size = fabsl(d->scale[j] * v) + fabsl(d->slope[j] * e) + fabsl(d->shift[j]);
         worst = fmax(worst, (double)(fabsl(bn_at(&d->out, i, j, k, d->c, d->s) - want) / size));
@@ -149,8 +150,8 @@ static void bn_check_bits(adj_test *t, bn_data *d, const char *label) {
   memcpy(in_place.data, d->v.data, bytes);
   adj_batchnorm_map map = {d->mean, d->scale, d->slope, d->shift};
   ADJ_TEST_OK(t, adj_batchnorm_apply(&in_place, &d->x, &map, &in_place));
-  ADJ_TEST_CHECK(t, !memcmp(one, three, sizeof(double) * 4 * (size_t)d->c), "%s: figures differ between 1 and 3 threads",
-                 label);
+  ADJ_TEST_CHECK(t, !memcmp(one, three, sizeof(double) * 4 * (size_t)d->c),
+                 "%s: figures differ between 1 and 3 threads", label);
   ADJ_TEST_CHECK(t, !memcmp(d->out.data, out3.data, bytes), "%s: the map differs between 1 and 3 threads", label);
   ADJ_TEST_CHECK(t, !memcmp(d->out.data, in_place.data, bytes), "%s: the map in place differs", label);
   adj_tensor_destroy(&out3), adj_tensor_destroy(&in_place);
@@ -160,8 +161,8 @@ static void bn_check_bits(adj_test *t, bn_data *d, const char *label) {
 static void bn_check_shape(adj_test *t, const bn_shape *b, adj_dtype dtype, adj_rng *rng) {
   bn_data d;
   char label[128], text[64];
-  snprintf(label, sizeof label, "%s x %s%s", adj_dtype_name(dtype), adj_shape_format(text, sizeof text, b->rank, b->shape),
-           b->offset ? " + 1e4" : "");
+  snprintf(label, sizeof label, "%s x %s%s", adj_dtype_name(dtype),
+           adj_shape_format(text, sizeof text, b->rank, b->shape), b->offset ? " + 1e4" : "");
   if (bn_data_make(b, dtype, rng, &d)) {
     ADJ_TEST_CHECK(t, false, "%s: cannot make the data", label);
     bn_data_free(&d);

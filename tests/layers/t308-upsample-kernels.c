@@ -133,8 +133,8 @@ static void up_check(adj_test *t, const up_case *k, adj_dtype dtype, adj_rng *rn
   double bound = adj_test_sum_tolerance(dtype, k->mode == ADJ_INTERP_LINEAR ? 8 : 27);
   char text[64], to[64];
   adj_test_report(t, "%s %s %s -> %s, kernels %s, %s: forward %.3g, adjoint %.3g (bound %.2g)",
-                  k->mode ? "linear" : "nearest", adj_dtype_name(dtype), adj_shape_format(text, sizeof text, 2 + k->sd, xs),
-                  adj_shape_format(to, sizeof to, 2 + k->sd, ys), adj_kernels_isa(),
+                  k->mode ? "linear" : "nearest", adj_dtype_name(dtype),
+                  adj_shape_format(text, sizeof text, 2 + k->sd, xs), adj_shape_format(to, sizeof to, 2 + k->sd, ys), adj_kernels_isa(),
                   adj_upsample_plan_repeats(plan) ? "copies" : "tables", e_y, e_dx, bound);
   ADJ_TEST_CHECK(t, e_y <= bound && e_dx <= bound, "%s: forward error %.3g, adjoint %.3g above %.2g", text, e_y, e_dx,
                  bound);
@@ -175,7 +175,8 @@ int main(int argc, char **argv) {
   adj_rng *rng = NULL;
   ADJ_TEST_OK(&t, adj_rng_create(5, &rng));
   for (int dt = 0; rng && dt < 2; dt++)
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) up_check(&t, &cases[i], dt ? ADJ_FLOAT64 : ADJ_FLOAT32, rng);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+      up_check(&t, &cases[i], dt ? ADJ_FLOAT64 : ADJ_FLOAT32, rng);
   up_check_errors(&t);
   adj_rng_destroy(&rng);
   return adj_test_finish(&t);

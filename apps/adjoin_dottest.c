@@ -10,10 +10,10 @@
  * while seed 0 repeats the test suite's draws.
  * --min-ranks leaves out cases needing fewer than N ranks, so a large run can
  * cover only what a smaller run could not. */
-#include <errno.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,19 +28,18 @@ typedef struct adj_dottest_options {
   unsigned long long seed;
 } adj_dottest_options;
 
-/* Whole-string unsigned decimal no larger than max: "abc", "-1", "4x" and
- * values past max are refused (strtoull alone would wrap "-1"). */
-static int adj_parse_count(const char *flag, const char *text, unsigned long long max, unsigned long long *out,
-                           int rank) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (text[0] < '0' || text[0] > '9' || errno || *end || v > max) {
-    if (rank == 0) fprintf(stderr, "adjoin-dottest: %s needs an integer from 0 to %llu, got '%s'\n", flag, max, text);
-    return 2;
+/* --seed in a uint64 and --min-ranks in an int, whole numbers from 0
+ * (parse.h: "abc", "-1", "4x" and values past the type are refused naming
+ * the option and the text). */
+static int adj_parse_count(const char *flag, const char *text, unsigned long long *seed, int *ranks, int rank) {
+  uint64_t v = 0;
+  if (!adj_parse_uint64(text, seed ? UINT64_MAX : INT_MAX, flag, &v)) {
+    if (seed) *seed = v;
+    else *ranks = (int)v;
+    return 0;
   }
-  *out = v;
-  return 0;
+  if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", adj_last_error());
+  return 2;
 }
 
 static const char usage[] =
@@ -79,12 +78,9 @@ static int adj_parse_options(int argc, char **argv, adj_dottest_options *o, int 
       return 2;
     }
     const char *value = adj_option_value(argc, argv, &i, rank);
-    unsigned long long v = 0;
     if (!value) return 2;
     if (filter) o->filter = value;
-    else if (seed && adj_parse_count(flag, value, ULLONG_MAX, &o->seed, rank)) return 2;
-    else if (min && adj_parse_count(flag, value, INT_MAX, &v, rank)) return 2;
-    if (min) o->min_ranks = (int)v;
+    else if (adj_parse_count(flag, value, seed ? &o->seed : NULL, &o->min_ranks, rank)) return 2;
   }
   return 0;
 }
@@ -99,10 +95,9 @@ static void adj_quiet_barrier(MPI_Comm comm) {
 
 int main(int argc, char **argv) {
   int rank, size;
-  if (adj_init(&argc, &argv, &rank, &size)) {
-    fprintf(stderr, "adjoin-dottest: %s\n", tool_error());
-    return 1;
-  }
+  tool_begin("adjoin-dottest");
+  if (tool_begin_mpi(&argc, &argv, &size)) return 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   adj_dottest_options o;
   int code = adj_parse_options(argc, argv, &o, rank);
   adj_battery b;
@@ -110,10 +105,7 @@ int main(int argc, char **argv) {
     if (rank == 0) fprintf(stderr, "adjoin-dottest: %s\n", tool_error());
     code = 1;
   }
-  if (code) {
-    adj_finalize();
-    return code < 0 ? 0 : code;
-  }
+  if (code) return tool_end(code < 0 ? 0 : code);
   /* One communicator per rank count: the first n ranks. */
   MPI_Comm *comms = calloc((size_t)size + 1, sizeof *comms);
   for (int n = 1; n <= size; n++) MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &comms[n]);
@@ -175,6 +167,5 @@ int main(int argc, char **argv) {
     if (comms[n] != MPI_COMM_NULL) MPI_Comm_free(&comms[n]);
   free(comms);
   adj_battery_free(&b);
-  adj_finalize();
-  return failed || !matched ? 1 : 0;
+  return tool_end(failed || !matched ? 1 : 0);
 }

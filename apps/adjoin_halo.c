@@ -10,21 +10,21 @@
  * "output", "needed", "halo", "trim", "padding"}, ...]}, ...]} with workers in
  * row-major order of coordinates and ranges half-open in global indices.
  * Exit status: 0 on success, 1 when the geometry cannot be served, 2 on a usage
- * error; messages go to stderr.  It needs no mpiexec; under one, every rank
- * computes the same and rank 0 alone prints. */
-#include <errno.h>
+ * error; messages go to stderr.  It never starts MPI (tool_output.h), so it
+ * runs inside an MPI job like any other command. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adjoin/halo_geometry.h"
-#include "adjoin/init.h"
+#include "adjoin/parse.h"
 #include "adjoin/status.h"
 #include "tool_output.h"
 
 enum { EXIT_GEOMETRY = 1, EXIT_USAGE = 2 };
-enum { HALO_HELP = -1 }; /* the usage was asked for and printed */
+enum { HALO_HELP = -1 };        /* the usage was asked for and printed */
+enum { ADJ_HALO_MAX_CUTS = 65 }; /* explicit offsets per dimension: 64 workers */
 
 static const char usage[] =
     "usage: adjoin-halo --shape N[,N...] [--partition P,...] [--kernel K,...] [--stride S,...]\n"
@@ -35,7 +35,7 @@ typedef struct adj_halo_args {
   int64_t shape[ADJ_MAX_RANK];
   int parts[ADJ_MAX_RANK];
   adj_halo_kernel kernel;
-  int64_t cut_storage[ADJ_MAX_RANK][65];
+  int64_t cut_storage[ADJ_MAX_RANK][ADJ_HALO_MAX_CUTS];
   int n_cuts[ADJ_MAX_RANK]; /* entries given; 0 = balanced */
 } adj_halo_args;
 
@@ -44,96 +44,80 @@ static int adj_fail(const char *option, const char *message, const char *text) {
   return EXIT_USAGE;
 }
 
-/* Parses one integer ending at one of `ends`; advances *text. */
-static int adj_parse_int(const char **text, const char *ends, int64_t *value) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(*text, &end, 10);
-  if (end == *text || errno || !strchr(ends, *end)) return -1;
-  *value = v;
-  *text = end;
-  return 0;
+/* The parser's refusal (parse.h: it names the option, the text and the bad
+ * entry) and the usage. */
+static int adj_refused(void) {
+  tool_complain("%s\n%s", adj_last_error(), usage);
+  return EXIT_USAGE;
 }
-
-/* Splits a comma list into entries, calling parse on each; returns the count
- * or -1. */
-static int adj_split(const char *text, int max, int (*parse)(const char *entry, size_t length, int index, void *ctx),
-                     void *ctx) {
-  int n = 0;
-  for (const char *p = text;; n++) {
-    const char *comma = strchr(p, ',');
-    size_t length = comma ? (size_t)(comma - p) : strlen(p);
-    if (n >= max || parse(p, length, n, ctx)) return -1;
-    if (!comma) return n + 1;
-    p = comma + 1;
-  }
-}
-
-typedef struct adj_list_ctx {
-  int64_t *values; /* one per entry, or pairs for padding */
-  int pairs;       /* 1: entries are N or L:R */
-} adj_list_ctx;
-
-static int adj_parse_entry(const char *entry, size_t length, int index, void *ctx) {
-  adj_list_ctx *c = ctx;
-  char buf[64];
-  if (length == 0 || length >= sizeof buf) return -1;
-  memcpy(buf, entry, length);
-  buf[length] = '\0';
-  const char *p = buf;
-  int64_t first, second;
-  if (adj_parse_int(&p, c->pairs ? ":" : "", &first)) return -1;
-  if (!c->pairs) {
-    c->values[index] = first;
-    return 0;
-  }
-  second = first;
-  if (*p == ':' && (p++, adj_parse_int(&p, "", &second))) return -1;
-  c->values[2 * index] = first;
-  c->values[2 * index + 1] = second;
-  return 0;
-}
-
-static int adj_parse_cut_entry(const char *entry, size_t length, int index, void *ctx) {
-  adj_halo_args *a = ctx;
-  if (length == 1 && entry[0] == '-') return 0;
-  char buf[1024];
-  if (length == 0 || length >= sizeof buf) return -1;
-  memcpy(buf, entry, length);
-  buf[length] = '\0';
-  const char *p = buf;
-  int n = 0;
-  for (;; n++) {
-    if (n >= 65 || adj_parse_int(&p, ":", &a->cut_storage[index][n])) return -1;
-    if (!*p) break;
-    p++;
-  }
-  a->n_cuts[index] = n + 1;
-  return 0;
-}
-
-/* Parses a per-dimension list into int64 values; returns the entry count. */
-static int adj_parse_list(const char *option, const char *text, int pairs, int64_t *values, int *count) {
-  adj_list_ctx ctx = {.values = values, .pairs = pairs};
-  *count = adj_split(text, ADJ_MAX_RANK, adj_parse_entry, &ctx);
-  if (*count < 0)
-    return adj_fail(option, pairs ? "expected integers or L:R pairs, got" : "expected integers, got", text);
-  return 0;
-}
-
-typedef struct adj_option {
-  const char *name;
-  const char *text;
-} adj_option;
 
 enum { OPT_SHAPE, OPT_PARTITION, OPT_KERNEL, OPT_STRIDE, OPT_PADDING, OPT_DILATION, OPT_CUTS, OPT_COUNT };
 static const char *const option_names[OPT_COUNT] = {"--shape",   "--partition", "--kernel", "--stride",
                                                     "--padding", "--dilation",  "--cuts"};
 
+/* An entry count that must match --shape's dimensions. */
+static int adj_check_count(int option, int count, int rank) {
+  if (count == rank) return 0;
+  tool_complain("%s has %d entries but --shape has %d dimensions\n", option_names[option], count, rank);
+  return EXIT_USAGE;
+}
+
+/* A per-dimension list of integers in [min, max], one entry per dimension of
+ * --shape (rank of them; --shape itself passes rank 0 and gets its count). */
+static int adj_fill_list(int option, const char *text, int rank, int64_t min, int64_t max, int64_t *values,
+                         int *count) {
+  int n = 0;
+  if (!text) return 0;
+  if (adj_parse_int64_list(text, ',', ADJ_MAX_RANK, min, max, option_names[option], values, &n)) return adj_refused();
+  if (count) *count = n;
+  return rank ? adj_check_count(option, n, rank) : 0;
+}
+
+/* Calls parse on each comma-separated entry of an option's text, as its own
+ * string and named for messages ("--padding of dimension 1"); the entry
+ * count in *count. */
+static int adj_each_entry(int option, const char *text, int (*parse)(const char *entry, const char *name, int index,
+                                                                     void *ctx),
+                          void *ctx, int *count) {
+  int n = 0;
+  for (const char *p = text; p; n++) {
+    const char *comma = strchr(p, ',');
+    if (n == ADJ_MAX_RANK) return adj_fail(option_names[option], "has more entries than a tensor has dimensions", text);
+    char *entry = strndup(p, comma ? (size_t)(comma - p) : strlen(p)), name[64];
+    snprintf(name, sizeof name, "%s of dimension %d", option_names[option], n);
+    int bad = entry ? parse(entry, name, n, ctx) : adj_fail(option_names[option], "out of memory for", text);
+    free(entry);
+    if (bad) return bad;
+    p = comma ? comma + 1 : NULL;
+  }
+  *count = n;
+  return 0;
+}
+
+/* One dimension's padding: P, or L:R. */
+static int adj_parse_padding(const char *entry, const char *name, int index, void *ctx) {
+  int64_t(*padding)[2] = ctx, pair[2];
+  int n = 0;
+  if (adj_parse_int64_list(entry, ':', 2, 0, INT64_MAX, name, pair, &n)) return adj_refused();
+  padding[index][0] = pair[0];
+  padding[index][1] = n == 2 ? pair[1] : pair[0];
+  return 0;
+}
+
+/* One dimension's explicit offsets C0:C1:...:CP, or '-' for balanced. */
+static int adj_parse_cuts(const char *entry, const char *name, int index, void *ctx) {
+  adj_halo_args *a = ctx;
+  if (!strcmp(entry, "-")) return 0;
+  return adj_parse_int64_list(entry, ':', ADJ_HALO_MAX_CUTS, 0, INT64_MAX, name, a->cut_storage[index],
+                              &a->n_cuts[index])
+             ? adj_refused()
+             : 0;
+}
+
 static int adj_collect(int argc, char **argv, const char **texts) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      if (!tool_quiet()) fputs(usage, stdout);
+      fputs(usage, stdout);
       return HALO_HELP;
     }
     int found = -1;
@@ -153,14 +137,22 @@ static int adj_collect(int argc, char **argv, const char **texts) {
   return 0;
 }
 
-/* Each optional list must have one entry per dimension of --shape. */
-static int adj_fill_list(int option, const char *text, int rank, int pairs, int64_t *values) {
-  int count;
-  if (!text) return 0;
-  if (adj_parse_list(option_names[option], text, pairs, values, &count)) return EXIT_USAGE;
-  if (count != rank) {
-    tool_complain("%s has %d entries but --shape has %d dimensions\n", option_names[option], count, rank);
-    return EXIT_USAGE;
+/* The optional lists; without --partition, one worker per dimension. */
+static int adj_parse_lists(const char *const *texts, adj_halo_args *a) {
+  int64_t parts[ADJ_MAX_RANK], padding[ADJ_MAX_RANK][2] = {{0}};
+  for (int i = 0; i < ADJ_MAX_RANK; i++) parts[i] = 1;
+  int code = adj_fill_list(OPT_PARTITION, texts[OPT_PARTITION], a->rank, 1, INT_MAX, parts, NULL), n = a->rank;
+  if (!code) code = adj_fill_list(OPT_KERNEL, texts[OPT_KERNEL], a->rank, 1, INT64_MAX, a->kernel.size, NULL);
+  if (!code) code = adj_fill_list(OPT_STRIDE, texts[OPT_STRIDE], a->rank, 1, INT64_MAX, a->kernel.stride, NULL);
+  if (!code) code = adj_fill_list(OPT_DILATION, texts[OPT_DILATION], a->rank, 1, INT64_MAX, a->kernel.dilation, NULL);
+  if (!code && texts[OPT_PADDING])
+    code = adj_each_entry(OPT_PADDING, texts[OPT_PADDING], adj_parse_padding, padding, &n);
+  if (!code) code = adj_check_count(OPT_PADDING, n, a->rank);
+  if (code) return code;
+  for (int i = 0; i < a->rank; i++) {
+    a->parts[i] = (int)parts[i];
+    a->kernel.padding[i][0] = padding[i][0];
+    a->kernel.padding[i][1] = padding[i][1];
   }
   return 0;
 }
@@ -169,34 +161,12 @@ static int adj_parse_args(int argc, char **argv, adj_halo_args *a) {
   const char *texts[OPT_COUNT] = {0};
   memset(a, 0, sizeof *a);
   int code = adj_collect(argc, argv, texts);
-  if (code) return code;
-  if (adj_parse_list("--shape", texts[OPT_SHAPE], 0, a->shape, &a->rank)) return EXIT_USAGE;
-  int64_t parts[ADJ_MAX_RANK], padding[2 * ADJ_MAX_RANK] = {0};
-  for (int i = 0; i < ADJ_MAX_RANK; i++) parts[i] = 1; /* without --partition: one worker per dimension */
-  code = adj_fill_list(OPT_PARTITION, texts[OPT_PARTITION], a->rank, 0, parts);
-  if (!code) code = adj_fill_list(OPT_KERNEL, texts[OPT_KERNEL], a->rank, 0, a->kernel.size);
-  if (!code) code = adj_fill_list(OPT_STRIDE, texts[OPT_STRIDE], a->rank, 0, a->kernel.stride);
-  if (!code) code = adj_fill_list(OPT_DILATION, texts[OPT_DILATION], a->rank, 0, a->kernel.dilation);
-  if (!code) code = adj_fill_list(OPT_PADDING, texts[OPT_PADDING], a->rank, 1, padding);
-  if (code) return code;
-  for (int i = 0; i < a->rank; i++) {
-    if (parts[i] < 1 || parts[i] > INT_MAX) {
-      tool_complain("--partition: worker counts are 1 to 2147483647, got %lld in '%s'\n%s", (long long)parts[i],
-                texts[OPT_PARTITION], usage);
-      return EXIT_USAGE;
-    }
-    a->parts[i] = (int)parts[i];
-    a->kernel.padding[i][0] = padding[2 * i];
-    a->kernel.padding[i][1] = padding[2 * i + 1];
-  }
-  if (!texts[OPT_CUTS]) return 0;
-  int n = adj_split(texts[OPT_CUTS], ADJ_MAX_RANK, adj_parse_cut_entry, a);
-  if (n < 0) return adj_fail("--cuts", "expected colon-separated offsets or '-' per dimension, got", texts[OPT_CUTS]);
-  if (n != a->rank) {
-    tool_complain("--cuts has %d entries but --shape has %d dimensions\n", n, a->rank);
-    return EXIT_USAGE;
-  }
-  return 0;
+  if (!code) code = adj_fill_list(OPT_SHAPE, texts[OPT_SHAPE], 0, 0, INT64_MAX, a->shape, &a->rank);
+  if (!code) code = adj_parse_lists(texts, a);
+  if (code || !texts[OPT_CUTS]) return code;
+  int n = 0;
+  code = adj_each_entry(OPT_CUTS, texts[OPT_CUTS], adj_parse_cuts, a, &n);
+  return code ? code : adj_check_count(OPT_CUTS, n, a->rank);
 }
 
 static int adj_check_cut_counts(const adj_halo_args *a) {
@@ -246,6 +216,7 @@ static void adj_print_json(const adj_halo_geometry *g) {
     }
     adj_print_worker(g, coords);
     printf(w + 1 < workers ? ",\n" : "\n");
+    if (ferror(stdout)) return; /* lost: tool_end says so; the rest would be too */
   }
   printf("  ]}\n");
 }
@@ -262,14 +233,12 @@ static int adj_halo_run(int argc, char **argv) {
     tool_complain("%s\n", tool_error());
     return EXIT_GEOMETRY;
   }
-  if (!tool_quiet()) adj_print_json(g);
+  adj_print_json(g);
   adj_halo_geometry_destroy(&g);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  if (tool_begin("adjoin-halo", &argc, &argv, NULL)) return EXIT_GEOMETRY;
-  int code = adj_halo_run(argc, argv);
-  adj_finalize();
-  return code;
+  tool_begin("adjoin-halo");
+  return tool_end(adj_halo_run(argc, argv));
 }

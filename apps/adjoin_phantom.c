@@ -5,8 +5,9 @@
  * (pure model parallelism, "1.5D": the same dense weights as TP, an
  * all-gather forward and a reduce-scatter backward per layer).  Pure
  * arithmetic unless --calibrate, which measures alpha and beta with MPI (run
- * it under mpiexec with the ranks to model).  Under mpiexec every rank
- * computes the same and rank 0 alone prints (results and messages).
+ * it under mpiexec with the ranks to model; every rank computes the same and
+ * rank 0 alone prints).  Without --calibrate it never starts MPI
+ * (tool_output.h).
  *
  *   adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B]
  *                  [--A WATTS] [--B WATTS] [--model table3|alpha-beta]
@@ -21,7 +22,6 @@
  * per iteration for one rank and for all p ranks, and for the whole run when
  * --iterations gives nu.  Exit status 0, 1 on a model error, 2 on a usage
  * error; messages go to stderr. */
-#include <errno.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -29,13 +29,16 @@
 #include <string.h>
 
 #include "adjoin/energy.h"
-#include "adjoin/init.h"
+#include "adjoin/parse.h"
 #include "adjoin/phantom_layer.h"
 #include "adjoin/status.h"
 #include "tool_output.h"
 
 enum { EXIT_MODEL = 1, EXIT_USAGE = 2 };
 enum { PHANTOM_HELP = -1 }; /* parse_args: the usage was asked for and printed */
+/* The largest watts, seconds, GFLOP/s or iteration count taken: products of
+ * such figures stay far from overflowing a double. */
+#define PHANTOM_REAL_MAX 1e12
 
 static const char usage[] =
     "usage: adjoin-phantom [--n N] [--p P] [--k K] [--layers L] [--batch B] [--A W] [--B W]\n"
@@ -56,33 +59,25 @@ static int fail(const char *option, const char *message, const char *text) {
   return EXIT_USAGE;
 }
 
-static int parse_int(const char *option, const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = text ? strtoll(text, &end, 10) : 0;
-  if (!text || end == text || *end || errno) return fail(option, "expects an integer, got", text);
-  if (v < lo || v > hi) {
-    tool_complain("%s: %lld is outside %lld..%lld\n%s", option, v, (long long)lo, (long long)hi, usage);
+/* count comma-separated non-negative finite numbers (count 1: one number). */
+static int parse_reals(const char *option, const char *text, int count, double *out) {
+  double values[2];
+  int n = 0;
+  if (adj_parse_real_list(text, ',', count, 0, PHANTOM_REAL_MAX, option, values, &n)) {
+    tool_complain("%s\n%s", adj_last_error(), usage);
     return EXIT_USAGE;
   }
-  *out = v;
+  if (n != count) return fail(option, "expects A,B non-negative numbers, got", text);
+  memcpy(out, values, sizeof *out * (size_t)count);
   return 0;
 }
 
-/* One or two comma-separated non-negative finite numbers. */
-static int parse_reals(const char *option, const char *text, int count, double *out) {
-  const char *p = text;
-  for (int i = 0; i < count; i++) {
-    char *end;
-    errno = 0;
-    double v = p ? strtod(p, &end) : 0;
-    if (!p || end == p || errno || !isfinite(v) || v < 0 || *end != (i + 1 < count ? ',' : '\0'))
-      return fail(option, count == 1 ? "expects a non-negative number, got" : "expects A,B non-negative numbers, got",
-                  text);
-    out[i] = v;
-    p = end + 1;
-  }
-  return 0;
+/* An integer option stored in an int. */
+static int parse_int(const char *option, const char *text, int64_t max, int *out) {
+  int64_t v = 0;
+  int bad = tool_int64(option, text, 1, max, usage, &v);
+  if (!bad) *out = (int)v;
+  return bad;
 }
 
 static int parse_args(int argc, char **argv, phantom_args *a) {
@@ -90,7 +85,6 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
                       .p_busy = ADJ_ENERGY_P_BUSY, .p_idle = ADJ_ENERGY_P_IDLE, .gflops = 100};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int64_t x = 0;
     int bad = 0;
     if (!strcmp(o, "--table1")) a->table1 = true;
     else if (!strcmp(o, "--calibrate")) a->calibrate = a->alpha_beta = true;
@@ -100,16 +94,16 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
       return PHANTOM_HELP;
     } else {
       i++;
-      if (!strcmp(o, "--n")) bad = parse_int(o, v, 1, INT64_C(1) << 40, &a->shape.n);
-      else if (!strcmp(o, "--p")) bad = parse_int(o, v, 1, 1 << 20, &x), a->shape.p = (int)x;
-      else if (!strcmp(o, "--k")) bad = parse_int(o, v, 1, INT64_C(1) << 40, &a->shape.k);
-      else if (!strcmp(o, "--layers")) bad = parse_int(o, v, 1, 1 << 20, &x), a->shape.layers = (int)x;
-      else if (!strcmp(o, "--batch")) bad = parse_int(o, v, 1, INT64_C(1) << 40, &a->shape.batch);
+      if (!strcmp(o, "--n")) bad = tool_int64(o, v, 1, INT64_C(1) << 40, usage, &a->shape.n);
+      else if (!strcmp(o, "--p")) bad = parse_int(o, v, 1 << 20, &a->shape.p);
+      else if (!strcmp(o, "--k")) bad = tool_int64(o, v, 1, INT64_C(1) << 40, usage, &a->shape.k);
+      else if (!strcmp(o, "--layers")) bad = parse_int(o, v, 1 << 20, &a->shape.layers);
+      else if (!strcmp(o, "--batch")) bad = tool_int64(o, v, 1, INT64_C(1) << 40, usage, &a->shape.batch);
       else if (!strcmp(o, "--A")) bad = parse_reals(o, v, 1, &a->p_busy);
       else if (!strcmp(o, "--B")) bad = parse_reals(o, v, 1, &a->p_idle);
       else if (!strcmp(o, "--alpha")) bad = parse_reals(o, v, 1, &a->alpha), a->alpha_beta = true;
       else if (!strcmp(o, "--beta")) bad = parse_reals(o, v, 1, &a->beta), a->alpha_beta = true;
-      else if (!strcmp(o, "--gflops")) bad = parse_reals(o, v, 1, &a->gflops);
+      else if (!strcmp(o, "--gflops")) bad = tool_real(o, v, 1e-9, PHANTOM_REAL_MAX, usage, &a->gflops);
       else if (!strcmp(o, "--tp-times")) bad = parse_reals(o, v, 2, a->tp_times), a->tp_measured = true;
       else if (!strcmp(o, "--pp-times")) bad = parse_reals(o, v, 2, a->pp_times), a->pp_measured = true;
       else if (!strcmp(o, "--mp15-times")) bad = parse_reals(o, v, 2, a->mp15_times), a->mp15_measured = true;
@@ -122,7 +116,6 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
       if (bad) return bad;
     }
   }
-  if (a->gflops <= 0) return fail("--gflops", "must be positive, got", "0");
   if (a->shape.n < a->shape.p) {
     tool_complain("--n %lld is smaller than --p %d: every rank needs a feature\n", (long long)a->shape.n, a->shape.p);
     return EXIT_USAGE;
@@ -130,21 +123,50 @@ static int parse_args(int argc, char **argv, phantom_args *a) {
   return 0;
 }
 
+/* Parameters of the whole model (L layers) in Table I's four columns: total
+ * and rank 0, weights alone and with biases; rows TP and PP. */
+typedef struct phantom_sizes {
+  int64_t tp[4], pp[4];
+} phantom_sizes;
+
+/* L times the weights and the weights + biases of `all` and `rank0`; nonzero
+ * when a count does not fit int64 (adj_phantom_layer_size gives -1 then). */
+static int scale_sizes(int layers, adj_phantom_size all, adj_phantom_size rank0, int64_t out[4]) {
+  adj_phantom_size one[2] = {all, rank0};
+  for (int i = 0; i < 2; i++) {
+    int64_t with_bias;
+    if (one[i].weights < 0 || adj_int64_add(one[i].weights, one[i].biases, "weights + biases", &with_bias) ||
+        adj_int64_mul(layers, one[i].weights, "layers x weights", &out[2 * i]) ||
+        adj_int64_mul(layers, with_bias, "layers x (weights + biases)", &out[2 * i + 1]))
+      return -1;
+  }
+  return 0;
+}
+
+/* Model sizes of Table I: L (n^2/p + p k n) for PP, L n^2 for TP; a model
+ * whose parameter count does not fit int64 is refused naming the sizes. */
+static int count_sizes(const adj_ffn_shape *s, phantom_sizes *out) {
+  if (!scale_sizes(s->layers, adj_tp_layer_size(s->n, s->n, s->p, -1), adj_tp_layer_size(s->n, s->n, s->p, 0),
+                   out->tp) &&
+      !scale_sizes(s->layers, adj_phantom_layer_size(s->n, s->n, s->p, s->k, -1),
+                   adj_phantom_layer_size(s->n, s->n, s->p, s->k, 0), out->pp))
+    return 0;
+  tool_complain("--n %lld with --layers %d: the dense model's %d x %lld x %lld parameters (or the phantom model's) "
+                "are more than int64 counts\n",
+                (long long)s->n, s->layers, s->layers, (long long)s->n, (long long)s->n);
+  return EXIT_USAGE;
+}
+
 static double mega(int64_t v) { return (double)v / 1e6; }
 
-/* Model sizes of Table I: L (n^2/p + p k n) for PP, L n^2 for TP. */
-static void print_sizes(const adj_ffn_shape *s) {
-  adj_phantom_size pp = adj_phantom_layer_size(s->n, s->n, s->p, s->k, -1), tp = adj_tp_layer_size(s->n, s->n, s->p, -1);
-  adj_phantom_size pp0 = adj_phantom_layer_size(s->n, s->n, s->p, s->k, 0), tp0 = adj_tp_layer_size(s->n, s->n, s->p, 0);
+static void print_sizes(const adj_ffn_shape *s, const phantom_sizes *z) {
   printf("model size (parameters; L = %d layers)\n", s->layers);
   printf("  %-4s %16s %16s %16s %16s\n", "", "total", "total+bias", "rank 0", "rank 0+bias");
-  printf("  %-4s %16lld %16lld %16lld %16lld   (%.1f M)\n", "TP", (long long)(s->layers * tp.weights),
-         (long long)(s->layers * (tp.weights + tp.biases)), (long long)(s->layers * tp0.weights),
-         (long long)(s->layers * (tp0.weights + tp0.biases)), mega(s->layers * tp.weights));
+  printf("  %-4s %16lld %16lld %16lld %16lld   (%.1f M)\n", "TP", (long long)z->tp[0], (long long)z->tp[1],
+         (long long)z->tp[2], (long long)z->tp[3], mega(z->tp[0]));
   printf("  %-4s the same dense weights as TP, rows split over P_r = %d\n", "1.5D", s->p);
-  printf("  %-4s %16lld %16lld %16lld %16lld   (%.1f M)\n", "PP", (long long)(s->layers * pp.weights),
-         (long long)(s->layers * (pp.weights + pp.biases)), (long long)(s->layers * pp0.weights),
-         (long long)(s->layers * (pp0.weights + pp0.biases)), mega(s->layers * pp.weights));
+  printf("  %-4s %16lld %16lld %16lld %16lld   (%.1f M)\n", "PP", (long long)z->pp[0], (long long)z->pp[1],
+         (long long)z->pp[2], (long long)z->pp[3], mega(z->pp[0]));
 }
 
 static void print_table1(void) {
@@ -221,13 +243,16 @@ static int phantom_run(int argc, char **argv, int ranks) {
   phantom_args a;
   int bad = parse_args(argc, argv, &a);
   if (bad) return bad == PHANTOM_HELP ? 0 : bad;
+  const adj_ffn_shape *s = &a.shape;
+  phantom_sizes sizes;
+  bad = count_sizes(s, &sizes);
+  if (bad) return bad;
   adj_comm_model model = a.alpha_beta ? adj_comm_model_alpha_beta(a.alpha, a.beta, 4) : adj_comm_model_table3();
   /* The calibration's status is agreed, so every rank returns alike. */
   if (a.calibrate && adj_comm_model_calibrate(MPI_COMM_WORLD, &model)) {
     tool_complain("calibrate: %s\n", tool_error());
     return EXIT_MODEL;
   }
-  const adj_ffn_shape *s = &a.shape;
   bool within = adj_phantom_k_within_bound(s->n, s->p, s->k);
   if (!tool_quiet()) {
     if (a.calibrate) printf("calibrated on %d ranks of this machine\n", ranks);
@@ -240,17 +265,17 @@ static int phantom_run(int argc, char **argv, int ranks) {
                   (long long)s->k, (double)s->n / s->p * (1.0 - 1.0 / s->p), a.allow_large_k ? " (allowed)" : "");
   if (!within && !a.allow_large_k) return EXIT_MODEL;
   if (tool_quiet()) return 0;
-  print_sizes(s);
+  print_sizes(s, &sizes);
   print_comm(&model, s);
   print_energy(&a, &model);
   if (a.table1) print_table1();
   return 0;
 }
 
+/* MPI only for --calibrate: otherwise a plain process (tool_output.h). */
 int main(int argc, char **argv) {
-  int ranks;
-  if (tool_begin("adjoin-phantom", &argc, &argv, &ranks)) return EXIT_MODEL;
-  int code = phantom_run(argc, argv, ranks);
-  adj_finalize();
-  return code;
+  int ranks = 1;
+  tool_begin("adjoin-phantom");
+  if (tool_has_flag(argc, argv, "--calibrate") && tool_begin_mpi(&argc, &argv, &ranks)) return EXIT_MODEL;
+  return tool_end(phantom_run(argc, argv, ranks));
 }

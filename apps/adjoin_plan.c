@@ -1,5 +1,6 @@
 /* adjoin-plan: predicted communication time of a network on P_r x P_c grids
- * (plan.h), and the best grid.  It only computes (no MPI ranks).
+ * (plan.h), and the best grid.  It only computes and never starts MPI
+ * (tool_output.h), except for --calibrate.
  *
  *   adjoin-plan [--mode paper-eq4|paper|adjoin] [--conv same|batch|domain] --procs P
  *               --batch B [--alpha SECONDS] [--beta SECONDS_PER_BYTE |
@@ -19,18 +20,19 @@
  * the all-reduce fit, when the file has one, prices every collective and the
  * ping-pong fit the halo exchanges).  Exit status: 0 on success, 1 when the plan cannot be made (bad network file,
  * grid), 2 on a usage error; messages name the bad value on stderr. */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjoin/parse.h"
 #include "adjoin/plan.h"
 #include "adjoin/status.h"
 #include "tool_output.h"
 
 enum { EXIT_PLAN = 1, EXIT_USAGE = 2 };
 enum { PLAN_HELP = -1 }; /* plan_parse: the usage was asked for and printed */
+enum { PLAN_MAX_PROCS = 1 << 24 };
+enum { PLAN_GIVEN_PROCS = 1u, PLAN_GIVEN_BATCH = 2u, PLAN_GIVEN_BETA = 4u }; /* options given, as bits */
 
 static const char usage[] =
     "usage: adjoin-plan [--mode paper-eq4|paper|adjoin] [--conv same|batch|domain] --procs P --batch B\n"
@@ -50,90 +52,127 @@ typedef struct plan_args {
 } plan_args;
 
 static int plan_fail(const char *option, const char *message, const char *text) {
-  fprintf(stderr, "adjoin-plan: %s: %s '%s'\n%s", option, message, text ? text : "(missing)", usage);
+  tool_complain("%s: %s '%s'\n%s", option, message, text ? text : "(missing)", usage);
   return EXIT_USAGE;
 }
 
-static bool plan_long(const char *text, long long lo, long long *v) {
-  char *end;
-  errno = 0;
-  *v = text ? strtoll(text, &end, 10) : 0;
-  return text && !errno && end != text && !*end && *v >= lo && *v <= (1LL << 40);
+/* The parser's refusal (it names the option and the text) and the usage. */
+static int plan_refused(void) {
+  tool_complain("%s\n%s", adj_last_error(), usage);
+  return EXIT_USAGE;
 }
 
-static bool plan_double(const char *text, double *v) {
-  char *end;
-  errno = 0;
-  *v = text ? strtod(text, &end) : 0;
-  return text && !errno && end != text && !*end && isfinite(*v);
+/* alpha, beta and bandwidth: positive and finite, and far enough from 0 and
+ * infinity that the times they give stay finite. */
+static int plan_rate(const char *option, const char *text, double *out) {
+  return tool_real(option, text, 1e-30, 1e30, usage, out);
+}
+
+/* "RxC" or "P0:P1" into two ints in [1, max]. */
+static int plan_pair(const char *option, const char *text, char separator, int max, int *first, int *second) {
+  int64_t pair[2];
+  if (adj_parse_int64_pair(text, separator, 1, max, option, pair)) return plan_refused();
+  *first = (int)pair[0], *second = (int)pair[1];
+  return 0;
+}
+
+/* One option with its value v; 0, or the exit status of a refusal. */
+static int plan_option(plan_args *a, const char *o, const char *v, double *bandwidth, unsigned *given) {
+  int64_t n;
+  if (!strcmp(o, "--mode")) {
+    if (adj_plan_mode_parse(v, &a->config.mode)) return plan_fail(o, "unknown mode (paper-eq4, paper, adjoin)", v);
+  } else if (!strcmp(o, "--conv")) {
+    if (!strcmp(v, "same")) a->config.conv = ADJ_PLAN_CONV_SAME;
+    else if (!strcmp(v, "batch")) a->config.conv = ADJ_PLAN_CONV_BATCH;
+    else if (!strcmp(v, "domain")) a->config.conv = ADJ_PLAN_CONV_DOMAIN;
+    else return plan_fail(o, "must be same, batch or domain, got", v);
+  } else if (!strcmp(o, "--procs")) {
+    if (tool_int64(o, v, 1, PLAN_MAX_PROCS, usage, &n)) return EXIT_USAGE;
+    a->config.p = (int)n, *given |= PLAN_GIVEN_PROCS;
+  } else if (!strcmp(o, "--batch")) {
+    if (tool_int64(o, v, 1, INT64_C(1) << 40, usage, &a->config.batch)) return EXIT_USAGE;
+    *given |= PLAN_GIVEN_BATCH;
+  } else if (!strcmp(o, "--word")) {
+    if (tool_int64(o, v, 1, 64, usage, &n)) return EXIT_USAGE;
+    a->config.word_bytes = (int)n;
+  } else if (!strcmp(o, "--alpha")) {
+    return plan_rate(o, v, &a->config.alpha);
+  } else if (!strcmp(o, "--beta")) {
+    *given |= PLAN_GIVEN_BETA;
+    return plan_rate(o, v, &a->config.beta);
+  } else if (!strcmp(o, "--bandwidth")) {
+    return plan_rate(o, v, bandwidth);
+  } else if (!strcmp(o, "--grid")) {
+    return plan_pair(o, v, 'x', PLAN_MAX_PROCS, &a->grid_r, &a->grid_c);
+  } else if (!strcmp(o, "--sweep")) {
+    if (plan_pair(o, v, ':', PLAN_MAX_PROCS, &a->sweep0, &a->sweep1)) return EXIT_USAGE;
+    if (a->sweep1 < a->sweep0) return plan_fail(o, "must be P0:P1 with P0 <= P1, got", v);
+  } else if (!strcmp(o, "--calibrate")) {
+    a->calibrate = v;
+  } else if (!strcmp(o, "--calibration")) {
+    a->calibration = v;
+  } else {
+    return plan_fail("option", "unknown", o);
+  }
+  return 0;
 }
 
 static int plan_parse(int argc, char **argv, plan_args *a) {
   double bandwidth = 6e9;
-  bool have_beta = false, have_p = false, have_b = false;
+  unsigned given = 0;
   a->config = (adj_plan_config){.mode = ADJ_PLAN_PAPER, .alpha = 2e-6, .word_bytes = 4};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long long n;
+    int bad = 0;
     if (!strcmp(o, "--json")) a->json = true;
     else if (!strcmp(o, "--all-grids")) a->all = true;
-    else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return fputs(usage, stdout), PLAN_HELP;
-    else if (o[0] != '-' || !o[1]) {
+    else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+      if (!tool_quiet()) fputs(usage, stdout);
+      return PLAN_HELP;
+    } else if (o[0] != '-' || !o[1]) {
       if (a->file) return plan_fail("network file", "given twice; second is", o);
       a->file = o;
     } else if (!v) return plan_fail(o, "needs a value", NULL);
-    else if (i++, !strcmp(o, "--mode")) {
-      if (adj_plan_mode_parse(v, &a->config.mode)) return plan_fail(o, "unknown mode (paper-eq4, paper, adjoin)", v);
-    } else if (!strcmp(o, "--conv")) {
-      if (!strcmp(v, "same")) a->config.conv = ADJ_PLAN_CONV_SAME;
-      else if (!strcmp(v, "batch")) a->config.conv = ADJ_PLAN_CONV_BATCH;
-      else if (!strcmp(v, "domain")) a->config.conv = ADJ_PLAN_CONV_DOMAIN;
-      else return plan_fail(o, "must be same, batch or domain, got", v);
-    } else if (!strcmp(o, "--procs")) {
-      if (!plan_long(v, 1, &n) || n > 1 << 24) return plan_fail(o, "must be a worker count >= 1, got", v);
-      a->config.p = (int)n, have_p = true;
-    } else if (!strcmp(o, "--batch")) {
-      if (!plan_long(v, 1, &n)) return plan_fail(o, "must be a batch size >= 1, got", v);
-      a->config.batch = n, have_b = true;
-    } else if (!strcmp(o, "--word")) {
-      if (!plan_long(v, 1, &n) || n > 64) return plan_fail(o, "must be 1..64 bytes, got", v);
-      a->config.word_bytes = (int)n;
-    } else if (!strcmp(o, "--alpha")) {
-      if (!plan_double(v, &a->config.alpha) || a->config.alpha <= 0) return plan_fail(o, "must be > 0 seconds, got", v);
-    } else if (!strcmp(o, "--beta")) {
-      if (!plan_double(v, &a->config.beta) || a->config.beta <= 0)
-        return plan_fail(o, "must be > 0 seconds per byte, got", v);
-      have_beta = true;
-    } else if (!strcmp(o, "--bandwidth")) {
-      if (!plan_double(v, &bandwidth) || bandwidth <= 0) return plan_fail(o, "must be > 0 bytes per second, got", v);
-    } else if (!strcmp(o, "--grid")) {
-      char tail;
-      if (sscanf(v, "%dx%d%c", &a->grid_r, &a->grid_c, &tail) != 2 || a->grid_r < 1 || a->grid_c < 1)
-        return plan_fail(o, "must be RxC with R, C >= 1, got", v);
-    } else if (!strcmp(o, "--calibrate")) {
-      a->calibrate = v;
-    } else if (!strcmp(o, "--calibration")) {
-      a->calibration = v;
-    } else if (!strcmp(o, "--sweep")) {
-      char tail;
-      if (sscanf(v, "%d:%d%c", &a->sweep0, &a->sweep1, &tail) != 2 || a->sweep0 < 1 || a->sweep1 < a->sweep0)
-        return plan_fail(o, "must be P0:P1 with 1 <= P0 <= P1, got", v);
-    } else {
-      return plan_fail("option", "unknown", o);
-    }
+    else bad = plan_option(a, o, v, &bandwidth, &given), i++;
+    if (bad) return bad;
   }
   if (a->calibrate) return 0;
   if (!a->file) return plan_fail("network file", "missing", NULL);
-  if (!have_p && !a->sweep0) return plan_fail("--procs", "missing", NULL);
-  if (!have_b) return plan_fail("--batch", "missing", NULL);
-  if (!have_beta) a->config.beta = 1.0 / bandwidth;
+  if (!(given & PLAN_GIVEN_PROCS) && !a->sweep0) return plan_fail("--procs", "missing", NULL);
+  if (!(given & PLAN_GIVEN_BATCH)) return plan_fail("--batch", "missing", NULL);
+  if (!(given & PLAN_GIVEN_BETA)) a->config.beta = 1.0 / bandwidth;
   adj_plan_calibration cal;
   if (a->calibration && adj_plan_calibration_load(a->calibration, &cal)) {
-    fprintf(stderr, "adjoin-plan: --calibration: %s\n", tool_error());
+    tool_complain("--calibration: %s\n", tool_error());
     return EXIT_USAGE;
   }
   if (a->calibration) adj_plan_calibration_apply(&cal, &a->config);
   return 0;
+}
+
+static int plan_failed(void) {
+  tool_complain("%s\n", tool_error());
+  return EXIT_PLAN;
+}
+
+/* "T(1 x P) / T(best)" as a table shows it: "-" when the best grid
+ * communicates nothing (P = 1), where the ratio would be 0/0. */
+static const char *plan_speedup(double base, double best, char *text, size_t size) {
+  if (best > 0) snprintf(text, size, "%.2fx", base / best);
+  else snprintf(text, size, "-");
+  return text;
+}
+
+/* A name from the network file as a JSON string: quotes, backslashes and
+ * control characters escaped, so a hostile name cannot break the output. */
+static void json_string(const char *text) {
+  putchar('"');
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+    if (*c == '"' || *c == '\\') printf("\\%c", *c);
+    else if (*c < 0x20) printf("\\u%04x", *c);
+    else putchar(*c);
+  }
+  putchar('"');
 }
 
 static const char *const kind_names[] = {"conv", "pool", "fc"};
@@ -177,10 +216,10 @@ static void json_result(const adj_plan_network *net, const adj_plan_result *r, b
     printf(", \"layers\": [");
     for (int i = 0; i < r->n; i++) {
       const adj_plan_layer_cost *l = &r->layers[i];
-      printf("%s{\"name\": \"%s\", \"kind\": \"%s\", \"grid\": [%d, %d], \"domain\": %s, \"total\": %.9e, "
-             "\"time\": {",
-             i ? ", " : "", net->layers[i].name, kind_names[net->layers[i].kind], l->p_r, l->p_c,
-             l->domain ? "true" : "false", l->total);
+      printf("%s{\"name\": ", i ? ", " : "");
+      json_string(net->layers[i].name);
+      printf(", \"kind\": \"%s\", \"grid\": [%d, %d], \"domain\": %s, \"total\": %.9e, \"time\": {",
+             kind_names[net->layers[i].kind], l->p_r, l->p_c, l->domain ? "true" : "false", l->total);
       for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++)
         printf("%s\"%s\": %.9e", k ? ", " : "", adj_plan_collective_name(k), l->time[k]);
       printf("}, \"words\": {");
@@ -194,11 +233,6 @@ static void json_result(const adj_plan_network *net, const adj_plan_result *r, b
     printf("]");
   }
   printf("}");
-}
-
-static int plan_failed(void) {
-  fprintf(stderr, "adjoin-plan: %s\n", tool_error());
-  return EXIT_PLAN;
 }
 
 /* Every grid of P, or the best one, or the one asked for. */
@@ -222,11 +256,11 @@ static int plan_one(const plan_args *a, const adj_plan_network *net) {
       if (s) return adj_plan_result_free(&batch), plan_failed();
       if (a->json) printf("%s", any ? ", " : ""), json_result(net, &r, false);
       else {
-        char grid[24];
+        char grid[24], speedup[32];
         snprintf(grid, sizeof grid, "%dx%d", r.p_r, r.p_c);
         printf("%-9s", grid);
         for (int k = 0; k < ADJ_PLAN_COLLECTIVES; k++) printf(" %11.4e", r.time[k]);
-        printf(" %11.4e %8.2fx\n", r.total, batch.total / r.total);
+        printf(" %11.4e %9s\n", r.total, plan_speedup(batch.total, r.total, speedup, sizeof speedup));
       }
       any = true;
       adj_plan_result_free(&r);
@@ -238,9 +272,10 @@ static int plan_one(const plan_args *a, const adj_plan_network *net) {
   int s = a->grid_r ? adj_plan_evaluate(net, &a->config, a->grid_r, a->grid_c, &r) : adj_plan_best(net, &a->config, &r);
   if (s) return plan_failed();
   if (a->json) {
-    printf("{\"network\": \"%s\", \"mode\": \"%s\", \"procs\": %d, \"batch\": %lld, \"best\": %s, \"result\": ",
-           net->name, adj_plan_mode_name(a->config.mode), a->config.p, (long long)a->config.batch,
-           a->grid_r ? "false" : "true");
+    printf("{\"network\": ");
+    json_string(net->name);
+    printf(", \"mode\": \"%s\", \"procs\": %d, \"batch\": %lld, \"best\": %s, \"result\": ",
+           adj_plan_mode_name(a->config.mode), a->config.p, (long long)a->config.batch, a->grid_r ? "false" : "true");
     json_result(net, &r, true);
     printf("}\n");
   } else {
@@ -268,9 +303,10 @@ static int plan_sweep(plan_args *a, const adj_plan_network *net) {
       printf("%s{\"procs\": %d, \"best\": [%d, %d], \"batch_total\": %.9e, \"best_total\": %.9e}", p > a->sweep0 ? ", " : "",
              p, best.p_r, best.p_c, batch.total, best.total);
     else {
-      char grid[24];
+      char grid[24], speedup[32];
       snprintf(grid, sizeof grid, "%dx%d", best.p_r, best.p_c);
-      printf("%6d %9s %12.4e %12.4e %8.2fx\n", p, grid, batch.total, best.total, batch.total / best.total);
+      printf("%6d %9s %12.4e %12.4e %9s\n", p, grid, batch.total, best.total,
+             plan_speedup(batch.total, best.total, speedup, sizeof speedup));
     }
     adj_plan_result_free(&batch), adj_plan_result_free(&best);
   }
@@ -279,14 +315,19 @@ static int plan_sweep(plan_args *a, const adj_plan_network *net) {
 }
 
 /* Ping-pong between two ranks and an all-reduce sweep on all of them under
- * mpiexec (2 or more ranks); rank 0 prints both fits and writes the file. */
-static int plan_calibrate(int *argc, char ***argv, const char *path) {
-  MPI_Init(argc, argv);
+ * mpiexec (2 or more ranks); rank 0 prints both fits and writes the file,
+ * whose path is checked before anything is measured.  Every rank returns
+ * rank 0's outcome. */
+static int plan_calibrate(const char *path) {
   enum { REPEATS = 20 };
   adj_plan_calibration cal = {0};
-  int rank, s = adj_plan_calibrate(MPI_COMM_WORLD, REPEATS, &cal.alpha, &cal.beta);
-  if (!s) s = adj_plan_calibrate_allreduce(MPI_COMM_WORLD, REPEATS, &cal.collective_alpha, &cal.collective_beta);
+  int rank, s = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) s = tool_check_output("--calibrate", path);
+  MPI_Bcast(&s, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (s) return EXIT_PLAN;
+  s = adj_plan_calibrate(MPI_COMM_WORLD, REPEATS, &cal.alpha, &cal.beta);
+  if (!s) s = adj_plan_calibrate_allreduce(MPI_COMM_WORLD, REPEATS, &cal.collective_alpha, &cal.collective_beta);
   MPI_Comm_size(MPI_COMM_WORLD, &cal.collective_ranks);
   if (!s && rank == 0) s = adj_plan_calibration_save(path, &cal);
   if (rank == 0 && !s)
@@ -295,19 +336,25 @@ static int plan_calibrate(int *argc, char ***argv, const char *path) {
            "written to %s\n",
            cal.alpha, cal.beta, 1e-9 / cal.beta, cal.collective_ranks, cal.collective_alpha, cal.collective_beta,
            1e-9 / cal.collective_beta, path);
-  if (s) fprintf(stderr, "adjoin-plan: rank %d: %s\n", rank, tool_error());
-  MPI_Finalize();
+  if (s) tool_complain("%s\n", tool_error());
+  MPI_Bcast(&s, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return s ? EXIT_PLAN : 0;
 }
 
-int main(int argc, char **argv) {
-  plan_args a = {0};
-  int s = plan_parse(argc, argv, &a);
-  if (s) return s == PLAN_HELP ? 0 : s;
-  if (a.calibrate) return plan_calibrate(&argc, &argv, a.calibrate);
+static int plan_network(plan_args *a) {
   adj_plan_network *net;
-  if (adj_plan_network_read(a.file, &net)) return plan_failed();
-  s = a.sweep0 ? plan_sweep(&a, net) : plan_one(&a, net);
+  if (adj_plan_network_read(a->file, &net)) return plan_failed();
+  int s = a->sweep0 ? plan_sweep(a, net) : plan_one(a, net);
   adj_plan_network_destroy(&net);
   return s;
+}
+
+/* MPI only for --calibrate: otherwise a plain process (tool_output.h). */
+int main(int argc, char **argv) {
+  plan_args a = {0};
+  tool_begin("adjoin-plan");
+  if (tool_has_flag(argc, argv, "--calibrate") && tool_begin_mpi(&argc, &argv, NULL)) return EXIT_PLAN;
+  int s = plan_parse(argc, argv, &a);
+  if (!s) s = a.calibrate ? plan_calibrate(a.calibrate) : plan_network(&a);
+  return tool_end(s == PLAN_HELP ? 0 : s);
 }

@@ -16,8 +16,9 @@
  * (unreadable data, refused checkpoint, a metrics file that cannot be written;
  * the message names it), 2 bad or conflicting flags, 3 stopped on purpose by
  * --stop-after-batches (a simulated crash, even after the run's last batch). */
-#include <errno.h>
+#include <float.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <mpi.h>
@@ -114,28 +115,21 @@ __attribute__((format(printf, 1, 2))) static void complain(const char *fmt, ...)
 }
 
 /* Whole-string integer / real parsing: "12x" and "" are errors. */
+static int parse_int_in(const char *flag, const char *text, int64_t min, int64_t max, int64_t *out) {
+  if (!adj_parse_int64(text, min, max, flag, out)) return 0;
+  if (max == INT64_MAX) complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
+  else complain("%s needs an integer from %lld to %lld, got '%s'\n", flag, (long long)min, (long long)max, text);
+  return -1;
+}
+
 static int parse_int(const char *flag, const char *text, int64_t min, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < min) {
-    complain("%s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
+  return parse_int_in(flag, text, min, INT64_MAX, out);
 }
 
 static int parse_real(const char *flag, const char *text, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (errno || end == text || *end || !(v >= 0) || !isfinite(v)) {
-    complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
-    return -1;
-  }
-  *out = v;
-  return 0;
+  if (!adj_parse_real(text, 0, DBL_MAX, flag, out)) return 0;
+  complain("%s needs a finite non-negative number, got '%s'\n", flag, text);
+  return -1;
 }
 
 /* A flag naming one of two choices (e.g. "adam" or "sgd"): *choice is its
@@ -211,8 +205,9 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_STOP: return parse_int("--stop-after-batches", arg, 0, &o->stop_after);
   case OPT_TRAIN_LIMIT: return parse_int("--train-limit", arg, 1, &o->train_limit);
   case OPT_TEST_LIMIT: return parse_int("--test-limit", arg, 1, &o->test_limit);
-  case OPT_REPLICAS: return parse_int("--replicas", arg, 1, &o->replicas);
-  case OPT_MICRO: return parse_int("--micro-batches", arg, 1, &o->micro_batches);
+  /* Both are ints in the trainer. */
+  case OPT_REPLICAS: return parse_int_in("--replicas", arg, 1, INT_MAX, &o->replicas);
+  case OPT_MICRO: return parse_int_in("--micro-batches", arg, 1, INT_MAX, &o->micro_batches);
   case OPT_CAP: return parse_cap("--bucket-cap", arg, &o->caps[1]);
   case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
@@ -237,11 +232,13 @@ static const char *model_name(const train_options *o) {
   return is_mlp(o) ? "MLP" : is_encdec(o) ? "encoder-decoder" : "LeNet-5";
 }
 
-/* A grid layout "PrxPc"; false otherwise. */
+/* A grid layout "PrxPc", each 1 to 4096 (parse.h: "4294967297x1" is no
+ * grid, never 1x1); false otherwise. */
 static bool grid_layout(const char *layout, int *rows, int *cols) {
-  char tail;
-  return sscanf(layout, "%dx%d%c", rows, cols, &tail) == 2 && *rows >= 1 && *cols >= 1 && *rows <= 4096 &&
-         *cols <= 4096;
+  int64_t grid[2];
+  if (adj_parse_int64_pair(layout, 'x', 1, 4096, "--layout", grid)) return false;
+  *rows = (int)grid[0], *cols = (int)grid[1];
+  return true;
 }
 
 /* An MLP layout: "sequential" (0 x 0) or a grid; false otherwise. */
@@ -305,6 +302,31 @@ static const char *default_layout(const train_options *o, int ranks) {
   return name;
 }
 
+/* Every pass of a step (a micro-batch on a replica) takes a share of
+ * --batch: more passes than samples would leave passes empty, and their
+ * product is formed in int64 (replicas and micro-batches are at most
+ * INT_MAX, a grid's columns 4096). */
+static int check_passes(const train_options *o) {
+  int64_t passes;
+  if (!adj_int64_mul(o->replicas, o->micro_batches, "replicas x micro-batches", &passes) && passes <= o->batch)
+    return 0;
+  complain("--micro-batches %lld on %lld replica%s makes more passes per step than the %lld samples of --batch\n",
+           (long long)o->micro_batches, (long long)o->replicas, o->replicas == 1 ? "" : "s", (long long)o->batch);
+  return -1;
+}
+
+/* The replicas as the user asked for them, for a message: "--replicas 3 of
+ * layout 1x2 (6 replicas of 1x1: its 2 columns run as replicas)". */
+static const char *asked_replicas(const train_options *o, int64_t asked, const char *typed, char *text,
+                                  size_t size) {
+  int used = asked ? snprintf(text, size, "--replicas %lld of layout %s", (long long)asked, typed)
+                   : snprintf(text, size, "layout %s", typed);
+  if (used >= 0 && (size_t)used < size && strcmp(typed, o->layout))
+    snprintf(text + used, size - (size_t)used, " (%lld replicas of %s: its columns run as replicas)",
+             (long long)o->replicas, o->layout);
+  return text;
+}
+
 /* The layout against the ranks and replicas; 0 or -1 with a message. */
 static int check_layout(train_options *o, int ranks) {
   bool by_default = !o->layout;
@@ -317,20 +339,23 @@ static int check_layout(train_options *o, int ranks) {
     }
     o->layout = "sequential", o->replicas = ranks;
   }
+  int64_t asked = o->replicas;
+  const char *typed = o->layout;
+  char text[160];
   grid_as_replicas(o);
   if (!o->replicas) o->replicas = 1;
   int need = layout_ranks(o, replica_ranks, by_default);
   if (!need) return -1;
   if (ranks % o->replicas) {
-    complain("%d ranks do not divide into %lld replicas of layout %s\n", ranks, (long long)o->replicas, o->layout);
+    complain("%d ranks do not divide into %s\n", ranks, asked_replicas(o, asked, typed, text, sizeof text));
     return -1;
   }
   if (need > ranks / o->replicas) {
-    complain("layout %s needs %d ranks per replica; run %lld replicas with mpiexec.mpich -n %lld\n", o->layout, need,
-             (long long)o->replicas, (long long)(need * o->replicas));
+    complain("%s needs %d ranks per replica; run it with mpiexec.mpich -n %lld\n",
+             asked_replicas(o, asked, typed, text, sizeof text), need, (long long)(need * o->replicas));
     return -1;
   }
-  return 0;
+  return check_passes(o);
 }
 
 /* Flags given with a model or optimizer that would ignore them. */
@@ -449,6 +474,10 @@ static int check_output_paths(train_run *r) {
     status = 1;
   }
   if (r->rank == 0 && !status && o->metrics) status = report_check_target(o->metrics) ? 1 : 0;
+  if (r->rank == 0 && !status && o->trace && adj_file_check_output(o->trace, "--trace")) {
+    complain("%s\n", adj_last_error());
+    status = 1;
+  }
   return rank0_status(status);
 }
 
@@ -498,8 +527,8 @@ static int build(train_run *r) {
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
-  if (rank0_status(r->rank == 0 && o->trace && !(r->trace = fopen(o->trace, "w")))) {
-    if (r->rank == 0) complain("--trace: cannot write %s\n", o->trace);
+  if (rank0_status(r->rank == 0 && o->trace && adj_file_open_output(o->trace, "--trace", &r->trace))) {
+    if (r->rank == 0) complain("%s\n", adj_last_error());
     return 1;
   }
   bool dp = o->replicas > 1;
@@ -685,9 +714,17 @@ static void teardown(train_run *r) {
   adj_optimizer_destroy(&r->optimizer);
   adj_layer_destroy(&r->net);
   adj_replicas_destroy(&r->replicas);
-  if (r->trace) fclose(r->trace);
   adj_dataset_destroy(&r->train);
   adj_dataset_destroy(&r->test);
+}
+
+/* The trace's writes are checked as it closes: one that failed (a full
+ * disk) loses events, so the run exits 1 on every rank, saying so. */
+static int close_trace(train_run *r, int status) {
+  int failed = r->rank == 0 && adj_file_close_output(r->trace, r->options.trace, "--trace");
+  r->trace = NULL;
+  if (failed) complain("%s\n", adj_last_error());
+  return rank0_status(failed) ? 1 : status;
 }
 
 /* --openblas-coretype, alone: answered without MPI, since a launcher asks it
@@ -714,6 +751,7 @@ int main(int argc, char **argv) {
   adj_train_share_cores(MPI_COMM_WORLD);
   status = run(&r);
   teardown(&r);
+  status = close_trace(&r, status);
   adj_finalize();
   return status;
 }

@@ -6,8 +6,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "adjoin/file.h"
+#include "adjoin/status.h"
 
 /* ---- progress ------------------------------------------------------------------------- */
 
@@ -211,26 +213,13 @@ static int report_failed(const char *what, const char *path, const char *why) {
   return -1;
 }
 
-/* Why fopen(path, "w") would fail, or NULL when it would not: the path is a
- * writable regular file, or absent in a directory that takes new files.  A
- * FIFO or device is refused too: opening one would block or write elsewhere. */
-static const char *report_unwritable(const char *path) {
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (!S_ISREG(st.st_mode)) return "exists and is not a regular file";
-    return access(path, W_OK) ? strerror(errno) : NULL;
-  }
-  if (errno != ENOENT) return strerror(errno);
-  char dir[4096];
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-  return access(dir, W_OK | X_OK) ? strerror(errno) : NULL;
-}
-
+/* The path must take the file (file.h): a writable regular file, or absent
+ * in a directory that takes new files; a FIFO or a device is refused, as
+ * opening one would block or write elsewhere. */
 static int report_check_one(const char *what, const char *path) {
-  const char *why = report_unwritable(path);
-  return why ? report_failed(what, path, why) : 0;
+  if (!adj_file_check_output(path, what)) return 0;
+  fprintf(stderr, "adjoin-train: cannot write the %s\n", adj_last_error());
+  return -1;
 }
 
 int report_check_target(const char *csv_path) {

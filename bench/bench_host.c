@@ -1,7 +1,6 @@
 /* bench_host.h */
 #include "bench_host.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,12 +57,12 @@ void bench_blas_note(FILE *out) {
   if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(out, "note: %s\n", advice);
 }
 
+/* Both parsers decide through parse.h (whole string, range-checked in the
+ * type the value is stored in) and say it in the benchmarks' own words. */
 bool bench_parse_count(const char *program, const char *what, const char *text, long long min, long long max,
                        bool say, long long *value) {
-  char *end = NULL;
-  errno = 0;
-  long long parsed = strtoll(text, &end, 10);
-  if (end != text && *end == '\0' && errno == 0 && parsed >= min && parsed <= max) {
+  int64_t parsed;
+  if (!adj_parse_int64(text, min, max, what, &parsed)) {
     *value = parsed;
     return true;
   }
@@ -73,10 +72,8 @@ bool bench_parse_count(const char *program, const char *what, const char *text, 
 
 bool bench_parse_real(const char *program, const char *what, const char *text, double above, double most, bool say,
                       double *value) {
-  char *end = NULL;
-  errno = 0;
-  double parsed = strtod(text, &end);
-  if (end != text && *end == '\0' && errno == 0 && parsed > above && parsed <= most) {
+  double parsed;
+  if (!adj_parse_real(text, above, most, what, &parsed) && parsed > above) {
     *value = parsed;
     return true;
   }

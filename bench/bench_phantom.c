@@ -53,17 +53,9 @@ typedef struct bench_args {
   const char *csv;
 } bench_args;
 
+/* --k: k1,k2,... (parse.h), each 1 to 2^30. */
 static int parse_ks(const char *text, bench_args *a) {
-  a->n_k = 0;
-  for (const char *p = text; p && *p && a->n_k < MAX_K;) {
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || v < 1) return -1;
-    a->k[a->n_k++] = v;
-    p = *end == ',' ? end + 1 : end;
-    if (*end && *end != ',') return -1;
-  }
-  return a->n_k ? 0 : -1;
+  return adj_parse_int64_list(text, ',', MAX_K, 1, 1 << 30, "--k", a->k, &a->n_k);
 }
 
 static const char usage[] =
@@ -95,8 +87,13 @@ static int parse(int argc, char **argv, bool say, bench_args *a) {
   a->n = n ? n : a->teacher ? 512 : 4096;
   a->batch = batch, a->layers = (int)layers, a->rounds = (int)rounds, a->max_steps = (int)max_steps;
   if (parse_ks(ks ? ks : a->teacher ? "2,4,8" : "8,16,64", a)) {
-    if (say) fprintf(stderr, "bench-phantom: --k '%s' is not a list k1,k2,... of whole numbers >= 1\n%s\n", ks, usage);
+    if (say) fprintf(stderr, "bench-phantom: %s\n%s\n", adj_last_error(), usage);
     return 2;
+  }
+  /* The teacher runs' CSV and plot: refused now rather than after the runs. */
+  if (a->teacher && adj_file_check_output(a->csv, "--csv")) {
+    if (say) fprintf(stderr, "bench-phantom: %s\n", adj_last_error());
+    return 1;
   }
   return BENCH_RUN;
 }

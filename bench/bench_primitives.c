@@ -245,18 +245,17 @@ static void bench_collectives(const bench_ctx *ctx, int64_t n) {
 
 /* Seconds per call of the sum-reduce of n float64 over the world onto rank 0
  * with `algorithm` forced, best of ctx->trials runs. */
-static double time_sum_reduce(const bench_ctx *ctx, int64_t n, const char *algorithm) {
+static double time_sum_reduce(const bench_ctx *ctx, int64_t n, adj_sum_algorithm algorithm) {
   int one[1] = {1}, all[1] = {ctx->size};
   adj_partition *root, *everyone;
   adj_decomposition *on_root;
   adj_op *reduce;
-  setenv("ADJ_SUM_REDUCE_ALGORITHM", algorithm, 1);
-  if (adj_partition_create(MPI_COMM_WORLD, 1, one, 1, NULL, &root) ||
+  if (adj_sum_algorithm_set_default(algorithm) || adj_partition_create(MPI_COMM_WORLD, 1, one, 1, NULL, &root) ||
       adj_partition_create(MPI_COMM_WORLD, 1, all, ctx->size, NULL, &everyone) ||
       adj_decomposition_create(root, 1, (const int64_t[]){n}, &on_root) ||
       adj_sum_reduce_create(ADJ_FLOAT64, everyone, on_root, &reduce))
     die("sum-reduce");
-  unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
+  if (adj_sum_algorithm_set_default(ADJ_SUM_AUTO)) die("sum-reduce");
   adj_tensor x, y;
   adj_op_create_domain_tensor(reduce, &x), adj_op_create_range_tensor(reduce, &y);
   /* Written memory, not calloc's shared zero page (see the top). */
@@ -287,7 +286,7 @@ static void calibrate(const bench_ctx *ctx, const int64_t *sizes, int nsizes) {
     double t[ADJ_SUM_ALGORITHM_COUNT];
     int best = 1;
     for (int a = 1; a < ADJ_SUM_ALGORITHM_COUNT; a++) {
-      t[a] = time_sum_reduce(ctx, n, adj_sum_algorithm_names[a]);
+      t[a] = time_sum_reduce(ctx, n, (adj_sum_algorithm)a);
       if (t[a] < t[best]) best = a;
     }
     /* The first size also covers every smaller block. */
@@ -378,11 +377,12 @@ int main(int argc, char **argv) {
   if (ctx.rank == 0) {
     adj_check_level level = ADJ_CHECK_FIRST;
     adj_check_level_default(&level);
-    const char *algorithm = getenv("ADJ_SUM_REDUCE_ALGORITHM");
+    adj_sum_algorithm algorithm = ADJ_SUM_AUTO;
+    if (adj_sum_algorithm_get_default(&algorithm)) die("ADJ_SUM_REDUCE_ALGORITHM");
     printf("bench-primitives: %d ranks on %ld cores, wait policy %s, check level %s, sum-reduce algorithm %s, "
            "float64; raw MPI by %s\n",
            ctx.size, sysconf(_SC_NPROCESSORS_ONLN), adj_wait_policy_name(policy), adj_check_level_name(level),
-           algorithm && *algorithm ? algorithm : "auto",
+           adj_sum_algorithm_names[algorithm],
            ctx.raw_yield ? "nonblocking calls completed by yielding" : "blocking calls");
     if (!calibrating)
       printf("%-15s %13s  %15s  %15s  %7s  %-24s %s\n", "operation", "size", "adjoin", "fastest MPI", "ratio",

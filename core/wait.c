@@ -9,34 +9,26 @@
 #include "adjoin/status.h"
 #include "adjoin/wait.h"
 #include "error_impl.h"
+#include "setting_impl.h"
 
 /* GCC 12 misreads MPICH's MPI_STATUSES_IGNORE sentinel as a zero-size array. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #endif
 
+static const char *const adj_wait_policy_names[] = {"auto", "spin", "yield"};
+
 const char *adj_wait_policy_name(adj_wait_policy policy) {
-  switch (policy) {
-  case ADJ_WAIT_AUTO: return "auto";
-  case ADJ_WAIT_SPIN: return "spin";
-  case ADJ_WAIT_YIELD: return "yield";
-  }
-  return "invalid";
+  return adj_wait_policy_valid(policy) ? adj_wait_policy_names[policy] : "invalid";
 }
 
 int adj_wait_policy_valid(adj_wait_policy policy) {
   return policy == ADJ_WAIT_AUTO || policy == ADJ_WAIT_SPIN || policy == ADJ_WAIT_YIELD;
 }
 
-static int adj_wait_policy_from_env(adj_wait_policy *policy) {
-  const char *env = getenv("ADJ_WAIT_POLICY");
-  if (!env || !*env) return 0;
-  if (!strcmp(env, "spin")) *policy = ADJ_WAIT_SPIN;
-  else if (!strcmp(env, "yield")) *policy = ADJ_WAIT_YIELD;
-  else if (!strcmp(env, "auto")) *policy = ADJ_WAIT_AUTO;
-  else return adj_error_set(ADJ_ERR_ARG, "ADJ_WAIT_POLICY='%s' is not one of spin, yield, auto", env);
-  return 0;
-}
+static adj_setting adj_wait_setting = ADJ_SETTING_INIT("ADJ_WAIT_POLICY");
+
+ADJ_SETTING_CHOICE_ACCESSORS(adj_wait_policy, adj_wait_policy, adj_wait_setting, adj_wait_policy_names)
 
 /* MPI_Comm_split_type is a slow blocking collective on an oversubscribed node,
  * and every partition and operator resolves its policy when it is created.  The agreed answer is
@@ -82,10 +74,12 @@ int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_p
   ADJ_CHECK(resolved, ADJ_ERR_ARG, "adj_wait_policy_resolve: output policy pointer is NULL");
   ADJ_CHECK(adj_wait_policy_valid(requested), ADJ_ERR_ARG,
             "adj_wait_policy_resolve: wait policy %d is not auto (0), spin (1) or yield (2)", (int)requested);
-  adj_wait_policy policy = requested;
-  /* The environment is the same on every rank under mpiexec, so a bad value is
-   * found identically everywhere. */
-  ADJ_CALL(adj_wait_policy_from_env(&policy));
+  /* The process's default (ADJ_WAIT_POLICY or its setter), unless AUTO,
+   * overrides the request.  The environment is the same on every rank under
+   * mpiexec, so a bad value is found identically everywhere. */
+  adj_wait_policy policy;
+  ADJ_CALL(adj_wait_policy_get_default(&policy));
+  if (policy == ADJ_WAIT_AUTO) policy = requested;
   if (policy != ADJ_WAIT_AUTO) {
     *resolved = policy;
     return ADJ_SUCCESS;

@@ -3,7 +3,8 @@
  * A table maps (group size, block bytes) to the algorithm measured fastest on
  * this machine (bench-primitives --calibrate writes it).  It is a text file,
  * one entry a line, "sum <group size> <bytes> <algorithm name>", '#' starting
- * a comment, kept at $ADJ_ALGORITHM_CACHE, else
+ * a comment, kept where adj_algorithm_table_set_path says (broadcast.h), else
+ * at $ADJ_ALGORITHM_CACHE, else
  * $XDG_CACHE_HOME/adjoin/primitive-algorithms, else
  * $HOME/.cache/adjoin/primitive-algorithms.  An entry holds from its byte
  * count up to the next entry of the same group size; below the smallest it is
@@ -37,10 +38,16 @@ enum { ADJ_SUM_ALGORITHM_COUNT = 5 };
 void adj_algorithm_table_path(char *path, size_t size);
 
 /* Reads path.  A missing file is an empty table; a malformed one is
- * ADJ_ERR_IO naming the file, line and text. */
+ * ADJ_ERR_IO naming the file, line and text, and one that is not a regular
+ * file (a FIFO, a device, a directory) or holds more than
+ * ADJ_ALGORITHM_TABLE_BYTES is refused at once (file.h). */
+enum { ADJ_ALGORITHM_TABLE_BYTES = 1 << 16 };
 int adj_algorithm_table_read(const char *path, adj_algorithm_table *table);
+/* The same from text; `source` names it in messages. */
+int adj_algorithm_table_parse(const char *text, const char *source, adj_algorithm_table *table);
 
-/* Writes the table to path, creating the directory above it. */
+/* Writes the table to path, creating the directory above it; a path that
+ * is not a regular file, or a write that fails, is an error (file.h). */
 int adj_algorithm_table_write(const char *path, const adj_algorithm_table *table);
 
 /* Collective on comm: rank 0 reads the cache file and broadcasts the table,

@@ -15,6 +15,7 @@
 #include "adjoin/conv.h"
 #include "kernel_table.h"
 #include "conv_plan_impl.h"
+#include "setting_impl.h"
 
 /* ---- validation and the choice of algorithm ---------------------------------------- */
 
@@ -31,21 +32,11 @@ const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm) {
 
 const char *adj_kernels_isa(void) { return adj_kernel_table_select()->isa; }
 
-/* *algorithm from the environment variable ADJ_CONV_ALGORITHM (unset or
- * empty: AUTO); fails naming any other value. */
-static int adj_conv_algorithm_from_env(const char *who, adj_conv_algorithm *algorithm) {
-  const char *text = getenv("ADJ_CONV_ALGORITHM");
-  *algorithm = ADJ_CONV_ALGORITHM_AUTO;
-  if (!text || !*text) return ADJ_SUCCESS;
-  for (int a = ADJ_CONV_ALGORITHM_AUTO; a <= ADJ_CONV_ALGORITHM_MEASURE; a++)
-    if (strcmp(text, adj_conv_algorithm_name((adj_conv_algorithm)a)) == 0) {
-      *algorithm = (adj_conv_algorithm)a;
-      return ADJ_SUCCESS;
-    }
-  return adj_error_set(ADJ_ERR_ARG,
-                       "%s: ADJ_CONV_ALGORITHM is \"%s\" but must be auto, direct, shifted, im2col or measure", who,
-                       text);
-}
+static adj_setting adj_conv_algorithm_setting = ADJ_SETTING_INIT("ADJ_CONV_ALGORITHM");
+static const char *const adj_conv_algorithm_names[] = {"auto", "direct", "shifted", "im2col", "measure"};
+
+ADJ_SETTING_CHOICE_ACCESSORS(adj_conv_algorithm, adj_conv_algorithm, adj_conv_algorithm_setting,
+                             adj_conv_algorithm_names)
 
 /* The algorithm for cp's forward and backward with dx, or (first) for its
  * backward without dx: the requested one where it applies (direct and shifted
@@ -125,7 +116,7 @@ static int adj_conv_shape_make(const char *who, const adj_window_geometry *g, co
   cp->pad_bytes = (cp->rows + cp->c_out) * ADJ_CONV_GEMM_COLUMNS * (int64_t)adj_dtype_size(cp->dtype);
   ADJ_CHECK(requested >= ADJ_CONV_ALGORITHM_AUTO && requested <= ADJ_CONV_ALGORITHM_MEASURE, ADJ_ERR_ARG,
             "%s: algorithm %d is not an adj_conv_algorithm", who, (int)requested);
-  if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_from_env(who, &requested));
+  if (requested == ADJ_CONV_ALGORITHM_AUTO) ADJ_CALL(adj_conv_algorithm_get_default(&requested));
   cp->measure = requested == ADJ_CONV_ALGORITHM_MEASURE;
   cp->direct_tables = NULL;
   adj_conv_algorithm rule = cp->measure ? ADJ_CONV_ALGORITHM_AUTO : requested; /* a plan measures later */

@@ -6,8 +6,6 @@
  * each tensor.  Numbers are encoded little-endian byte by byte, so the format
  * does not depend on the host. */
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +16,7 @@
 
 #include "adjoin/agree.h"
 #include "adjoin/checkpoint.h"
+#include "adjoin/file.h"
 #include "adjoin/batchnorm_layer.h"
 #include "adjoin/network.h"
 #include "error_impl.h"
@@ -310,22 +309,7 @@ static int ck_write_buffers(ck_writer *w, adj_layer *net, bool root) {
 }
 
 int adj_checkpoint_check_target(const char *path) {
-  ADJ_CHECK(path && *path, ADJ_ERR_ARG, "checkpoint: no path given");
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    ADJ_CHECK(S_ISREG(st.st_mode), ADJ_ERR_IO, "checkpoint %s: exists and is not a regular file; refusing to replace it",
-              path);
-  } else {
-    ADJ_CHECK(errno == ENOENT, ADJ_ERR_IO, "checkpoint %s: %s", path, strerror(errno));
-  }
-  char copy[4096];
-  ADJ_CHECK(snprintf(copy, sizeof copy, "%s", path) < (int)sizeof copy, ADJ_ERR_ARG, "checkpoint: path too long: %s",
-            path);
-  const char *dir = dirname(copy);
-  ADJ_CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), ADJ_ERR_IO,
-            "checkpoint %s: its directory %s does not exist", path, dir);
-  ADJ_CHECK(access(dir, W_OK | X_OK) == 0, ADJ_ERR_IO, "checkpoint %s: cannot create files in its directory %s: %s",
-            path, dir, strerror(errno));
+  ADJ_CALL(adj_file_check_output(path, "checkpoint"));
   return ADJ_SUCCESS;
 }
 
@@ -406,27 +390,24 @@ static size_t ck_max_size(adj_layer *net) {
   return size;
 }
 
-/* Reads the whole file, which must be a regular file no larger than a
- * checkpoint of this network can be: a FIFO, a device or an endless file
- * would otherwise block or exhaust memory.  O_NONBLOCK keeps the open itself
- * from waiting for a FIFO's writer. */
+/* Reads the whole file, which must be a regular file (file.h: a FIFO or a
+ * device is refused at open) no larger than a checkpoint of this network can
+ * be: an endless or sparse file would otherwise exhaust memory. */
 static int ck_read_file(const char *path, adj_layer *net, uint8_t **data, size_t *size) {
   *data = NULL;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ADJ_CHECK(fd >= 0, ADJ_ERR_IO, "checkpoint %s: cannot open it: %s", path, strerror(errno));
-  struct stat st = {0};
+  int fd;
+  int64_t bytes;
+  ADJ_CALL(adj_file_open_input(path, "checkpoint", -1, &fd, &bytes));
   int status = ADJ_SUCCESS;
   size_t limit = ck_max_size(net);
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    status = adj_error_set(ADJ_ERR_IO, "checkpoint %s: not a regular file", path);
-  else if ((uint64_t)st.st_size > limit)
+  if ((uint64_t)bytes > limit)
     status = adj_error_set(ADJ_ERR_IO, "checkpoint %s: %lld bytes, more than a checkpoint of network %s can be (%zu)",
-                           path, (long long)st.st_size, adj_layer_name(net), limit);
-  else if (!(*data = malloc((size_t)st.st_size + 1)))
-    status = adj_error_set(ADJ_ERR_MEM, "checkpoint %s: out of memory for %lld bytes", path, (long long)st.st_size);
+                           path, (long long)bytes, adj_layer_name(net), limit);
+  else if (!(*data = malloc((size_t)bytes + 1)))
+    status = adj_error_set(ADJ_ERR_MEM, "checkpoint %s: out of memory for %lld bytes", path, (long long)bytes);
   size_t got = 0;
-  while (!status && got < (size_t)st.st_size) {
-    ssize_t n = read(fd, *data + got, (size_t)st.st_size - got);
+  while (!status && got < (size_t)bytes) {
+    ssize_t n = read(fd, *data + got, (size_t)bytes - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) status = adj_error_set(ADJ_ERR_IO, "checkpoint %s: cannot read it: %s", path,
                                        n < 0 ? strerror(errno) : "it shrank while being read");

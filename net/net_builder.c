@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 
+#include "adjoin/parse.h"
 #include "adjoin/pointwise_layer.h"
 #include "adjoin/repartition_layer.h"
 #include "adjoin/network.h"
@@ -107,7 +108,11 @@ int adj_builder_finish(adj_builder *b, int status, const char *name, adj_layer *
 }
 
 bool adj_builder_parse_grid(const char *name, int max_rows, int max_cols, int parts[2]) {
-  char tail;
-  return name && sscanf(name, "%dx%d%c", &parts[0], &parts[1], &tail) == 2 && parts[0] >= 1 && parts[1] >= 1 &&
-         parts[0] <= max_rows && parts[1] <= max_cols;
+  /* Checked (parse.h): "4294967297x1" is no grid, never 1x1. */
+  int64_t grid[2];
+  if (!name || adj_parse_int64_pair(name, 'x', 1, max_rows > max_cols ? max_rows : max_cols, "layout", grid) ||
+      grid[0] > max_rows || grid[1] > max_cols)
+    return false;
+  parts[0] = (int)grid[0], parts[1] = (int)grid[1];
+  return true;
 }

@@ -1,11 +1,11 @@
 /* The communication cost model and grid planner (plan.h).  Equations are
  * those of papers 000 (eq. 4) and 001 (eqs. 8, 9) as transcribed in
- * specs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
+ * docs/parallelism.md section 1.2, with its decisions A2 (d_i before pooling
  * for the all-gather, the layer input for dX), A4 (parameterised layers only;
  * no dX for the first), A7 (eq. 9's halo with X^{i+1} := the conv output),
  * A8 (no halo when P_r = 1) and A10 (no redistribution in paper modes). */
 #include <ctype.h>
-#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,8 @@
 
 #include "adjoin/agree.h"
 #include "adjoin/decomposition.h"
+#include "adjoin/file.h"
+#include "adjoin/parse.h"
 #include "adjoin/plan.h"
 #include "adjoin/wait.h"
 #include "error_impl.h"
@@ -24,12 +26,18 @@ const char *adj_plan_collective_name(int k) {
 
 /* ---- parsing ------------------------------------------------------------------------------ */
 
+/* The largest extent, kernel, stride, padding or channel count a line may
+ * give: far beyond any network, and small enough that a padded extent and a
+ * window's arithmetic stay within int64. */
+#define ADJ_PLAN_MAX_EXTENT (INT64_C(1) << 40)
+
 typedef struct adj_plan_parser {
   const char *source;
   int line;
   adj_plan_network *net;
   int capacity;
-  int64_t c, h, w; /* current activation shape */
+  int64_t c, h, w;    /* current activation shape */
+  int64_t parameters; /* so far: the total must fit int64 */
   bool have_input;
 } adj_plan_parser;
 
@@ -37,7 +45,8 @@ typedef struct adj_plan_parser {
  * mode=NAME into *mode when the layer takes one (mode not NULL). */
 static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *keys, int64_t **values, int nkeys,
                             adj_padding_mode *mode) {
-  for (char *tok = strtok(rest, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+  char *save = NULL;
+  for (char *tok = strtok_r(rest, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save)) {
     char *eq = strchr(tok, '=');
     ADJ_CHECK(eq, ADJ_ERR_IO, "%s:%d: option '%s' is not key=value", p->source, p->line, tok);
     *eq = '\0';
@@ -50,17 +59,32 @@ static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *k
     int k = 0;
     while (k < nkeys && strcmp(keys[k], tok)) k++;
     ADJ_CHECK(k < nkeys, ADJ_ERR_IO, "%s:%d: unknown option '%s'", p->source, p->line, tok);
-    char *end;
-    errno = 0;
-    long long v = strtoll(eq + 1, &end, 10);
-    ADJ_CHECK(!errno && end != eq + 1 && !*end && v >= 0 && v <= (1LL << 40), ADJ_ERR_IO,
-              "%s:%d: option %s has bad value '%s'", p->source, p->line, tok, eq + 1);
-    *values[k] = v;
+    char what[512];
+    snprintf(what, sizeof what, "%s:%d: option %s", p->source, p->line, tok);
+    ADJ_CALL(adj_parse_int64(eq + 1, 0, ADJ_PLAN_MAX_EXTENT, what, values[k]));
   }
   return ADJ_SUCCESS;
 }
 
+/* The volume of an activation C x H x W: every product the cost model forms
+ * from a layer's extents is at most this, so none overflows once it fits. */
+static int adj_plan_volume(const adj_plan_parser *p, const char *name, int64_t c, int64_t h, int64_t w,
+                           int64_t *volume) {
+  char what[512];
+  snprintf(what, sizeof what, "%s:%d: %s: its %lldx%lldx%lld activation", p->source, p->line, name, (long long)c,
+           (long long)h, (long long)w);
+  ADJ_CALL(adj_int64_mul(c, h, what, volume));
+  ADJ_CALL(adj_int64_mul(*volume, w, what, volume));
+  return ADJ_SUCCESS;
+}
+
 static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
+  int64_t volume, parameters;
+  char what[512];
+  snprintf(what, sizeof what, "%s:%d: %s: the network's parameter count", p->source, p->line, l->name);
+  ADJ_CALL(adj_plan_volume(p, l->name, l->out_c, l->out_h, l->out_w, &volume));
+  ADJ_CALL(adj_int64_add(l->weights, l->biases, what, &parameters));
+  ADJ_CALL(adj_int64_add(p->parameters, parameters, what, &p->parameters));
   if (p->net->n == p->capacity) {
     int cap = p->capacity ? 2 * p->capacity : 16;
     adj_plan_layer *grown = realloc(p->net->layers, sizeof *grown * (size_t)cap);
@@ -72,13 +96,24 @@ static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
   return ADJ_SUCCESS;
 }
 
+/* extent + 2 pad, refused when it does not fit int64. */
+static int adj_plan_padded(const adj_plan_parser *p, const adj_plan_layer *l, int64_t extent, int64_t *padded) {
+  char what[512];
+  snprintf(what, sizeof what, "%s:%d: layer %s: the padded extent", p->source, p->line, l->name);
+  ADJ_CALL(adj_int64_mul(2, l->pad, what, padded));
+  ADJ_CALL(adj_int64_add(extent, *padded, what, padded));
+  return ADJ_SUCCESS;
+}
+
 static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
   ADJ_CHECK(l->kernel >= 1 && l->stride >= 1, ADJ_ERR_IO, "%s:%d: layer %s needs k >= 1 and s >= 1 (k=%lld s=%lld)",
             p->source, p->line, l->name, (long long)l->kernel, (long long)l->stride);
-  int64_t span_h = p->h + 2 * l->pad - l->kernel, span_w = p->w + 2 * l->pad - l->kernel;
+  int64_t padded_h, padded_w;
+  ADJ_CALL(adj_plan_padded(p, l, p->h, &padded_h));
+  ADJ_CALL(adj_plan_padded(p, l, p->w, &padded_w));
+  int64_t span_h = padded_h - l->kernel, span_w = padded_w - l->kernel;
   ADJ_CHECK(span_h >= 0 && span_w >= 0, ADJ_ERR_IO, "%s:%d: layer %s: kernel %lld exceeds the padded input %lldx%lld",
-            p->source, p->line, l->name, (long long)l->kernel, (long long)(p->h + 2 * l->pad),
-            (long long)(p->w + 2 * l->pad));
+            p->source, p->line, l->name, (long long)l->kernel, (long long)padded_h, (long long)padded_w);
   /* PyTorch's limits on what a padding mode can copy from. */
   int64_t smaller = p->h < p->w ? p->h : p->w;
   ADJ_CHECK(l->padding_mode != ADJ_PAD_REFLECT || l->pad < smaller, ADJ_ERR_IO,
@@ -92,6 +127,38 @@ static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
   return ADJ_SUCCESS;
 }
 
+/* A layer's weights, the product of `factors`, and its out_c biases. */
+static int adj_plan_weights(const adj_plan_parser *p, adj_plan_layer *l, const int64_t *factors, int n) {
+  char what[512];
+  snprintf(what, sizeof what, "%s:%d: %s %s: its weight count", p->source, p->line,
+           l->kind == ADJ_PLAN_CONV ? "conv" : "fc", l->name);
+  l->weights = 1;
+  for (int i = 0; i < n; i++) ADJ_CALL(adj_int64_mul(l->weights, factors[i], what, &l->weights));
+  l->biases = l->out_c;
+  return ADJ_SUCCESS;
+}
+
+/* "input C H W" or "input F": extents 1 to ADJ_PLAN_MAX_EXTENT. */
+static int adj_plan_input(adj_plan_parser *p, char *rest) {
+  int64_t shape[3] = {1, 1, 1};
+  int n = 0;
+  char *save = NULL, what[512];
+  for (char *tok = strtok_r(rest, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save), n++) {
+    ADJ_CHECK(n < 3, ADJ_ERR_IO, "%s:%d: input needs C H W or F, and '%s' follows them", p->source, p->line, tok);
+    snprintf(what, sizeof what, "%s:%d: input extent %d", p->source, p->line, n + 1);
+    ADJ_CALL(adj_parse_int64(tok, 1, ADJ_PLAN_MAX_EXTENT, what, &shape[n]));
+  }
+  ADJ_CHECK(n == 1 || n == 3, ADJ_ERR_IO, "%s:%d: input needs C H W or F, got %d number%s", p->source, p->line, n,
+            n == 1 ? "" : "s");
+  int64_t volume;
+  ADJ_CALL(adj_plan_volume(p, "input", shape[0], shape[1], shape[2], &volume));
+  p->c = shape[0], p->h = shape[1], p->w = shape[2], p->have_input = true;
+  return ADJ_SUCCESS;
+}
+
+/* Whether a word sscanf's %Ns stopped at ends there: no silent truncation. */
+static bool adj_plan_word_ends(const char *after) { return !*after || isspace((unsigned char)*after); }
+
 static int adj_plan_line(adj_plan_parser *p, char *line) {
   char *hash = strchr(line, '#');
   if (hash) *hash = '\0';
@@ -99,22 +166,22 @@ static int adj_plan_line(adj_plan_parser *p, char *line) {
   int used = 0;
   if (sscanf(line, " %15s%n", kind, &used) != 1) return ADJ_SUCCESS; /* blank */
   char *rest = line + used;
+  ADJ_CHECK(adj_plan_word_ends(rest), ADJ_ERR_IO, "%s:%d: unknown layer type '%s...' (conv, pool, fc)", p->source,
+            p->line, kind);
   if (!strcmp(kind, "network")) {
-    ADJ_CHECK(sscanf(rest, " %63s", p->net->name) == 1, ADJ_ERR_IO, "%s:%d: network needs a name", p->source, p->line);
+    ADJ_CHECK(sscanf(rest, " %63s%n", p->net->name, &used) == 1, ADJ_ERR_IO, "%s:%d: network needs a name", p->source,
+              p->line);
+    ADJ_CHECK(adj_plan_word_ends(rest + used), ADJ_ERR_IO, "%s:%d: network name '%s...' is longer than %d characters",
+              p->source, p->line, p->net->name, (int)sizeof p->net->name - 1);
     return ADJ_SUCCESS;
   }
-  if (!strcmp(kind, "input")) {
-    long long c = 0, h = 1, w = 1;
-    int got = sscanf(rest, " %lld %lld %lld", &c, &h, &w);
-    ADJ_CHECK((got == 1 || got == 3) && c >= 1 && h >= 1 && w >= 1, ADJ_ERR_IO,
-              "%s:%d: input needs C H W or F, all >= 1 (got '%s')", p->source, p->line, rest);
-    p->c = c, p->h = h, p->w = w, p->have_input = true;
-    return ADJ_SUCCESS;
-  }
+  if (!strcmp(kind, "input")) return adj_plan_input(p, rest);
   ADJ_CHECK(p->have_input, ADJ_ERR_IO, "%s:%d: layer before the input line", p->source, p->line);
   ADJ_CHECK(sscanf(rest, " %31s%n", name, &used) == 1 && !strchr(name, '='), ADJ_ERR_IO,
             "%s:%d: %s layer needs a name", p->source, p->line, kind);
   rest += used;
+  ADJ_CHECK(adj_plan_word_ends(rest), ADJ_ERR_IO, "%s:%d: layer name '%s...' is longer than %d characters", p->source,
+            p->line, name, (int)sizeof name - 1);
   adj_plan_layer l = {.stride = 1, .groups = 1};
   snprintf(l.name, sizeof l.name, "%s", name);
   if (!strcmp(kind, "conv")) {
@@ -125,7 +192,7 @@ static int adj_plan_line(adj_plan_parser *p, char *line) {
               "%s:%d: conv %s: out=%lld and g=%lld must divide the %lld input channels and the outputs", p->source,
               p->line, l.name, (long long)l.out_c, (long long)l.groups, (long long)p->c);
     ADJ_CALL(adj_plan_window(p, &l));
-    l.weights = l.out_c * (p->c / l.groups) * l.kernel * l.kernel, l.biases = l.out_c;
+    ADJ_CALL(adj_plan_weights(p, &l, (int64_t[]){l.out_c, p->c / l.groups, l.kernel, l.kernel}, 4));
   } else if (!strcmp(kind, "pool")) {
     l.kind = ADJ_PLAN_POOL;
     ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"k", "s", "p"}, (int64_t *[]){&l.kernel, &l.stride, &l.pad},
@@ -136,8 +203,9 @@ static int adj_plan_line(adj_plan_parser *p, char *line) {
     l.kind = ADJ_PLAN_FC;
     ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out"}, (int64_t *[]){&l.out_c}, 1, NULL));
     ADJ_CHECK(l.out_c >= 1, ADJ_ERR_IO, "%s:%d: fc %s needs out >= 1", p->source, p->line, l.name);
-    l.in_c = p->c * p->h * p->w, l.in_h = l.in_w = 1, l.out_h = l.out_w = 1;
-    l.weights = l.out_c * l.in_c, l.biases = l.out_c;
+    ADJ_CALL(adj_plan_volume(p, l.name, p->c, p->h, p->w, &l.in_c));
+    l.in_h = l.in_w = 1, l.out_h = l.out_w = 1;
+    ADJ_CALL(adj_plan_weights(p, &l, (int64_t[]){l.out_c, l.in_c}, 2));
   } else {
     return adj_error_set(ADJ_ERR_IO, "%s:%d: unknown layer type '%s' (conv, pool, fc)", p->source, p->line, kind);
   }
@@ -167,22 +235,13 @@ int adj_plan_network_parse(const char *text, const char *source, adj_plan_networ
 int adj_plan_network_read(const char *path, adj_plan_network **network) {
   ADJ_CHECK(network && path, ADJ_ERR_ARG, "plan: path or output pointer is NULL");
   *network = NULL;
-  FILE *f = fopen(path, "rb");
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open network file '%s': %s", path, strerror(errno));
   enum { MAX_TEXT = 1 << 20 };
-  char *text = malloc(MAX_TEXT + 1);
-  size_t got = text ? fread(text, 1, MAX_TEXT + 1, f) : 0;
-  fclose(f);
-  ADJ_CHECK(text, ADJ_ERR_MEM, "plan: out of memory reading '%s'", path);
-  int status = got > MAX_TEXT ? adj_error_set(ADJ_ERR_IO, "plan: network file '%s' exceeds %d bytes", path, MAX_TEXT)
-               : memchr(text, '\0', got) ? adj_error_set(ADJ_ERR_IO, "plan: network file '%s' is not text", path)
-                                         : ADJ_SUCCESS;
-  if (!status) {
-    text[got] = '\0';
-    status = adj_plan_network_parse(text, path, network);
-  }
+  char *text;
+  ADJ_CALL(adj_file_read_text(path, "plan: network file", MAX_TEXT, &text, NULL));
+  int status = adj_plan_network_parse(text, path, network);
   free(text);
-  return status;
+  ADJ_CALL(status);
+  return ADJ_SUCCESS;
 }
 
 void adj_plan_network_destroy(adj_plan_network **network) {
@@ -633,15 +692,14 @@ int adj_plan_calibrate_allreduce(MPI_Comm comm, int repeats, double *alpha, doub
 }
 
 int adj_plan_calibration_save(const char *path, const adj_plan_calibration *cal) {
-  FILE *f = path && cal ? fopen(path, "w") : NULL;
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot write calibration file '%s': %s", path ? path : "(NULL)",
-            cal ? strerror(errno) : "no calibration");
-  int bad = fprintf(f, "alpha %.9e\nbeta %.9e\n", cal->alpha, cal->beta) < 0;
+  ADJ_CHECK(cal, ADJ_ERR_ARG, "plan: no calibration to write to '%s'", path ? path : "(NULL)");
+  FILE *f;
+  ADJ_CALL(adj_file_open_output(path, "plan: calibration file", &f));
+  fprintf(f, "alpha %.9e\nbeta %.9e\n", cal->alpha, cal->beta);
   if (cal->collective_ranks)
-    bad |= fprintf(f, "allreduce_alpha %.9e\nallreduce_beta %.9e\nallreduce_ranks %d\n", cal->collective_alpha,
-                   cal->collective_beta, cal->collective_ranks) < 0;
-  bad |= fclose(f) != 0;
-  ADJ_CHECK(!bad, ADJ_ERR_IO, "plan: writing calibration file '%s' failed", path);
+    fprintf(f, "allreduce_alpha %.9e\nallreduce_beta %.9e\nallreduce_ranks %d\n", cal->collective_alpha,
+            cal->collective_beta, cal->collective_ranks);
+  ADJ_CALL(adj_file_close_output(f, path, "plan: calibration file"));
   return ADJ_SUCCESS;
 }
 
@@ -649,16 +707,25 @@ int adj_plan_calibration_write(const char *path, double alpha, double beta) {
   return adj_plan_calibration_save(path, &(adj_plan_calibration){.alpha = alpha, .beta = beta});
 }
 
-/* One "key value" line of a calibration file into the field the key names. */
-static int adj_plan_calibration_line(const char *path, int line, const char *key, double value,
+/* One "key value" line of a calibration file into the field the key names;
+ * a key given twice is refused, as a second value would silently win. */
+static int adj_plan_calibration_line(const char *source, int line, const char *key, const char *text,
                                      adj_plan_calibration *cal, unsigned *seen) {
   static const char *const keys[] = {"alpha", "beta", "allreduce_alpha", "allreduce_beta", "allreduce_ranks"};
   int k = 0;
   while (k < 5 && strcmp(keys[k], key)) k++;
-  ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", path, line, key);
-  ADJ_CHECK(value > 0 && isfinite(value) && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))),
-            ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s %g must be > 0%s", path, line, key, value,
-            k == 4 ? " (an integer >= 2)" : "");
+  ADJ_CHECK(k < 5, ADJ_ERR_IO, "plan: calibration file '%s' line %d: unknown key '%s'", source, line, key);
+  ADJ_CHECK(!(*seen & 1u << k), ADJ_ERR_IO, "plan: calibration file '%s' line %d: %s is given twice", source, line,
+            key);
+  char what[512];
+  double value;
+  snprintf(what, sizeof what, "plan: calibration file '%s' line %d: %s", source, line, key);
+  ADJ_CALL(adj_parse_real(text, -DBL_MAX, DBL_MAX, what, &value));
+  /* Far from 0 and infinity, so the times they price stay finite. */
+  bool positive = value >= 1e-30 && value <= 1e30;
+  ADJ_CHECK(positive && (k < 4 || (value >= 2 && value <= 1 << 24 && value == floor(value))), ADJ_ERR_IO,
+            "plan: calibration file '%s' line %d: %s %s must be > 0%s", source, line, key, text,
+            k == 4 ? " (an integer >= 2)" : " (and at most 1e30)");
   double *fields[] = {&cal->alpha, &cal->beta, &cal->collective_alpha, &cal->collective_beta};
   if (k < 4) *fields[k] = value;
   else cal->collective_ranks = (int)value;
@@ -666,27 +733,51 @@ static int adj_plan_calibration_line(const char *path, int line, const char *key
   return ADJ_SUCCESS;
 }
 
+/* One line: blank, a comment ('#' to the end), or "key value". */
+static int adj_plan_calibration_text_line(const char *source, int line, char *text, adj_plan_calibration *cal,
+                                          unsigned *seen) {
+  text[strcspn(text, "#")] = '\0';
+  char *save = NULL, *key = strtok_r(text, " \t\r", &save), *value = key ? strtok_r(NULL, " \t\r", &save) : NULL;
+  if (!key) return ADJ_SUCCESS;
+  ADJ_CHECK(value && !strtok_r(NULL, " \t\r", &save), ADJ_ERR_IO,
+            "plan: calibration file '%s' line %d is not 'key value'", source, line);
+  ADJ_CALL(adj_plan_calibration_line(source, line, key, value, cal, seen));
+  return ADJ_SUCCESS;
+}
+
+int adj_plan_calibration_parse(const char *text, const char *source, adj_plan_calibration *cal) {
+  ADJ_CHECK(text && cal, ADJ_ERR_ARG, "plan: calibration text or output pointer is NULL");
+  source = source ? source : "calibration";
+  *cal = (adj_plan_calibration){0};
+  char *copy = strdup(text);
+  ADJ_CHECK(copy, ADJ_ERR_MEM, "plan: out of memory for calibration file '%s'", source);
+  unsigned seen = 0;
+  int status = ADJ_SUCCESS, line = 1;
+  for (char *p = copy, *next; !status && p; p = next, line++) {
+    next = strchr(p, '\n');
+    if (next) *next++ = '\0';
+    status = adj_plan_calibration_text_line(source, line, p, cal, &seen);
+  }
+  free(copy);
+  ADJ_CALL(status);
+  ADJ_CHECK((seen & 3u) == 3u, ADJ_ERR_IO, "plan: calibration file '%s' lacks %s", source,
+            seen & 1u ? "beta" : "alpha");
+  ADJ_CHECK((seen >> 2) == 0 || (seen >> 2) == 7u, ADJ_ERR_IO,
+            "plan: calibration file '%s' needs allreduce_alpha, allreduce_beta and allreduce_ranks together", source);
+  return ADJ_SUCCESS;
+}
+
 int adj_plan_calibration_load(const char *path, adj_plan_calibration *cal) {
   ADJ_CHECK(path && cal, ADJ_ERR_ARG, "plan: calibration path or output pointer is NULL");
   *cal = (adj_plan_calibration){0};
-  FILE *f = fopen(path, "r");
-  ADJ_CHECK(f, ADJ_ERR_IO, "plan: cannot open calibration file '%s': %s", path, strerror(errno));
-  char text[256], key[64], tail;
-  unsigned seen = 0;
-  int status = ADJ_SUCCESS;
-  for (int line = 1; !status && fgets(text, sizeof text, f); line++) {
-    double value;
-    int got = sscanf(text, " %63s %lf %c", key, &value, &tail);
-    if (got == EOF || (got >= 1 && key[0] == '#')) continue;
-    status = got == 2 ? adj_plan_calibration_line(path, line, key, value, cal, &seen)
-                      : adj_error_set(ADJ_ERR_IO, "plan: calibration file '%s' line %d is not 'key value'", path, line);
-  }
-  fclose(f);
+  enum { MAX_TEXT = 1 << 16 }; /* a calibration is five lines */
+  char *text;
+  ADJ_CALL(adj_file_read_text(path, "plan: calibration file", MAX_TEXT, &text, NULL));
+  adj_plan_calibration read;
+  int status = adj_plan_calibration_parse(text, path, &read);
+  free(text);
   ADJ_CALL(status);
-  ADJ_CHECK((seen & 3u) == 3u, ADJ_ERR_IO, "plan: calibration file '%s' lacks %s", path,
-            seen & 1u ? "beta" : "alpha");
-  ADJ_CHECK((seen >> 2) == 0 || (seen >> 2) == 7u, ADJ_ERR_IO,
-            "plan: calibration file '%s' needs allreduce_alpha, allreduce_beta and allreduce_ranks together", path);
+  *cal = read;
   return ADJ_SUCCESS;
 }
 

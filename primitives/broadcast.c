@@ -38,14 +38,7 @@
 #include "broadcast_impl.h"
 #include "op_impl.h"
 #include "dtype_mpi_impl.h"
-
-typedef enum adj_sum_algorithm {
-  ADJ_SUM_AUTO = 0,
-  ADJ_SUM_REDUCE,
-  ADJ_SUM_ALLREDUCE,
-  ADJ_SUM_REDUCE_SCATTER,
-  ADJ_SUM_CHAIN,
-} adj_sum_algorithm;
+#include "setting_impl.h"
 
 const char *const adj_sum_algorithm_names[ADJ_SUM_ALGORITHM_COUNT] = {"auto", "reduce", "allreduce", "reduce-scatter",
                                                                       "chain"};
@@ -190,37 +183,45 @@ enum { ADJ_SUM_ALLREDUCE_FROM = 65536, ADJ_SUM_REDUCE_SCATTER_FROM = 1 << 20 };
 
 /* Bytes per chain segment: small enough that a member starts forwarding soon
  * after the first segment arrives, large enough that per-message costs stay
- * small.  ADJ_CHAIN_SEGMENT_BYTES overrides it (the tests cut even tiny blocks
- * into several segments with it). */
+ * small.  ADJ_CHAIN_SEGMENT_BYTES or its setter overrides it (the tests cut
+ * even tiny blocks into several segments with it). */
 enum { ADJ_CHAIN_SEGMENT_DEFAULT = 65536 };
 
-static int adj_chain_segment_from_env(size_t esize, int *segment) {
-  long bytes = ADJ_CHAIN_SEGMENT_DEFAULT;
-  const char *env = getenv("ADJ_CHAIN_SEGMENT_BYTES");
-  if (env && *env) {
-    char *end;
-    errno = 0;
-    bytes = strtol(env, &end, 10);
-    ADJ_CHECK(!errno && !*end && bytes > 0 && bytes <= INT_MAX, ADJ_ERR_ARG,
-              "ADJ_CHAIN_SEGMENT_BYTES='%s' is not a positive byte count", env);
-  }
+static adj_setting adj_chain_segment_setting = ADJ_SETTING_INIT("ADJ_CHAIN_SEGMENT_BYTES");
+static adj_setting adj_sum_algorithm_setting = ADJ_SETTING_INIT("ADJ_SUM_REDUCE_ALGORITHM");
+
+int adj_chain_segment_bytes_get_default(long *bytes) {
+  ADJ_CHECK(bytes, ADJ_ERR_ARG, "adj_chain_segment_bytes_get_default: output pointer is NULL");
+  const char *text = adj_setting_text(&adj_chain_segment_setting);
+  *bytes = ADJ_CHAIN_SEGMENT_DEFAULT;
+  if (!*text) return ADJ_SUCCESS;
+  char *end;
+  errno = 0;
+  long value = strtol(text, &end, 10);
+  ADJ_CHECK(!errno && !*end && value > 0 && value <= INT_MAX, ADJ_ERR_ARG,
+            "ADJ_CHAIN_SEGMENT_BYTES='%s' is not a positive byte count", text);
+  *bytes = value;
+  return ADJ_SUCCESS;
+}
+
+int adj_chain_segment_bytes_set_default(long bytes) {
+  ADJ_CHECK(bytes >= 0 && bytes <= INT_MAX, ADJ_ERR_ARG,
+            "adj_chain_segment_bytes_set_default: %ld bytes is not from 1 to %d (or 0 for the default)", bytes,
+            INT_MAX);
+  char text[32] = "";
+  if (bytes > 0) snprintf(text, sizeof text, "%ld", bytes);
+  return adj_setting_set(&adj_chain_segment_setting, text);
+}
+
+/* Elements per chain segment of esize-byte elements, at least 1. */
+static int adj_chain_segment(size_t esize, int *segment) {
+  long bytes;
+  ADJ_CALL(adj_chain_segment_bytes_get_default(&bytes));
   *segment = (size_t)bytes >= esize ? (int)((size_t)bytes / esize) : 1;
   return ADJ_SUCCESS;
 }
 
-static int adj_sum_algorithm_from_env(adj_sum_algorithm *algorithm) {
-  *algorithm = ADJ_SUM_AUTO;
-  const char *env = getenv("ADJ_SUM_REDUCE_ALGORITHM");
-  if (!env || !*env) return ADJ_SUCCESS;
-  for (int a = 0; a < (int)(sizeof adj_sum_algorithm_names / sizeof adj_sum_algorithm_names[0]); a++)
-    if (!strcmp(env, adj_sum_algorithm_names[a])) {
-      *algorithm = (adj_sum_algorithm)a;
-      return ADJ_SUCCESS;
-    }
-  return adj_error_set(ADJ_ERR_ARG,
-                       "ADJ_SUM_REDUCE_ALGORITHM='%s' is not one of auto, reduce, allreduce, reduce-scatter, chain",
-                       env);
-}
+ADJ_SETTING_CHOICE_ACCESSORS(adj_sum_algorithm, adj_sum_algorithm, adj_sum_algorithm_setting, adj_sum_algorithm_names)
 
 /* Segments of a chain group.  Every member but the last receives the running
  * sum from upstream when summing, into `partial`. */
@@ -288,9 +289,9 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_cho
 static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_algorithm_table *table) {
   adj_bcast *b = op->impl;
   adj_sum_choice choice = {.forced = chosen, .segment = 1, .table = table};
-  if (choice.forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_from_env(&choice.forced));
+  if (choice.forced == ADJ_SUM_AUTO) ADJ_CALL(adj_sum_algorithm_get_default(&choice.forced));
   size_t esize = adj_dtype_size(op->dtype);
-  ADJ_CALL(adj_chain_segment_from_env(esize, &choice.segment));
+  ADJ_CALL(adj_chain_segment(esize, &choice.segment));
   if (b->root_comm != MPI_COMM_NULL)
     ADJ_CALL(adj_sum_plan_create(op->name, b, &choice, b->root_comm, b->source_count, esize, true, &b->root_sum));
   if (b->leaf_comm != MPI_COMM_NULL)
@@ -308,12 +309,18 @@ static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_a
 
 /* ---- the chain -------------------------------------------------------------------- */
 
-/* This member's neighbours along the chain, -1 for none: copies flow
- * root -> 1 -> 2 ..., sums the reverse way. */
-static void adj_chain_neighbours(const adj_sum_plan *plan, bool copies, int *up, int *down) {
+/* What both halves of a chain's application need: this member's neighbours
+ * along it, -1 for none (copies flow root -> 1 -> 2 ..., sums the reverse
+ * way), and the element size. */
+typedef struct adj_chain_ends {
+  int up, down;
+  size_t esize;
+} adj_chain_ends;
+
+static adj_chain_ends adj_chain_ends_of(const adj_op *op, const adj_sum_plan *plan, bool copies) {
   int previous = plan->rank - 1, next = plan->rank + 1 < plan->size ? plan->rank + 1 : -1;
-  *up = copies ? previous : next;
-  *down = copies ? next : previous;
+  return (adj_chain_ends){.up = copies ? previous : next, .down = copies ? next : previous,
+                          .esize = adj_dtype_size(op->dtype)};
 }
 
 static int adj_chain_length(const adj_chain *chain, int count, int s) {
@@ -327,20 +334,18 @@ static int adj_chain_length(const adj_chain *chain, int count, int s) {
 static int adj_chain_post(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool copies, void *data, int count) {
   adj_bcast *b = op->impl;
   adj_chain *chain = &plan->chain;
-  size_t esize = adj_dtype_size(op->dtype);
-  int up, down;
-  adj_chain_neighbours(plan, copies, &up, &down);
-  char *buffer = up >= 0 && !copies ? chain->partial : data;
+  adj_chain_ends ends = adj_chain_ends_of(op, plan, copies);
+  char *buffer = ends.up >= 0 && !copies ? chain->partial : data;
   for (int s = 0; s < 2 * chain->nsegments; s++) chain->requests[s] = MPI_REQUEST_NULL;
   for (int s = 0; s < chain->nsegments; s++) {
     int n = adj_chain_length(chain, count, s);
-    char *segment = buffer + (size_t)s * (size_t)chain->segment * esize;
-    if (up >= 0) {
-      ADJ_CALL_MPI(MPI_Irecv(segment, n, b->type, up, 0, comm, &chain->requests[s]));
-      adj_op_count_recv(op, (size_t)n * esize);
+    char *segment = buffer + (size_t)s * (size_t)chain->segment * ends.esize;
+    if (ends.up >= 0) {
+      ADJ_CALL_MPI(MPI_Irecv(segment, n, b->type, ends.up, 0, comm, &chain->requests[s]));
+      adj_op_count_recv(op, (size_t)n * ends.esize);
     } else {
-      ADJ_CALL_MPI(MPI_Isend(segment, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
-      adj_op_count_send(op, (size_t)n * esize);
+      ADJ_CALL_MPI(MPI_Isend(segment, n, b->type, ends.down, 0, comm, &chain->requests[chain->nsegments + s]));
+      adj_op_count_send(op, (size_t)n * ends.esize);
     }
   }
   return ADJ_SUCCESS;
@@ -352,19 +357,18 @@ static int adj_chain_post(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool co
 static int adj_chain_complete(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, bool copies, void *data, int count) {
   adj_bcast *b = op->impl;
   adj_chain *chain = &plan->chain;
-  size_t esize = adj_dtype_size(op->dtype);
-  int up, down;
-  adj_chain_neighbours(plan, copies, &up, &down);
-  for (int s = 0; up >= 0 && s < chain->nsegments; s++) {
+  adj_chain_ends ends = adj_chain_ends_of(op, plan, copies);
+  for (int s = 0; ends.up >= 0 && s < chain->nsegments; s++) {
     ADJ_CALL(adj_wait_all(1, &chain->requests[s], op->wait));
     int n = adj_chain_length(chain, count, s);
-    size_t offset = (size_t)s * (size_t)chain->segment * esize;
+    size_t offset = (size_t)s * (size_t)chain->segment * ends.esize;
     char *own = (char *)data + offset, *partial = copies ? NULL : (char *)chain->partial + offset;
-    if (!copies && down >= 0) adj_dtype_add(op->dtype, partial, own, n);
-    if (!copies && down < 0) adj_dtype_add(op->dtype, own, partial, n);
-    if (down < 0) continue;
-    ADJ_CALL_MPI(MPI_Isend(copies ? own : partial, n, b->type, down, 0, comm, &chain->requests[chain->nsegments + s]));
-    adj_op_count_send(op, (size_t)n * esize);
+    if (!copies && ends.down >= 0) adj_dtype_add(op->dtype, partial, own, n);
+    if (!copies && ends.down < 0) adj_dtype_add(op->dtype, own, partial, n);
+    if (ends.down < 0) continue;
+    ADJ_CALL_MPI(
+        MPI_Isend(copies ? own : partial, n, b->type, ends.down, 0, comm, &chain->requests[chain->nsegments + s]));
+    adj_op_count_send(op, (size_t)n * ends.esize);
   }
   return adj_wait_all(chain->nsegments, chain->requests + chain->nsegments, op->wait);
 }

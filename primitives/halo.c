@@ -38,6 +38,7 @@
 #include "box_type_impl.h"
 #include "op_impl.h"
 #include "dtype_mpi_impl.h"
+#include "setting_impl.h"
 
 typedef struct adj_halo_message {
   int peer;             /* rank in the operator's communicator */
@@ -390,18 +391,17 @@ static int adj_halo_agree_geometry(MPI_Comm base, adj_wait_policy policy, int64_
 static const char *const adj_halo_algorithm_names[] = {"auto", "nested", "direct"};
 enum { ADJ_HALO_ALGORITHMS = sizeof adj_halo_algorithm_names / sizeof adj_halo_algorithm_names[0] };
 
-/* AUTO resolved: the environment's choice, else nested (halo.h says why).
- * The environment is the same on every rank under mpiexec, so a bad value
- * fails alike everywhere. */
+static adj_setting adj_halo_algorithm_setting = ADJ_SETTING_INIT("ADJ_HALO_ALGORITHM");
+
+ADJ_SETTING_CHOICE_ACCESSORS(adj_halo_algorithm, adj_halo_algorithm, adj_halo_algorithm_setting,
+                             adj_halo_algorithm_names)
+
+/* AUTO resolved: the process's default (its setter or the environment), else
+ * nested (halo.h says why).  The environment is the same on every rank under
+ * mpiexec, so a bad value fails alike everywhere. */
 static int adj_halo_algorithm_resolve(adj_halo_algorithm requested, adj_halo_algorithm *resolved) {
   *resolved = requested;
-  const char *env = getenv("ADJ_HALO_ALGORITHM");
-  if (requested == ADJ_HALO_AUTO && env && *env) {
-    int a = 0;
-    while (a < ADJ_HALO_ALGORITHMS && strcmp(env, adj_halo_algorithm_names[a])) a++;
-    ADJ_CHECK(a < ADJ_HALO_ALGORITHMS, ADJ_ERR_ARG, "ADJ_HALO_ALGORITHM='%s' is not one of auto, nested, direct", env);
-    *resolved = (adj_halo_algorithm)a;
-  }
+  if (requested == ADJ_HALO_AUTO) ADJ_CALL(adj_halo_algorithm_get_default(resolved));
   if (*resolved == ADJ_HALO_AUTO) *resolved = ADJ_HALO_NESTED;
   return ADJ_SUCCESS;
 }

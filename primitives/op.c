@@ -7,25 +7,22 @@
 #include "agree_impl.h"
 #include "op_after_impl.h"
 #include "op_impl.h"
+#include "setting_impl.h"
+
+/* In adj_check_level order; "auto" in the environment means the built-in FULL. */
+static const char *const adj_check_level_names[] = {"auto", "full", "first", "off"};
+
+static adj_setting adj_check_setting = ADJ_SETTING_INIT("ADJ_CHECK");
 
 const char *adj_check_level_name(adj_check_level level) {
-  switch (level) {
-  case ADJ_CHECK_AUTO: return "auto";
-  case ADJ_CHECK_FULL: return "full";
-  case ADJ_CHECK_FIRST: return "first";
-  case ADJ_CHECK_OFF: return "off";
-  }
-  return "invalid";
+  return level >= ADJ_CHECK_AUTO && level <= ADJ_CHECK_OFF ? adj_check_level_names[level] : "invalid";
 }
 
+ADJ_SETTING_CHOICE_ACCESSORS(adj_check_level, adj_check_level, adj_check_setting, adj_check_level_names)
+
 int adj_check_level_default(adj_check_level *level) {
-  *level = ADJ_CHECK_FULL;
-  const char *env = getenv("ADJ_CHECK");
-  if (!env || !*env) return ADJ_SUCCESS;
-  if (!strcmp(env, "full")) *level = ADJ_CHECK_FULL;
-  else if (!strcmp(env, "first")) *level = ADJ_CHECK_FIRST;
-  else if (!strcmp(env, "off")) *level = ADJ_CHECK_OFF;
-  else return adj_error_set(ADJ_ERR_ARG, "ADJ_CHECK='%s' is not one of full, first, off", env);
+  ADJ_CALL(adj_check_level_get_default(level));
+  if (*level == ADJ_CHECK_AUTO) *level = ADJ_CHECK_FULL;
   return ADJ_SUCCESS;
 }
 

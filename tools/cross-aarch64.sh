@@ -37,6 +37,7 @@ if [ ! -f "$root/.complete" ]; then
   fi
   rm -rf "$root"
   mkdir -p "$root/debs"
+  # shellcheck disable=SC2046 # one package name per word
   (cd "$root/debs" && apt-get download -qq -o APT::Sandbox::User=root \
     $(for p in $arm64_packages; do printf '%s:arm64 ' "$p"; done))
   for deb in "$root"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
@@ -50,6 +51,7 @@ if [ ! -f "$root/.complete" ]; then
     [ "$pc" = openblas ] && target=openblas.pc
     ln -sf "../openblas-pthread/pkgconfig/$target" "$libdir/pkgconfig/$pc.pc"
   done
+  # shellcheck disable=SC2012 # library names are plain
   for name in libucp libucs libhwloc; do ln -sf "$(basename "$(ls "$libdir/$name.so."*[0-9] | head -1)")" \
     "$libdir/$name.so"; done
   find "$root" -type l -lname '/*' | while read -r link; do

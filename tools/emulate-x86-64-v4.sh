@@ -59,6 +59,7 @@ copy_with_libraries() {
     done
   done
 }
+# shellcheck disable=SC2046 # one path per word
 copy_with_libraries $(for t in $tests; do printf '%s/tests/%s ' "$dir" "$t"; done)
 copy_with_libraries /usr/lib/x86_64-linux-gnu/ucx/*.so.*[0-9]
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"

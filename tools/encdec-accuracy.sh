@@ -12,7 +12,7 @@
 #   environment: EPOCHS [2], BATCH [256], LR_SCHEDULE [constant; or cosine],
 #                TRAIN_LIMIT [0 = all 60000],
 #                TEST_LIMIT [0 = all 10000], DATA [data/fashion-mnist],
-#                ADJOIN_TRAIN [build/examples/adjoin-train], RESULTS [results]
+#                ADJOIN_TRAIN [build/apps/adjoin-train], RESULTS [results]
 #                (relative paths start at the checkout)
 #
 # A run that fails is reported on stderr with its log's first and last lines
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 seeds=${1:-1 2 3}
 epochs=${EPOCHS:-2} batch=${BATCH:-256} schedule=${LR_SCHEDULE:-constant} train_limit=${TRAIN_LIMIT:-0} test_limit=${TEST_LIMIT:-0}
 data=${DATA:-data/fashion-mnist}
-train=${ADJOIN_TRAIN:-build/examples/adjoin-train}
+train=${ADJOIN_TRAIN:-build/apps/adjoin-train}
 results=${RESULTS:-results}
 limits=""
 [ "$train_limit" -gt 0 ] && limits="$limits --train-limit $train_limit"

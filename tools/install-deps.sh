@@ -18,5 +18,6 @@ if [ -n "$missing" ]; then
   echo "install-deps: installing$missing"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
+  # shellcheck disable=SC2086 # a list of package names
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi

@@ -22,14 +22,14 @@
 #
 # Build first (sh tools/build.sh) and provision the data
 # (sh tools/provision-data.sh).  About 25 minutes on the 2-core machine for
-# the defaults.  Environment: ADJOIN_TRAIN [build/examples/adjoin-train],
+# the defaults.  Environment: ADJOIN_TRAIN [build/apps/adjoin-train],
 # RESULTS [results] (relative paths start at the checkout).
 set -eu
 cd "$(dirname "$0")/.."
 sets=${1:-mnist fashion-mnist}
 seeds=${2:-1 2 3}
 layouts=${3:-sequential dist4}
-train=${ADJOIN_TRAIN:-build/examples/adjoin-train}
+train=${ADJOIN_TRAIN:-build/apps/adjoin-train}
 results=${RESULTS:-results}
 tag=$(echo "$layouts" | tr ' ' '-')
 out=$results/accuracy-$tag.txt

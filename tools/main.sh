@@ -16,17 +16,17 @@ sh tools/install-deps.sh
 sh tools/build.sh
 if [ "${1:-}" = "--battery" ]; then
   shift
-  exec mpiexec.mpich -n 4 build/adjoint_tests/adjoin-dottest "$@"
+  exec mpiexec.mpich -n 4 build/apps/adjoin-dottest "$@"
 fi
 sh tools/provision-data.sh mnist
 # An OpenBLAS older than the CPU runs its oldest kernels there; adjoin-train
 # names the ones to load instead (nothing when OpenBLAS chose well).
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-  coretype=$(build/examples/adjoin-train --openblas-coretype)
+  coretype=$(build/apps/adjoin-train --openblas-coretype)
   if [ -n "$coretype" ]; then
     export OPENBLAS_CORETYPE="$coretype"
     echo "main.sh: OPENBLAS_CORETYPE=$coretype"
   fi
 fi
-exec mpiexec.mpich -n 4 build/examples/adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 \
+exec mpiexec.mpich -n 4 build/apps/adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 \
   --optimizer adam --metrics build/lenet5-dist4.csv "$@"

@@ -33,13 +33,14 @@
  * 64 KB, MPI_Iallreduce from 64 KB (MPICH's reduce to one root measured 3-6x
  * slower than its all-reduce at 1-8 MB), reduce-scatter + gather from 1 MB.
  * The fourth algorithm is a pipelined chain of point-to-point messages
- * (segments of ADJ_CHAIN_SEGMENT_BYTES, default 64 KB, along the group,
+ * (segments of 64 KB, or ADJ_CHAIN_SEGMENT_BYTES, along the group,
  * summed from the last member towards the root), which when forced also
  * copies, root -> 1 -> 2 ...; otherwise the copying direction is MPI's
  * broadcast.
  * ADJ_SUM_REDUCE_ALGORITHM=auto|reduce|allreduce|reduce-scatter|chain forces one
  * (except in the tensor-parallel layer of phantom_layer.h, whose broadcast always
- * sums by all-reduce);
+ * sums by all-reduce); each of these variables is read once, and the setters
+ * below replace it (docs/configuration.md);
  * adj_op_algorithm names the choice.  An all-reduce or reduce-scatter leaf
  * keeps a scratch block (the whole block, or its chunk), a chain member
  * other than the last a block for the running sum.  A reduce-scatter's
@@ -59,11 +60,45 @@
 #ifndef ADJOIN_BROADCAST_H
 #define ADJOIN_BROADCAST_H
 
+#include <stddef.h>
+
 #include "adjoin/decomposition.h"
 #include "adjoin/op.h"
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
+
+/* The summing algorithms, in the order of their names. */
+typedef enum adj_sum_algorithm {
+  ADJ_SUM_AUTO = 0,       /* the measured table, else the rule by block size */
+  ADJ_SUM_REDUCE,         /* MPI_Ireduce */
+  ADJ_SUM_ALLREDUCE,      /* MPI_Iallreduce */
+  ADJ_SUM_REDUCE_SCATTER, /* MPI_Ireduce_scatter, then a gather */
+  ADJ_SUM_CHAIN,          /* pipelined point-to-point along the group */
+} adj_sum_algorithm;
+
+/* The process's default summing algorithm: what adj_sum_algorithm_set_default
+ * set, else ADJ_SUM_REDUCE_ALGORITHM (read at the first call), else AUTO.
+ * Broadcasts and sum-reduces created from now on use it.  Not collective, but
+ * every rank must set the same.  ADJ_ERR_ARG naming a bad variable's value, a
+ * value outside the enum or a NULL pointer. */
+int adj_sum_algorithm_get_default(adj_sum_algorithm *algorithm);
+int adj_sum_algorithm_set_default(adj_sum_algorithm algorithm);
+
+/* Bytes per segment of the chain: what adj_chain_segment_bytes_set_default
+ * set (0: the default again), else ADJ_CHAIN_SEGMENT_BYTES (read at the first
+ * call), else 65536.  Same rules as above; ADJ_ERR_ARG for a count that is
+ * not from 1 to INT_MAX. */
+int adj_chain_segment_bytes_get_default(long *bytes);
+int adj_chain_segment_bytes_set_default(long bytes);
+
+/* The file of the measured algorithm table: what adj_algorithm_table_set_path
+ * set ("" for the default place), else ADJ_ALGORITHM_CACHE (read at the first
+ * call), else $XDG_CACHE_HOME/adjoin/primitive-algorithms, else
+ * $HOME/.cache/adjoin/primitive-algorithms; "" when none of these names a
+ * place.  A path to a missing file means no table.  Same rules as above. */
+int adj_algorithm_table_set_path(const char *path);
+int adj_algorithm_table_get_path(char *path, size_t size);
 
 /* Broadcast from x (a decomposition on P_x) to partition p_y. */
 int adj_broadcast_create(adj_dtype dtype, const adj_decomposition *x, const adj_partition *p_y, adj_op **op);

@@ -84,8 +84,9 @@ int adj_conv_backward(const adj_window_geometry *g,
  * It assumes GEMMs with AVX2 and FMA: when OpenBLAS runs older kernels
  * (see adj_blas_kernels_behind) the direct kernels of x86-64-v3 and v4 take
  * every unit-stride shape and the baseline's stay below 16 channels.
- * A forced algorithm (config or the environment variable ADJ_CONV_ALGORITHM
- * = auto|direct|shifted|im2col|measure, which a config's AUTO defers to) runs
+ * A forced algorithm (config, or the process's default that a config's AUTO
+ * defers to: adj_conv_algorithm_set_default, else the environment variable
+ * ADJ_CONV_ALGORITHM=auto|direct|shifted|im2col|measure, read once) runs
  * wherever it can: direct and shifted need unit strides, else im2col runs.
  * MEASURE (FFTW's FFTW_MEASURE, for plans only) times a forward and a
  * backward of every algorithm that applies, on scratch tensors of the plan's
@@ -107,7 +108,7 @@ typedef enum adj_conv_algorithm {
 
 typedef struct adj_conv_plan_config {
   adj_window_geometry geometry;
-  adj_conv_algorithm algorithm; /* AUTO (0): the rule, or ADJ_CONV_ALGORITHM */
+  adj_conv_algorithm algorithm; /* AUTO (0): the process's default, else the rule */
 } adj_conv_plan_config;
 
 typedef struct adj_conv_plan adj_conv_plan;
@@ -127,6 +128,14 @@ adj_conv_algorithm adj_conv_plan_algorithm(const adj_conv_plan *plan);
 adj_conv_algorithm adj_conv_plan_algorithm_without_dx(const adj_conv_plan *plan);
 /* "auto", "direct", "shifted", "im2col", "measure" ("?" for other values). */
 const char *adj_conv_algorithm_name(adj_conv_algorithm algorithm);
+
+/* The process's default algorithm, which a config's AUTO defers to: what
+ * adj_conv_algorithm_set_default set, else ADJ_CONV_ALGORITHM (read at the
+ * first call), else AUTO (the rule).  Not collective, but every rank of a
+ * distributed layer must set the same.  ADJ_ERR_ARG naming a bad variable's
+ * value, a value outside the enum or a NULL pointer. */
+int adj_conv_algorithm_get_default(adj_conv_algorithm *algorithm);
+int adj_conv_algorithm_set_default(adj_conv_algorithm algorithm);
 /* The instruction-set level of the direct kernels this CPU runs:
  * "x86-64-v4", "x86-64-v3" or "baseline". */
 const char *adj_kernels_isa(void);

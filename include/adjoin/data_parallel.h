@@ -1,5 +1,5 @@
 /* Data parallelism: replicas of a network, each on its own ranks, trained on
- * different samples of every batch (ShallowSpeed, paper 004; specs/
+ * different samples of every batch (ShallowSpeed, paper 004; docs/
  * parallelism.md section 3).
  *
  * The N ranks of a communicator form R replicas of M = N / R ranks each:

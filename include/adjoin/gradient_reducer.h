@@ -1,7 +1,7 @@
 /* Gradient reducer: the data-parallel gradient all-sum-reduce of a list of
  * tensors, in buckets, split-phase, so it overlaps the backward pass
  * (ShallowSpeed's interleaved data parallelism with PyTorch DDP's buckets;
- * specs/parallelism.md section 3).
+ * docs/parallelism.md section 3).
  *
  * Workers of a partition that agree on every coordinate not in `dims` form a
  * group (one group = the replicas of one model shard); each group sums its

@@ -25,10 +25,11 @@
  * (within rounding; each algorithm is deterministic run to run).
  * ADJ_HALO_AUTO takes nested: on the 2-core hosts adjoin is measured on,
  * direct was no faster, for LeNet-5's dist4 layout or bench-halo's exchanges
- * (bench/RESULTS.md), and it sends more messages.  The environment variable
- * ADJ_HALO_ALGORITHM=auto|nested|direct overrides AUTO for every exchange
- * made afterwards (the tests run both), and adj_op_algorithm names the one
- * taken.
+ * (bench/RESULTS.md), and it sends more messages.  The process's default
+ * (adj_halo_algorithm_set_default, else the environment variable
+ * ADJ_HALO_ALGORITHM=auto|nested|direct, read once) overrides AUTO for every
+ * exchange made afterwards (the tests run both), and adj_op_algorithm names
+ * the one taken.
  *
  * Which region each worker needs from another follows from the receiver's
  * geometry, which every worker computes locally.  A halo wider than the
@@ -53,10 +54,18 @@
 ADJ_BEGIN_DECLS
 
 typedef enum adj_halo_algorithm {
-  ADJ_HALO_AUTO = 0, /* the rule above, unless ADJ_HALO_ALGORITHM says otherwise */
+  ADJ_HALO_AUTO = 0, /* the process's default, else the rule above */
   ADJ_HALO_NESTED,
   ADJ_HALO_DIRECT,
 } adj_halo_algorithm;
+
+/* The process's default algorithm: what adj_halo_algorithm_set_default set,
+ * else ADJ_HALO_ALGORITHM (read at the first call), else AUTO.  Not
+ * collective, but every rank must set the same (the geometry check finds
+ * ranks that differ).  ADJ_ERR_ARG naming a bad variable's value, a value
+ * outside the enum or a NULL pointer. */
+int adj_halo_algorithm_get_default(adj_halo_algorithm *algorithm);
+int adj_halo_algorithm_set_default(adj_halo_algorithm algorithm);
 
 /* Creates the halo exchange for `geometry` on `partition`, whose shape must
  * equal the geometry's parts.  Workers outside the partition get zero-volume
@@ -66,7 +75,7 @@ typedef enum adj_halo_algorithm {
 int adj_halo_create(adj_dtype dtype, const adj_partition *partition, const adj_halo_geometry *geometry, adj_op **op);
 
 /* The same with the algorithm chosen by the caller; a forced algorithm
- * (NESTED or DIRECT) wins over ADJ_HALO_ALGORITHM.  Every rank passes the
+ * (NESTED or DIRECT) wins over the process's default.  Every rank passes the
  * same algorithm (checked with the geometry). */
 int adj_halo_create_with_algorithm(adj_dtype dtype, const adj_partition *partition,
                                    const adj_halo_geometry *geometry, adj_halo_algorithm algorithm, adj_op **op);

@@ -163,9 +163,10 @@ void adj_op_reset_counters(adj_op *op);
  *          waits forever; the other ranks complete normally (their output
  *          includes zeros from that rank).
  *   OFF:   no agreement; local checks only, with the same no-hang fallback.
- * AUTO resolves to the environment variable ADJ_CHECK=full|first|off when set,
- * else FULL.  The level is agreed across ranks at creation (the strictest
- * wins), so ranks never disagree on whether to communicate. */
+ * AUTO resolves to the process's default level: adj_check_level_set_default's,
+ * else the environment variable ADJ_CHECK=full|first|off (read once), else
+ * FULL.  The level is agreed across ranks at creation (the strictest wins),
+ * so ranks never disagree on whether to communicate. */
 typedef enum adj_check_level {
   ADJ_CHECK_AUTO = 0,
   ADJ_CHECK_FULL = 1,
@@ -180,9 +181,19 @@ void adj_op_set_check_level(adj_op *op, adj_check_level level);
 adj_check_level adj_op_check_level(const adj_op *op);
 /* "auto" / "full" / "first" / "off" */
 const char *adj_check_level_name(adj_check_level level);
-/* The default level: ADJ_CHECK from the environment, else FULL.  Not
- * collective; fails with a message naming a bad ADJ_CHECK value. */
+/* The default level: what adj_check_level_set_default set, else ADJ_CHECK
+ * from the environment (read at the first call), else FULL.  Not collective;
+ * fails with a message naming a bad ADJ_CHECK value. */
 int adj_check_level_default(adj_check_level *level);
+/* The default level as set, AUTO included: what adj_check_level_set_default
+ * set, else ADJ_CHECK (read at the first call), else AUTO.  ADJ_ERR_ARG for a
+ * NULL level or a bad ADJ_CHECK. */
+int adj_check_level_get_default(adj_check_level *level);
+/* Sets the default level in place of ADJ_CHECK, for the operators created
+ * from now on (AUTO: FULL).  Not collective, but every rank must set the same
+ * (the level is agreed at creation, the strictest wins).  ADJ_ERR_ARG for a
+ * value outside the enum. */
+int adj_check_level_set_default(adj_check_level level);
 /* enabled true = FULL, false = OFF (kept for the layers written before levels). */
 void adj_op_set_checks(adj_op *op, bool enabled);
 /* AUTO resolves for the operator's ranks (collective then); SPIN and YIELD

@@ -25,9 +25,29 @@ ADJ_BEGIN_DECLS
 int adj_parse_int64(const char *text, int64_t min, int64_t max, const char *what, int64_t *out);
 int adj_parse_int(const char *text, int min, int max, const char *what, int *out);
 
+/* The same for an unsigned 64-bit value in [0, max] (a seed): a sign, even
+ * "-0", is refused rather than wrapped. */
+int adj_parse_uint64(const char *text, uint64_t max, const char *what, uint64_t *out);
+
+/* A list of integers, each within [min, max], separated by `separator`
+ * ("8,8,3" with ',', "0:4:8" with ':'): at most `most` entries into out,
+ * their number in *count.  An empty entry or one entry too many is refused,
+ * and a bad entry is named with its place:
+ *   --shape '8,,3': entry 2 is empty
+ *   --grid '4294967297x1': entry 1 '4294967297' is out of range 1..2147483647
+ * On a refusal *count is unchanged; out may hold the entries before the bad
+ * one. */
+int adj_parse_int64_list(const char *text, char separator, int most, int64_t min, int64_t max, const char *what,
+                         int64_t *out, int *count);
+/* Exactly two integers, as "RxC" or "P0:P1". */
+int adj_parse_int64_pair(const char *text, char separator, int64_t min, int64_t max, const char *what, int64_t out[2]);
+
 /* A whole-string finite real (strtod's syntax; no nan, no inf) within
  * [min, max]. */
 int adj_parse_real(const char *text, double min, double max, const char *what, double *out);
+/* A list of such reals separated by `separator`, as adj_parse_int64_list. */
+int adj_parse_real_list(const char *text, char separator, int most, double min, double max, const char *what,
+                        double *out, int *count);
 
 /* A byte count: digits with an optional suffix K, M, G, T (powers of 1024,
  * also written KiB, MiB, GiB, TiB, or with a trailing B), within [min, max]:

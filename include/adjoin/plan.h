@@ -9,7 +9,7 @@
  *   paper-eq4  000 eq. (4): every parameterised layer 1.5D on the one grid,
  *              3 (all-gather + all-reduce of dX) + 2 (all-reduce of dW) terms.
  *   paper      001 eq. (8)/(9) verbatim with the decisions of
- *              specs/parallelism.md A2-A11: the first layer has no dX term,
+ *              docs/parallelism.md A2-A11: the first layer has no dX term,
  *              the grid's P_r splits an fc layer's model and, for a conv
  *              layer, its model (eq. 8) or, with ADJ_PLAN_CONV_DOMAIN, the
  *              cheaper of model and domain (eq. 9).
@@ -186,9 +186,15 @@ typedef struct adj_plan_calibration {
 /* Text file, one "key value" a line: alpha, beta, and optionally
  * allreduce_alpha, allreduce_beta, allreduce_ranks (all three or none).
  * load reads files written by either save or adj_plan_calibration_write;
- * a missing or non-positive value or an unknown key is an error naming it. */
+ * a missing, repeated, malformed or non-positive value or an unknown key is
+ * an error naming it (alpha and beta at most 1e30, allreduce_ranks an
+ * integer 2 to 2^24).  save checks the path first (file.h) and reports a
+ * write that fails. */
 int adj_plan_calibration_save(const char *path, const adj_plan_calibration *calibration);
 int adj_plan_calibration_load(const char *path, adj_plan_calibration *calibration);
+/* The same format from text (`source` names it in messages); load reads a
+ * regular file of at most 64 KiB (file.h) and parses it so. */
+int adj_plan_calibration_parse(const char *text, const char *source, adj_plan_calibration *calibration);
 /* Sets config's alpha and beta, and its collective constants when the
  * calibration has an all-reduce fit. */
 void adj_plan_calibration_apply(const adj_plan_calibration *calibration, adj_plan_config *config);

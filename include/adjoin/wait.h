@@ -4,7 +4,7 @@
  * has cores (tests run 4-8 ranks on 2 cores) a blocking collective costs
  * milliseconds because the spinning ranks starve the ones that must make
  * progress; testing and yielding the core between tests costs ~200x less (see
- * DESIGN.md section 4).  With one rank per core spinning is fastest.  So every
+ * docs/design.md section 5).  With one rank per core spinning is fastest.  So every
  * adjoin primitive posts nonblocking MPI and completes it here.
  *
  * ADJ_WAIT_AUTO picks yield when the ranks on this node outnumber its online
@@ -12,8 +12,10 @@
  * when the launcher says how many of the job's ranks share the node
  * (MPI_LOCALNRANKS from MPICH's hydra, OMPI_COMM_WORLD_LOCAL_SIZE from Open
  * MPI), those if more: a sub-communicator of 2 ranks on a 2-core node that
- * runs 4 must yield too.  The environment variable ADJ_WAIT_POLICY=spin|yield|auto
- * overrides what the program asked for. */
+ * runs 4 must yield too.  The process's default policy, when not AUTO,
+ * overrides what the program asked for: the environment variable
+ * ADJ_WAIT_POLICY=spin|yield|auto, read once, or adj_wait_policy_set_default,
+ * which replaces it (docs/configuration.md). */
 #ifndef ADJOIN_WAIT_H
 #define ADJOIN_WAIT_H
 
@@ -31,7 +33,18 @@ typedef enum adj_wait_policy {
 /* Nonzero for AUTO, SPIN and YIELD, the values of adj_wait_policy. */
 int adj_wait_policy_valid(adj_wait_policy policy);
 
-/* Resolves AUTO (and the environment override) to SPIN or YIELD for the ranks of
+/* The process's default policy: what adj_wait_policy_set_default set, else
+ * ADJ_WAIT_POLICY (read at the first call), else AUTO.  Not collective.
+ * ADJ_ERR_ARG naming a value of ADJ_WAIT_POLICY that is not a policy's name,
+ * or for a NULL policy. */
+int adj_wait_policy_get_default(adj_wait_policy *policy);
+
+/* Sets the process's default policy, in place of ADJ_WAIT_POLICY, for the
+ * partitions and operators created from now on.  Not collective, but every
+ * rank must set the same.  ADJ_ERR_ARG for a value outside the enum. */
+int adj_wait_policy_set_default(adj_wait_policy policy);
+
+/* Resolves AUTO (and the process's default) to SPIN or YIELD for the ranks of
  * comm.  Collective on comm (it counts the ranks sharing this node).  A value
  * outside the enum, or a NULL resolved, is ADJ_ERR_ARG naming it. */
 int adj_wait_policy_resolve(MPI_Comm comm, adj_wait_policy requested, adj_wait_policy *resolved);

@@ -1,6 +1,7 @@
-/* t006: checked numbers from text (parse.h) keep a value exactly or refuse it
- * naming its source and text; an error's trail names each frame it passed,
- * and an error agreed across ranks carries the failing rank's trail. */
+/* t006: checked numbers from text (parse.h), alone and in lists, keep a
+ * value exactly or refuse it naming its source, text and place; an error's
+ * trail names each frame it passed, and an error agreed across ranks carries
+ * the failing rank's trail. */
 #include <stdint.h>
 #include <string.h>
 
@@ -60,6 +61,44 @@ static void check_reals_and_bytes(adj_test *t) {
   expect_refused(t, adj_int64_add(INT64_MAX, 1, "total", &p), "total:", "beyond int64");
 }
 
+/* Lists and unsigned values: every entry range-checked and named by place,
+ * no empty entry and none past the most allowed. */
+static void check_lists(adj_test *t) {
+  int64_t v[3] = {0}, pair[2] = {7, 7};
+  int n = 0;
+  ADJ_TEST_OK(t, adj_parse_int64_list("8,1,3", ',', 3, 0, 100, "--shape", v, &n));
+  ADJ_TEST_CHECK(t, n == 3 && v[0] == 8 && v[1] == 1 && v[2] == 3, "'8,1,3' read as %d entries %lld %lld %lld", n,
+                 (long long)v[0], (long long)v[1], (long long)v[2]);
+  expect_refused(t, adj_parse_int64_list("8,,3", ',', 3, 0, 100, "--shape", v, &n), "--shape '8,,3'",
+                 "entry 2 is empty");
+  expect_refused(t, adj_parse_int64_list("1,2,3,4", ',', 3, 0, 100, "--shape", v, &n), "'1,2,3,4'",
+                 "more than 3 entries");
+  expect_refused(t, adj_parse_int64_list("8,", ',', 3, 0, 100, "--shape", v, &n), "'8,'", "entry 2 is empty");
+  ADJ_TEST_OK(t, adj_parse_int64_pair("2x3", 'x', 1, INT32_MAX, "--grid", pair));
+  ADJ_TEST_CHECK(t, pair[0] == 2 && pair[1] == 3, "'2x3' read as %lldx%lld", (long long)pair[0], (long long)pair[1]);
+  /* 2^32 + 1 rows are refused, not truncated to 32 bits and read as 1. */
+  expect_refused(t, adj_parse_int64_pair("4294967297x1", 'x', 1, INT32_MAX, "--grid", pair),
+                 "--grid '4294967297x1': entry 1 '4294967297'", "out of range 1..2147483647");
+  expect_refused(t, adj_parse_int64_pair("4", 'x', 1, INT32_MAX, "--grid", pair), "--grid '4'",
+                 "not two numbers joined by 'x'");
+  expect_refused(t, adj_parse_int64_pair("2x3x4", 'x', 1, INT32_MAX, "--grid", pair), "'2x3x4'", "more than 2");
+  ADJ_TEST_CHECK(t, pair[0] == 2 && pair[1] == 3, "a refused pair changed the output to %lldx%lld",
+                 (long long)pair[0], (long long)pair[1]);
+  double r[2];
+  ADJ_TEST_OK(t, adj_parse_real_list("0.5,2e-3", ',', 2, 0, 1, "--tp-times", r, &n));
+  ADJ_TEST_CHECK(t, n == 2 && r[0] == 0.5 && r[1] == 2e-3, "'0.5,2e-3' read as %g %g", r[0], r[1]);
+  expect_refused(t, adj_parse_real_list("0.5,nan", ',', 2, 0, 1, "--tp-times", r, &n), "entry 2 'nan'",
+                 "not a finite number");
+  uint64_t u = 5;
+  ADJ_TEST_OK(t, adj_parse_uint64("18446744073709551615", UINT64_MAX, "--seed", &u));
+  ADJ_TEST_CHECK(t, u == UINT64_MAX, "UINT64_MAX read as %llu", (unsigned long long)u);
+  expect_refused(t, adj_parse_uint64("18446744073709551616", UINT64_MAX, "--seed", &u), "--seed", "out of range");
+  expect_refused(t, adj_parse_uint64("-1", UINT64_MAX, "--seed", &u), "--seed '-1'", "not a whole number");
+  expect_refused(t, adj_parse_uint64("-0", UINT64_MAX, "--seed", &u), "--seed '-0'", "not a whole number");
+  expect_refused(t, adj_parse_uint64("2147483648", INT32_MAX, "--min-ranks", &u), "'2147483648'",
+                 "out of range 0..2147483647");
+}
+
 /* Two frames deep: the trail names both functions, innermost first. */
 static int inner_failure(void) {
   ADJ_CHECK(false, ADJ_ERR_SIZE, "inner failed");
@@ -96,6 +135,7 @@ int main(int argc, char **argv) {
   adj_test_begin(&t, &argc, &argv, "t006-parse-trace");
   check_integers(&t);
   check_reals_and_bytes(&t);
+  check_lists(&t);
   check_trail(&t);
   return adj_test_finish(&t);
 }

@@ -3,19 +3,23 @@
 #
 #   sh run-fuzz.sh replay BUILD_DIR MNIST_DIR   every seed and crafted variant once,
 #                                               through the *-replay binaries
-#   sh run-fuzz.sh fuzz-idx|fuzz-checkpoint BUILD_DIR MNIST_DIR
+#   sh run-fuzz.sh fuzz-idx|fuzz-checkpoint|fuzz-text|fuzz-cli BUILD_DIR MNIST_DIR
 #                                               libFuzzer for FUZZ_SECONDS (default 30)
 #
 # Seeds are real files: the MNIST test labels and the first 20 test images
-# (from MNIST_DIR when provisioned, else synthetic IDX files), raw and gzip, and
-# a checkpoint the checkpoint target writes of its own network.  Crafted
-# variants: every seed truncated at a few lengths, and with trailing bytes.
+# (from MNIST_DIR when provisioned, else synthetic IDX files), raw and gzip, a
+# checkpoint the checkpoint target writes of its own network, the network
+# descriptions of networks/, calibration files and algorithm tables as the
+# programs write them, and command lines of each program fuzz-cli runs.
+# Crafted variants: every seed truncated at a few lengths, and with trailing
+# bytes.
 set -eu
 mode=$1 build=$2 mnist=$3
+networks=$(dirname "$0")/../../networks
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-idx=$work/idx ckpt=$work/checkpoint
-mkdir -p "$idx" "$ckpt"
+idx=$work/idx ckpt=$work/checkpoint text=$work/text cli=$work/cli
+mkdir -p "$idx" "$ckpt" "$text" "$cli"
 
 # IDX seeds; the first byte of an input picks the dimension count (fuzz_idx.c):
 # \000 = 1 dimension (labels), \002 = 3 dimensions (images).
@@ -33,8 +37,36 @@ for f in labels images; do
 done
 "$build/fuzz-checkpoint-replay" --write-seed "$ckpt/seed" >/dev/null
 
+# Text seeds; the first byte picks the format (fuzz_text.c): \000 a network
+# description, \001 a calibration file, \002 an algorithm table.
+for net in "$networks"/*.net; do
+  { printf '\000'; cat "$net"; } > "$text/net-$(basename "$net" .net)"
+done
+printf '\001alpha 2.5e-06\nbeta 1.25e-10\n' > "$text/calibration-ping-pong"
+printf '\001alpha 2.5e-06\nbeta 1.25e-10\nallreduce_alpha 7.5e-06\nallreduce_beta 3.125e-10\nallreduce_ranks 4\n' \
+  > "$text/calibration-both"
+printf '\002# adjoin: fastest summing algorithm\nsum 2 0 reduce\nsum 2 65536 allreduce\nsum 4 1024 chain\n' \
+  > "$text/algorithm-table"
+
+# Command-line seeds; the first byte picks the program (fuzz_cli.c): \000
+# adjoin-halo, \001 adjoin-plan, \002 adjoin-phantom, \003 the benchmarks'
+# parser; the words are NUL-separated, @net and @cal stand for real files.
+seed() {
+  { printf '%b' "$2"; printf '%s' "$3" | tr ' ' '\000'; } > "$cli/$1"
+}
+seed halo-b3 '\000' "--shape 11 --partition 3 --kernel 5"
+seed halo-2d '\000' "--shape 2,11 --partition 2,2 --kernel 1,4 --padding 0,1:2 --cuts -,0:8:11"
+seed halo-stride '\000' "--shape=64,64 --partition=4,2 --kernel=3,3 --stride=2,1 --dilation=1,2"
+seed plan-best '\001' "--procs 4 --batch 64 @net"
+seed plan-json '\001' "--mode adjoin --conv domain --procs 6 --batch 64 --all-grids --json @net"
+seed plan-sweep '\001' "--sweep 1:16 --batch 256 --alpha 1e-6 --bandwidth 1e10 @net"
+seed plan-calibration '\001' "--procs 8 --batch 64 --grid 2x4 --word 2 --calibration @cal @net"
+seed phantom-default '\002' "--n 64 --p 2 --k 2"
+seed phantom-measured '\002' "--model alpha-beta --alpha 1e-6 --beta 1e-9 --tp-times 1,2 --pp-times 0.5,1 --iterations 10,20 --table1"
+seed bench '\003' "--trials 5 --seconds 0.5 --csv out.csv --teacher first second"
+
 if [ "$mode" = replay ]; then
-  for dir in "$idx" "$ckpt"; do
+  for dir in "$idx" "$ckpt" "$text" "$cli"; do
     for f in "$dir"/*; do
       size=$(wc -c < "$f")
       for cut in 1 9 17 64 $((size / 2)) $((size - 4)) $((size - 1)); do
@@ -45,12 +77,20 @@ if [ "$mode" = replay ]; then
   done
   "$build/fuzz-idx-replay" "$idx"/*
   "$build/fuzz-checkpoint-replay" "$ckpt"/*
+  "$build/fuzz-text-replay" "$text"/*
+  # The programs' own output, refusals and usage included, is not wanted.
+  "$build/fuzz-cli-replay" "$cli"/* > "$work/cli.log" 2>&1 || { tail -40 "$work/cli.log"; exit 1; }
+  tail -1 "$work/cli.log"
   exit 0
 fi
 
+options=
 case $mode in
   fuzz-idx) corpus=$idx ;;
   fuzz-checkpoint) corpus=$ckpt ;;
+  fuzz-text) corpus=$text ;;
+  # -close_fd_mask=3: the programs' output closed; libFuzzer keeps its own.
+  fuzz-cli) corpus=$cli options=-close_fd_mask=3 ;;
   *) echo "run-fuzz.sh: unknown mode $mode"; exit 2 ;;
 esac
 # -rss_limit_mb bounds memory: an input that makes the reader allocate past
@@ -60,7 +100,7 @@ esac
 printf 'leak:libucs.so\nleak:libuct.so\nleak:libucp.so\n' > "$work/lsan.supp"
 status=0
 LSAN_OPTIONS="suppressions=$work/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" "$build/$mode" -artifact_prefix="$build/" \
-  -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=1024 -max_len=65536 \
+  -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=1024 -max_len=65536 $options \
   -print_final_stats=1 "$corpus" > "$work/log" 2>&1 || status=$?
 tail -25 "$work/log"
 exit $status

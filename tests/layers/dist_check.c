@@ -108,7 +108,7 @@ void dl_taylor(adj_test *t, const char *label, adj_layer *layer, dl_taylor_kind 
  * every rank draws identically from the seed; each rank then compares its own
  * blocks of the distributed results with the same boxes of the sequential
  * ones.  Only the final figure is reduced, so the comparison adds no blocking
- * collective (slow on an oversubscribed machine, DESIGN.md section 4). */
+ * collective (slow on an oversubscribed machine, docs/design.md section 5). */
 
 static adj_tensor dl_random(adj_rng *rng, adj_dtype dtype, const adj_decomposition *d) {
   adj_tensor x;

@@ -36,7 +36,7 @@ adj_decomposition *dl_size_layout(adj_test *t, dl_layout_kind kind, int rank, co
 adj_decomposition *dl_self_layout(adj_test *t, int rank, const int64_t *shape);
 
 /* The Jacobian dot-product test (input and parameters at once) against the
- * layer tolerance of DESIGN.md (adj_dottest_tolerance), figure printed. */
+ * layer tolerance of docs/design.md (adj_dottest_tolerance), figure printed. */
 void dl_dottest(adj_test *t, const char *label, adj_layer *layer);
 
 /* How the Taylor remainder of a layer must behave as h halves. */

@@ -1,6 +1,6 @@
 /* t300: convolution 1-D/2-D/3-D against a direct loop, its Jacobian dot-product
  * test, its Taylor test and its bad-configuration errors; then every case
- * again under each algorithm forced (ADJ_CONV_ALGORITHM and the plan
+ * again under each algorithm forced (the default algorithm's setter and the plan
  * object's flag), and the plan object's own errors. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,7 +365,7 @@ static bool plan_runs(const conv_case *c, adj_conv_algorithm a, adj_conv_algorit
 
 /* Plan object forced to a: it reports the algorithm it runs, and its forward
  * and backward give bit for bit what the stateless calls under
- * ADJ_CONV_ALGORITHM = (the algorithm it runs) give, twice in a row (the same
+ * the default algorithm set to the one it runs give, twice in a row (the same
  * sums every run). */
 static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_algorithm a, adj_rng *rng,
                        int rank, const int64_t *ys) {
@@ -379,7 +379,7 @@ static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_
   adj_workspace ref_ws = {0};
   if (a == ADJ_CONV_ALGORITHM_MEASURE) {
     adj_test_report(t, "  %s: measured at plan creation, runs %s", c->name, adj_conv_algorithm_name(ran));
-    setenv("ADJ_CONV_ALGORITHM", adj_conv_algorithm_name(ran), 1);
+    ADJ_TEST_OK(t, adj_conv_algorithm_set_default(ran));
   }
   size_t ref_bytes = 0;
   ADJ_TEST_OK(t, adj_conv_workspace_size(&c->g, &p->x, &p->w, &ref_bytes));
@@ -422,11 +422,12 @@ static void check_plan(adj_test *t, const conv_case *c, conv_point *p, adj_conv_
   ADJ_TEST_CHECK(t, plan == NULL, "plan destroy clears the handle");
 }
 
-/* One case with the algorithm forced through ADJ_CONV_ALGORITHM (which the
- * stateless calls and the workspace size read): against the direct loop,
+/* One case with the algorithm forced as the process's default
+ * (adj_conv_algorithm_set_default, as ADJ_CONV_ALGORITHM would; the stateless
+ * calls and the workspace size read it): against the direct loop,
  * the dot-product test, and the plan object. */
 static void run_forced(adj_test *t, const conv_case *c, adj_dtype dtype, adj_conv_algorithm a, adj_rng *rng) {
-  setenv("ADJ_CONV_ALGORITHM", adj_conv_algorithm_name(a), 1);
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(a));
   conv_point p;
   int64_t ys[5];
   int rank = point_checked(t, c, dtype, rng, &p, ys);
@@ -441,7 +442,7 @@ static void run_forced(adj_test *t, const conv_case *c, adj_dtype dtype, adj_con
   layer_dottest(t, label, &problem);
   check_plan(t, c, &p, a, rng, rank, ys);
   point_free(&p);
-  unsetenv("ADJ_CONV_ALGORITHM");
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(ADJ_CONV_ALGORITHM_AUTO));
 }
 
 /* ---- bad configurations --------------------------------------------------------------- */
@@ -459,13 +460,9 @@ static void check_plan_errors(adj_test *t) {
                      adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g, .algorithm = 7}, &x, &w, &plan),
                      ADJ_ERR_ARG, "algorithm 7 is not an adj_conv_algorithm");
   ADJ_TEST_CHECK(t, plan == NULL, "a failed plan create leaves the handle NULL");
-  setenv("ADJ_CONV_ALGORITHM", "fft", 1);
-  adj_test_expect_error(t, "ADJ_CONV_ALGORITHM=fft", adj_conv_forward(&g, &x, &w, NULL, &y, &(adj_workspace){0}),
-                     ADJ_ERR_ARG, "ADJ_CONV_ALGORITHM is \"fft\" but must be auto, direct, shifted, im2col or measure");
-  adj_test_expect_error(t, "plan under ADJ_CONV_ALGORITHM=fft",
-                     adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan), ADJ_ERR_ARG,
-                     "ADJ_CONV_ALGORITHM is \"fft\"");
-  unsetenv("ADJ_CONV_ALGORITHM");
+  /* t008 checks a bad ADJ_CONV_ALGORITHM. */
+  adj_test_expect_error(t, "default algorithm 7", adj_conv_algorithm_set_default((adj_conv_algorithm)7), ADJ_ERR_ARG,
+                        "7 is not one of auto (0), direct (1), shifted (2), im2col (3), measure (4)");
   adj_test_expect_error(t, "plan config NULL", adj_conv_plan_create(NULL, &x, &w, &plan), ADJ_ERR_ARG,
                      "config is NULL");
   ADJ_TEST_OK(t, adj_conv_plan_create(&(adj_conv_plan_config){.geometry = g}, &x, &w, &plan));

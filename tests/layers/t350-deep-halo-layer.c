@@ -21,7 +21,7 @@
  *  - messages counted by the operators: on balanced layouts of the 3x3 run,
  *    where every layer exchanges with the same neighbours, the layers' halos
  *    send exactly k = 3 times the fused layer's messages, forward and adjoint;
- *  - the three checks of DESIGN.md section 5 for the fused layer: the
+ *  - the three checks of docs/design.md section 6 for the fused layer: the
  *    dot-product test, the Taylor test, and distributed (fused) against the
  *    sequential layer-by-layer twin on MPI_COMM_SELF (run_tolerance as for
  *    the fused backward above: weight gradients sum thousands of terms in
@@ -197,11 +197,11 @@ static void check_against_layers(adj_test *t, const char *label, const run_spec 
 /* Fused against layers, with the convolutions' algorithm pinned (exact) or chosen as usual. */
 static void compare_with_layers(adj_test *t, const char *label, const run_spec *r, adj_dtype dtype,
                                 const adj_decomposition *layout, bool balanced, bool exact) {
-  if (exact) setenv("ADJ_CONV_ALGORITHM", "shifted", 1);
+  if (exact) ADJ_TEST_OK(t, adj_conv_algorithm_set_default(ADJ_CONV_ALGORITHM_SHIFTED));
   adj_layer *fused = NULL, *net = NULL;
   ADJ_TEST_OK(t, create_run(r, dtype, layout, true, &fused));
   ADJ_TEST_OK(t, create_run(r, dtype, layout, false, &net));
-  unsetenv("ADJ_CONV_ALGORITHM");
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(ADJ_CONV_ALGORITHM_AUTO));
   if (fused && net) check_against_layers(t, label, r, fused, net, balanced, exact);
   adj_layer_destroy(&fused), adj_layer_destroy(&net);
 }

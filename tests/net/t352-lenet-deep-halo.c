@@ -24,8 +24,9 @@ enum { BATCH = 3 };
 static const char *const layouts[] = {"sequential", "dist2", "3x1", "dist4", "hybrid4-batch",
                                       "5x1",        "6x1",   "7x1", "dist8"};
 enum { N_LAYOUTS = sizeof layouts / sizeof layouts[0] };
-/* NULL: the plan's automatic choice. */
-static const char *const algorithms[] = {"shifted", "direct", "im2col", NULL};
+/* AUTO: the plan's automatic choice. */
+static const adj_conv_algorithm algorithms[] = {ADJ_CONV_ALGORITHM_SHIFTED, ADJ_CONV_ALGORITHM_DIRECT,
+                                                ADJ_CONV_ALGORITHM_IM2COL, ADJ_CONV_ALGORITHM_AUTO};
 enum { N_ALGORITHMS = sizeof algorithms / sizeof algorithms[0] };
 
 static adj_layer *lenet(adj_test *t, const char *layout, bool fused, bool logits_only) {
@@ -103,11 +104,11 @@ static double gradient_diff(adj_test *t, adj_layer *a, adj_layer *b) {
   return worst;
 }
 
-/* Fused against layer by layer, the convolutions pinned to `algorithm` (NULL: automatic). */
-static void compare(adj_test *t, const char *layout, const char *algorithm) {
-  if (algorithm) setenv("ADJ_CONV_ALGORITHM", algorithm, 1);
+/* Fused against layer by layer, the convolutions pinned to `algorithm` (AUTO: automatic). */
+static void compare(adj_test *t, const char *layout, adj_conv_algorithm algorithm) {
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(algorithm));
   adj_layer *plain = lenet(t, layout, false, true), *fused = lenet(t, layout, true, true);
-  unsetenv("ADJ_CONV_ALGORITHM");
+  ADJ_TEST_OK(t, adj_conv_algorithm_set_default(ADJ_CONV_ALGORITHM_AUTO));
   if (plain && fused) {
     ADJ_TEST_CHECK(t, same_parameters(plain, fused), "%s: the fused network lists other parameters", layout);
     ADJ_TEST_CHECK(t, adj_network_depth(fused) == adj_network_depth(plain) - 5,
@@ -120,7 +121,7 @@ static void compare(adj_test *t, const char *layout, const char *algorithm) {
     double dy = adj_test_max_rel_diff(&b.y, &a.y), ddx = adj_test_max_rel_diff(&b.dx, &a.dx);
     double dg = gradient_diff(t, fused, plain);
     adj_test_report(t, "  lenet5 %-13s %-7s fused vs layers: logits %.1e%s, dx %.1e, grads %.1e; halo messages "
-                    "%llu -> %llu", layout, algorithm ? algorithm : "auto", dy, dy == 0 ? " (bit for bit)" : "", ddx, dg,
+                    "%llu -> %llu", layout, adj_conv_algorithm_name(algorithm), dy, dy == 0 ? " (bit for bit)" : "", ddx, dg,
                     (unsigned long long)messages[0], (unsigned long long)messages[1]);
     ADJ_TEST_CHECK(t, dy == 0, "%s: fused logits differ by %.3e", layout, dy);
     double tol = adj_test_random_sum_tolerance(ADJ_FLOAT64, nc_reduction_length(BATCH));

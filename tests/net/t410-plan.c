@@ -201,14 +201,14 @@ static void test_errors(adj_test *t) {
   expect_error(t, "unknown layer type", adj_plan_network_parse("input 8\nlstm a out=3\n", "x.net", &bad),
                "x.net:2: unknown layer type 'lstm'");
   expect_error(t, "malformed option", adj_plan_network_parse("input 8\nfc a out=x3\n", "x.net", &bad),
-               "x.net:2: option out has bad value 'x3'");
+               "x.net:2: option out 'x3' is not an integer");
   expect_error(t, "no key=value", adj_plan_network_parse("input 8\nfc a 3\n", "x.net", &bad),
                "option '3' is not key=value");
   expect_error(t, "layer before input", adj_plan_network_parse("fc a out=3\n", "x.net", &bad),
                "x.net:1: layer before the input line");
   expect_error(t, "kernel larger than input", adj_plan_network_parse("input 1 4 4\nconv c out=2 k=7\n", "x.net", &bad),
                "kernel 7 exceeds the padded input 4x4");
-  expect_error(t, "missing file", adj_plan_network_read("/nonexistent/x.net", &bad), "cannot open network file");
+  expect_error(t, "missing file", adj_plan_network_read("/nonexistent/x.net", &bad), "network file /nonexistent/x.net: cannot open it");
   ADJ_TEST_CHECK(t, bad == NULL, "a failed parse must leave no network");
   /* Calibration files: a round trip, then a non-positive alpha. */
   double alpha = 0, beta = 0;

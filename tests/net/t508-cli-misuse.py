@@ -133,7 +133,7 @@ unused = f"{work}/metrics-refused.ckpt"
 for ranks in (1, 2):
     code, out = run([*small, "--metrics", f"{work}/no-such-dir/m.csv", "--checkpoint", unused], ranks=ranks)
     expect(f"--metrics in a missing directory ({ranks} rank{'s' if ranks > 1 else ''})", code, out, 1,
-           f"cannot write the metrics file {work}/no-such-dir/m.csv: No such file or directory")
+           f"cannot write the metrics file {work}/no-such-dir/m.csv: its directory {work}/no-such-dir does not exist")
     check("epoch" not in out and not os.path.exists(unused),
           "the unwritable metrics file was found only after training")
 
@@ -224,10 +224,12 @@ code, out = run([train, "--data", data, "--batch", "8", "--epochs", "2", "--opti
 expect("--optimizer sgd --lr 1e6", code, out, 1, "diverged")
 
 # adjoin-dottest: bad numbers are refused; a filter that matches nothing fails.
-for args, want, phrase in ((["--min-ranks", "abc"], 2, "--min-ranks needs an integer"),
-                           (["--min-ranks", "-1"], 2, "--min-ranks needs an integer"),
-                           (["--seed", "abc"], 2, "--seed needs an integer"),
-                           (["--seed", "-5"], 2, "--seed needs an integer"),
+for args, want, phrase in ((["--min-ranks", "abc"], 2, "--min-ranks 'abc' is not a whole number"),
+                           (["--min-ranks", "-1"], 2, "--min-ranks '-1' is not a whole number"),
+                           (["--min-ranks", "4294967297"], 2, "--min-ranks '4294967297' is out of range 0..2147483647"),
+                           (["--seed", "abc"], 2, "--seed 'abc' is not a whole number"),
+                           (["--seed", "-5"], 2, "--seed '-5' is not a whole number"),
+                           (["--seed", "18446744073709551616"], 2, "out of range 0..18446744073709551615"),
                            (["--filter", "no-such-case"], 1, "no case matches")):
     code, out = run([dottest, *args])
     expect(f"adjoin-dottest {' '.join(args)}", code, out, want, phrase)
@@ -254,7 +256,7 @@ code, out = run([halo, "--shape", "9223372036854775807", "--kernel", "3", "--pad
 expect("adjoin-halo --padding 2^63-1", code, out, 1, "overflow")
 check("output_shape" not in out, "adjoin-halo printed JSON for an overflowing size")
 code, out = run([halo, "--shape", "8", "--partition", "4294967298"], ranks=0)
-expect("adjoin-halo --partition 4294967298", code, out, 2, "worker counts")
+expect("adjoin-halo --partition 4294967298", code, out, 2, "'4294967298' is out of range 1..2147483647")
 
 subprocess.run(["rm", "-rf", work])
 print(f"t508: {'FAIL' if errors else 'ok'} ({errors} failures)")

@@ -14,7 +14,7 @@ checkpoint (for the parameter shapes).  In every step of an overlapped run:
     completed by its end;
 and per step the reducer counts the parameter bytes as payload, one message
 per bucket, and the parameter bytes times 2 (q - 1) / q as the all-reduce's
-per-rank volume for q replicas (specs/parallelism.md section 0).  Runs: dp2
+per-rank volume for q replicas (docs/parallelism.md section 0).  Runs: dp2
 float32 with 2 micro-batches and several buckets, dp4 float64 with one bucket
 per parameter; and dp2 with --reduce-after-backward, whose buckets must all be
 posted inside the wait (so the overlap check can tell the two apart).

@@ -3,7 +3,7 @@
 # and exit 0; an option missing its value, adjoin-halo without --shape or with
 # --partition 0, and example-mlp-dp's SEED and EPOCHS that are not whole
 # numbers exit 2 with a message naming them; under mpiexec -n 2 rank 0 alone
-# speaks (every line once); example-mlp-dp on one rank hashes its parameters
+# speaks (every line once) for the tools that start MPI; example-mlp-dp on one rank hashes its parameters
 # for real; the accuracy scripts report a failed run, try the others and exit
 # 1, and launch each layout on the ranks it needs (a stub adjoin-train prints
 # its rank count).
@@ -46,8 +46,9 @@ expect 0 out "adjoin-dottest --help, 2 ranks" "^usage: " two "$dottest" --help
 expect 0 out "adjoin-dottest -h, 2 ranks" "^usage: " two "$dottest" -h
 expect 0 out "adjoin-plan --help" "^usage: adjoin-plan" "$plan" --help
 expect 0 out "adjoin-plan -h" "^usage: adjoin-plan" "$plan" -h
-expect 0 out "adjoin-phantom -h, 2 ranks" "^usage: adjoin-phantom" two "$phantom" -h
-expect 0 out "adjoin-halo -h, 2 ranks" "^usage: adjoin-halo" two "$halo" -h
+expect 0 out "adjoin-phantom -h" "^usage: adjoin-phantom" "$phantom" -h
+expect 0 out "adjoin-phantom --calibrate -h, 2 ranks" "^usage: adjoin-phantom" two "$phantom" --calibrate -h
+expect 0 out "adjoin-halo -h" "^usage: adjoin-halo" "$halo" -h
 expect 0 out "example-mlp-dp --help, 2 ranks" "^usage: " two "$mlp" --help
 expect 0 out "example-mlp-dp -h" "^usage: " "$mlp" -h
 
@@ -58,14 +59,18 @@ expect 2 err "adjoin-dottest --filter, no value" "^adjoin-dottest: --filter need
 expect 2 err "adjoin-halo without --shape" "^adjoin-halo: --shape is required$" "$halo" --kernel 3
 
 # 3: no worker count of 0.
-expect 2 err "adjoin-halo --partition 0, 2 ranks" "worker counts are 1 to 2147483647, got 0 in '0'" \
-  two "$halo" --shape 8 --partition 0
-expect 2 err "adjoin-halo --partition 4,0" "got 0 in '4,0'" "$halo" --shape 8,8 --partition 4,0
+expect 2 err "adjoin-halo --partition 0" "^adjoin-halo: --partition '0': entry 1 '0' is out of range 1..2147483647$" \
+  "$halo" --shape 8 --partition 0
+expect 2 err "adjoin-halo --partition 4,0" "--partition '4,0': entry 2 '0' is out of range" "$halo" --shape 8,8 \
+  --partition 4,0
 
-# 4: one voice under mpiexec.
-expect 0 out "adjoin-halo, 2 ranks" "output_shape" two "$halo" --shape 8 --partition 2 --kernel 3
-expect 0 out "adjoin-phantom, 2 ranks" "^FFN n = 64" two "$phantom" --n 64 --p 2 --k 2
-expect 2 err "adjoin-phantom --n x, 2 ranks" "adjoin-phantom: --n: expects an integer, got 'x'" two "$phantom" --n x
+# 4: one voice under mpiexec for the tools that start MPI (adjoin-phantom
+# and adjoin-plan with --calibrate); the others are plain processes
+# (t518 runs them inside an MPI job).
+expect 0 out "adjoin-halo" "output_shape" "$halo" --shape 8 --partition 2 --kernel 3
+expect 0 out "adjoin-phantom" "^FFN n = 64" "$phantom" --n 64 --p 2 --k 2
+expect 2 err "adjoin-phantom --calibrate --n x, 2 ranks" "^adjoin-phantom: --n 'x' is not an integer$" \
+  two "$phantom" --calibrate --n x
 
 # 6: example-mlp-dp's numbers (refused before any data is read) and its hash
 # on one rank.

@@ -8,33 +8,17 @@
 set -eu
 build=$1 src=$2 mpiexec=$3 in_tree=$4
 cc=${CC:-cc} cxx=${CXX:-c++}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-root=$tmp/root
+# shellcheck source=tests/package/install-root.sh
+. "$(dirname "$0")/install-root.sh"
+install_root t010 "$build" "$src"
 
-meson install -C "$build" --destdir "$root" --no-rebuild >"$tmp/install.log" 2>&1 || {
-  tail -20 "$tmp/install.log"; echo "t010: meson install --destdir failed"; exit 1; }
-pc=$(find "$root" -name adjoin.pc | head -1)
-[ -n "$pc" ] || { echo "t010: meson install put no adjoin.pc under $root"; exit 1; }
-export PKG_CONFIG_PATH="$(dirname "$pc")"
-prefix=$(pkg-config --variable=prefix adjoin)
-# The .pc names the final prefix; point it into the temporary root instead.
-pkg="pkg-config --define-variable=prefix=$root$prefix"
-cflags=$($pkg --cflags adjoin) libs=$($pkg --libs adjoin)
-echo "t010: adjoin.pc at ${pc#$root}; cflags: $cflags; libs: $libs"
-case "$cflags $libs" in
-  *"$src"*|*"$build"*) echo "t010: the installed flags point into the source or build tree"; exit 1 ;;
-esac
-
-installed=$(ls "$root$prefix"/include/adjoin/*.h | wc -l)
-public=$(ls "$src"/include/adjoin/*.h | wc -l)
+installed=$(find "$root$prefix/include/adjoin" -name "*.h" | wc -l)
+public=$(find "$src/include/adjoin" -name "*.h" | wc -l)
 [ "$installed" -eq "$public" ] || { echo "t010: $installed headers installed, $public public"; exit 1; }
 
 cp "$src"/examples/primitives/broadcast.c "$src"/examples/primitives/show.c "$src"/examples/primitives/show.h "$tmp"/
 # shellcheck disable=SC2086 # the flags are word lists
 "$cc" -std=c11 -o "$tmp/example-broadcast" "$tmp/broadcast.c" "$tmp/show.c" $cflags $libs
-libdir=$($pkg --variable=libdir adjoin)
-export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 linked=$(ldd "$tmp/example-broadcast" | grep libadjoin || true)
 case "$linked" in
   *"$root"*) ;;

@@ -1,9 +1,10 @@
-/* t202: the operators' check levels (ADJ_CHECK=full|first|off).  At every
+/* t202: the operators' check levels (full, first, off; set as the default
+ * with adj_check_level_set_default, as ADJ_CHECK would).  At every
  * level a bad tensor at an agreed application is the same error on every rank;
  * at first and off a tensor that turns bad later is an error on its own rank,
  * the others complete with that rank's part taken as zeros, nobody hangs, and
- * the next good application is exact again.  A bad ADJ_CHECK is refused at
- * creation on every rank.  Runs an all-sum-reduce over the world and a
+ * the next good application is exact again.  A level outside the enum is
+ * refused (t008: a bad ADJ_CHECK at creation on every rank).  Runs an all-sum-reduce over the world and a
  * sum-reduce onto rank 0 (sub-communicators); at full, the sum-reduce's
  * agreement alongside its data, and before it when accumulating. */
 #include <stdlib.h>
@@ -46,11 +47,18 @@ static void check_sum(adj_test *t, const adj_tensor *y, int missing, const char 
   ADJ_TEST_CHECK(t, worst == 0, "%s: all-sum differs from the sequential sum by %g", what, worst);
 }
 
+/* Makes `level` ("full", "first" or "off") the default of the operators
+ * created next, as ADJ_CHECK would; returns it. */
+static adj_check_level set_default_level(adj_test *t, const char *level) {
+  adj_check_level want = !strcmp(level, "full") ? ADJ_CHECK_FULL : !strcmp(level, "first") ? ADJ_CHECK_FIRST : ADJ_CHECK_OFF;
+  ADJ_TEST_OK(t, adj_check_level_set_default(want));
+  return want;
+}
+
 static void check_levels_allsum(adj_test *t, const char *level) {
-  setenv("ADJ_CHECK", level, 1);
+  adj_check_level want = set_default_level(t, level);
   adj_partition *p = world_partition(t);
   adj_op *op = make_allsum(t, p);
-  adj_check_level want = !strcmp(level, "full") ? ADJ_CHECK_FULL : !strcmp(level, "first") ? ADJ_CHECK_FIRST : ADJ_CHECK_OFF;
   ADJ_TEST_CHECK(t, adj_op_check_level(op) == want, "ADJ_CHECK=%s: operator level is %s", level,
                  adj_check_level_name(adj_op_check_level(op)));
   adj_tensor x, y, wrong;
@@ -125,7 +133,7 @@ typedef struct sum_reduce_case {
 } sum_reduce_case;
 
 static void sum_reduce_case_create(adj_test *t, const char *level, sum_reduce_case *c) {
-  setenv("ADJ_CHECK", level, 1);
+  set_default_level(t, level);
   *c = (sum_reduce_case){.world = world_partition(t)};
   ADJ_TEST_OK(t, adj_partition_create(t->comm, 1, (const int[]){1}, 1, NULL, &c->root));
   ADJ_TEST_OK(t, adj_decomposition_create(c->root, 1, (const int64_t[]){N}, &c->y));
@@ -202,9 +210,9 @@ static void check_full_alongside(adj_test *t) {
   sum_reduce_case_destroy(&c);
 }
 
-static void check_default_and_bad_env(adj_test *t) {
+static void check_default_and_bad_value(adj_test *t) {
   adj_check_level level = ADJ_CHECK_AUTO;
-  unsetenv("ADJ_CHECK");
+  ADJ_TEST_OK(t, adj_check_level_set_default(ADJ_CHECK_AUTO));
   ADJ_TEST_OK(t, adj_check_level_default(&level));
   ADJ_TEST_CHECK(t, level == ADJ_CHECK_FULL, "default level is %s, expected full", adj_check_level_name(level));
   adj_partition *p = world_partition(t);
@@ -218,18 +226,16 @@ static void check_default_and_bad_env(adj_test *t) {
   ADJ_TEST_CHECK(t, adj_op_check_level(op) == ADJ_CHECK_FULL, "set_checks(true) gives level %s",
                  adj_check_level_name(adj_op_check_level(op)));
   adj_op_destroy(&op);
-  setenv("ADJ_CHECK", "sometimes", 1);
-  adj_op *bad = NULL;
-  int status = adj_all_sum_reduce_create(ADJ_FLOAT64, p, 1, (const int64_t[]){N}, 1, (const int[]){0}, &bad);
-  op_check_local_error(t, status, "ADJ_CHECK='sometimes' is not one of full, first, off", "ADJ_CHECK=sometimes");
-  ADJ_TEST_CHECK(t, bad == NULL, "a refused operator is not returned");
+  int status = adj_check_level_set_default((adj_check_level)7);
+  op_check_local_error(t, status, "7 is not one of auto (0), full (1), first (2), off (3)",
+                       "adj_check_level_set_default(7)");
   adj_partition_destroy(&p);
 }
 
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t202-check-level");
-  check_default_and_bad_env(&t);
+  check_default_and_bad_value(&t);
   check_levels_allsum(&t, "full");
   check_levels_allsum(&t, "first");
   check_levels_allsum(&t, "off");

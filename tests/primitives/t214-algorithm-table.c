@@ -1,10 +1,12 @@
 /* t214: the measured algorithm table of the summing primitives: the cache
  * file's round trip, the lookup, every rank choosing what rank 0's file says
- * (the others' files are ignored), and a corrupt file ignored with the fixed
- * rule in force, and that rule's choice at each size. */
+ * (the others' files are ignored), a corrupt file ignored with the fixed
+ * rule in force, a FIFO or device refused at once as the table or its
+ * target, and the fixed rule's choice at each size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "algorithm_table_impl.h"
@@ -36,7 +38,7 @@ static void check_round_trip(adj_test *t) {
   adj_algorithm_table written = {.n = 4,
                                  .entries = {{2, 0, 1}, {2, 65536, 2}, {3, 1024, 4}, {8, 1 << 20, 3}}};
   if (t->rank == 0) ADJ_TEST_OK(t, adj_algorithm_table_write(path, &written));
-  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(path));
   adj_algorithm_table read;
   ADJ_TEST_OK(t, adj_algorithm_table_load(t->comm, &read));
   bool same = read.n == written.n;
@@ -88,7 +90,7 @@ static void check_every_rank_agrees(adj_test *t) {
   table_path(t, "chain", path, sizeof path);
   snprintf(text, sizeof text, "sum %d 0 chain\n", t->size);
   write_text(t, path, text);
-  setenv("ADJ_ALGORITHM_CACHE", t->rank == 0 ? path : "/nonexistent/adjoin-t214", 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(t->rank == 0 ? path : "/nonexistent/adjoin-t214"));
   sum_reduce_algorithm(t, 10, algorithm, sizeof algorithm);
   int chain = strstr(algorithm, "sum chain") != NULL, all = 0;
   MPI_Allreduce(&chain, &all, 1, MPI_INT, MPI_SUM, t->comm);
@@ -112,7 +114,7 @@ static void check_corrupt(adj_test *t) {
     ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && strstr(adj_last_error(), needle), "reading %s: status %d, '%s'", path,
                    status, adj_last_error());
   }
-  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(path));
   ADJ_TEST_OK(t, adj_algorithm_table_load(t->comm, &table));
   ADJ_TEST_CHECK(t, table.n == 0, "a corrupt table loaded %d entries", table.n);
   sum_reduce_algorithm(t, 10, algorithm, sizeof algorithm);
@@ -127,7 +129,7 @@ static void check_fixed_rule(adj_test *t) {
   if (t->size < 2) return;
   char path[512], algorithm[64];
   table_path(t, "missing", path, sizeof path);
-  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  ADJ_TEST_OK(t, adj_algorithm_table_set_path(path));
   const int64_t counts[] = {10, 8191, 8192, 131071, 131072};
   const char *const want[] = {"reduce", "reduce", "allreduce", "allreduce", "reduce-scatter"};
   for (int i = 0; i < 5; i++) {
@@ -140,12 +142,44 @@ static void check_fixed_rule(adj_test *t) {
   }
 }
 
+/* A table that is a FIFO with no writer, or a device, is refused at once
+ * (rank 0 would otherwise wait for a writer while the others wait for it),
+ * and a writer onto a FIFO or /dev/full is refused before it writes. */
+static void check_special_files(adj_test *t) {
+  char path[512];
+  table_path(t, "fifo", path, sizeof path);
+  if (t->rank == 0) {
+    adj_algorithm_table empty = {0}, table;
+    ADJ_TEST_OK(t, adj_algorithm_table_write(path, &empty)); /* creates the directory */
+    remove(path);
+    ADJ_TEST_CHECK(t, mkfifo(path, 0600) == 0, "mkfifo %s", path);
+    int status = adj_algorithm_table_read(path, &table);
+    ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && strstr(adj_last_error(), "is a FIFO, not a regular file"),
+                   "reading a FIFO: status %d, '%s'", status, adj_last_error());
+    status = adj_algorithm_table_read("/dev/zero", &table);
+    ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && strstr(adj_last_error(), "is a character device"),
+                   "reading /dev/zero: status %d, '%s'", status, adj_last_error());
+    status = adj_algorithm_table_write(path, &empty);
+    ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && strstr(adj_last_error(), "exists and is a FIFO"),
+                   "writing onto a FIFO: status %d, '%s'", status, adj_last_error());
+    status = adj_algorithm_table_write("/dev/full", &empty);
+    ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && strstr(adj_last_error(), "/dev/full"),
+                   "writing onto /dev/full: status %d, '%s'", status, adj_last_error());
+  }
+  MPI_Barrier(t->comm);
+  setenv("ADJ_ALGORITHM_CACHE", path, 1);
+  adj_algorithm_table table;
+  ADJ_TEST_OK(t, adj_algorithm_table_load(t->comm, &table));
+  ADJ_TEST_CHECK(t, table.n == 0, "a FIFO as the table loaded %d entries", table.n);
+  adj_test_report(t, "a FIFO as the table: ignored at once, %d entries", table.n);
+}
+
 /* Removes this run's files and their directory. */
 static void remove_files(adj_test *t) {
   MPI_Barrier(t->comm);
   char path[512];
-  const char *names[] = {"round-trip", "chain", "corrupt"};
-  for (int i = 0; i < 3; i++) {
+  const char *names[] = {"round-trip", "chain", "corrupt", "fifo"};
+  for (int i = 0; i < 4; i++) {
     table_path(t, names[i], path, sizeof path); /* collective */
     if (t->rank == 0) remove(path);
   }
@@ -156,10 +190,11 @@ static void remove_files(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t214-algorithm-table");
-  unsetenv("ADJ_SUM_REDUCE_ALGORITHM");
+  ADJ_TEST_OK(&t, adj_sum_algorithm_set_default(ADJ_SUM_AUTO));
   check_round_trip(&t);
   check_every_rank_agrees(&t);
   check_corrupt(&t);
+  check_special_files(&t);
   check_fixed_rule(&t);
   remove_files(&t);
   return adj_test_finish(&t);

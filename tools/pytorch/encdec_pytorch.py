@@ -50,7 +50,7 @@ def encdec():
 
 def load_checkpoint(model, path):
     """adjoin's parameters (in order) and running statistics into `model`."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "net"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "net"))
     from train_cli import read_checkpoint  # the reader the tests use
     ck = read_checkpoint(path)
     parameters = list(model.parameters())

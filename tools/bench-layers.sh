@@ -85,12 +85,7 @@ while [ "$r" -le "$rounds" ]; do
   echo "$line" | tee -a "$work/encdec"
   r=$((r + 1))
 done
-awk '
-function median(list, n,   i, j, t, a) {
-  for (i = 1; i <= n; i++) a[i] = list[i]
-  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -f tools/median.awk -f /dev/stdin "$work/encdec" <<'SUMMARY'
 { n++; pt[n] = $4; for (f = 5; f + 1 <= NF; f += 2) { if (!($f in seen)) { seen[$f] = 1; order[++k] = $f } s[$f, n] = $(f + 1) } }
 END {
   for (i = 1; i <= n; i++) l[i] = pt[i]
@@ -99,7 +94,8 @@ END {
     for (i = 1; i <= n; i++) { a[i] = s[order[j], i]; q[i] = s[order[j], i] > 0 ? pt[i] / s[order[j], i] : 0 }
     printf "%-10s %10.2f %21.2fx\n", order[j], median(a, n), median(q, n)
   }
-}' "$work/encdec"
+}
+SUMMARY
 
 if [ "$lenet" = yes ]; then
   echo

@@ -172,12 +172,12 @@ static void up_check_errors(adj_test *t) {
 int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t308-upsample-kernels");
+  up_check_errors(&t);
   adj_rng *rng = NULL;
   ADJ_TEST_OK(&t, adj_rng_create(5, &rng));
-  for (int dt = 0; rng && dt < 2; dt++)
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-      up_check(&t, &cases[i], dt ? ADJ_FLOAT64 : ADJ_FLOAT32, rng);
-  up_check_errors(&t);
+  static const adj_dtype dtypes[] = {ADJ_FLOAT32, ADJ_FLOAT64};
+  for (size_t i = 0; rng && i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = 0; d < 2; d++) up_check(&t, &cases[i], dtypes[d], rng);
   adj_rng_destroy(&rng);
   return adj_test_finish(&t);
 }

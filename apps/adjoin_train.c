@@ -52,7 +52,8 @@ typedef struct train_options {
   int64_t caps[2];            /* first and later gradient buckets, bytes */
   bool reduce_after_backward;
   bool deep_halos;            /* LeNet-5: fuse the convolution blocks over one halo exchange */
-  const char *trace;          /* event trace of rank 0; NULL: none */
+  const char *trace;          /* Chrome trace-event timeline of every rank; NULL: none */
+  const char *trace_events;   /* event list of rank 0; NULL: none */
 } train_options;
 
 static const char usage[] =
@@ -84,7 +85,9 @@ static const char usage[] =
     "  --bucket-cap BYTES    gradient buckets (0 = one per parameter, 25M, unlimited) [25MiB]\n"
     "  --first-bucket-cap BYTES  the first bucket's cap [1MiB, at most --bucket-cap]\n"
     "  --reduce-after-backward   no overlap: reduce gradients after the whole backward\n"
-    "  --trace FILE          rank 0's events (backward stages, buckets, wait, step), one per line\n"
+    "  --trace FILE.json     every rank's steps, layers, buckets and waits on one timeline\n"
+    "                        (Chrome trace-event JSON for Perfetto or chrome://tracing)\n"
+    "  --trace-events FILE   rank 0's events (backward stages, buckets, wait, step), one per line\n"
     "  --checkpoint PATH     save parameters and optimizer state after every epoch\n"
     "  --checkpoint-every N  ... and also every N batches\n"
     "  --resume              continue from --checkpoint (a fresh start if it does not exist yet)\n"
@@ -143,7 +146,7 @@ static int parse_choice(const char *flag, const char *text, const char *const na
 
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
-  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE
+  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_TRACE_EVENTS, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE
 };
 
 static const struct option long_options[] = {
@@ -164,6 +167,7 @@ static const struct option long_options[] = {
     {"first-bucket-cap", required_argument, NULL, OPT_FIRST_CAP},
     {"reduce-after-backward", no_argument, NULL, OPT_AFTER},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-events", required_argument, NULL, OPT_TRACE_EVENTS},
     {"model", required_argument, NULL, OPT_MODEL},
     {"deep-halos", no_argument, NULL, OPT_DEEP_HALOS},
     {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
@@ -212,6 +216,7 @@ static int apply_option(train_options *o, int c, const char *arg) {
   case OPT_FIRST_CAP: return parse_cap("--first-bucket-cap", arg, &o->caps[0]) ? -1 : (first_cap_given = true, 0);
   case OPT_AFTER: o->reduce_after_backward = true; return 0;
   case OPT_TRACE: o->trace = arg; return 0;
+  case OPT_TRACE_EVENTS: o->trace_events = arg; return 0;
   case OPT_DEEP_HALOS: o->deep_halos = true; return 0;
   case OPT_LR_SCHEDULE: /* the index is the adj_lr_schedule */
     return parse_choice("--lr-schedule", arg, (const char *const[2]){"constant", "cosine"}, &choice)
@@ -423,6 +428,7 @@ typedef struct train_run {
   adj_trainer *trainer;
   adj_replicas *replicas;
   FILE *trace;
+  adj_trace *timeline;
   report_row rows[REPORT_MAX_EPOCHS];
   int n_rows;
   int64_t batches_left; /* before --stop-after-batches stops the run; -1: no limit */
@@ -435,23 +441,36 @@ static int fail(const train_run *r, const char *what, const char *hint) {
 }
 
 static void limit(adj_dataset *ds, int64_t n) {
-  if (n > 0 && n < ds->count) ds->count = n;
+  if (n > 0 && n < adj_dataset_count(ds)) adj_dataset_limit(ds, n);
+}
+
+/* The images' height and width: a sample's last two extents. */
+static void image_size(const adj_dataset *ds, int64_t *rows, int64_t *cols) {
+  int rank = adj_dataset_input_rank(ds);
+  const int64_t *shape = adj_dataset_input_shape(ds);
+  *rows = rank >= 2 ? shape[rank - 2] : 1;
+  *cols = rank >= 1 ? shape[rank - 1] : 1;
+}
+
+static bool same_samples(const adj_dataset *a, const adj_dataset *b) {
+  int rank = adj_dataset_input_rank(a);
+  return rank == adj_dataset_input_rank(b) &&
+         !memcmp(adj_dataset_input_shape(a), adj_dataset_input_shape(b), sizeof(int64_t) * (size_t)rank);
 }
 
 static int load_data(train_run *r) {
   const train_options *o = &r->options;
   static const char hint[] = "hint: provision MNIST and Fashion-MNIST with `sh tools/provision-data.sh`, or pass "
                              "--data DIR holding the four standard IDX files";
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
   limit(r->train, o->train_limit);
   limit(r->test, o->test_limit);
   /* Found now rather than by the first evaluation, after a whole epoch. */
-  if (r->test->rows != r->train->rows || r->test->cols != r->train->cols) {
+  if (!same_samples(r->test, r->train)) {
     if (r->rank == 0)
-      complain("test data: the images of %s/t10k-images-idx3-ubyte[.gz] are %lldx%lld but the training images of "
-               "%s/train-images-idx3-ubyte[.gz] are %lldx%lld\n", o->data, (long long)r->test->rows,
-               (long long)r->test->cols, o->data, (long long)r->train->rows, (long long)r->train->cols);
+      complain("test data: the samples of %s differ in shape from the training samples of %s\n",
+               adj_dataset_describe_inputs(r->test), adj_dataset_describe_inputs(r->train));
     return 1;
   }
   return 0;
@@ -478,16 +497,21 @@ static int check_output_paths(train_run *r) {
     complain("%s\n", adj_last_error());
     status = 1;
   }
+  if (r->rank == 0 && !status && o->trace_events && adj_file_check_output(o->trace_events, "--trace-events")) {
+    complain("%s\n", adj_last_error());
+    status = 1;
+  }
   return rank0_status(status);
 }
 
 /* A batch larger than the training set would be mostly padding: zero images
  * computed and stored for nothing.  Exit 2, as for a bad flag. */
 static int check_batch(const train_run *r) {
-  if (r->options.batch <= r->train->count) return 0;
+  int64_t count = adj_dataset_count(r->train);
+  if (r->options.batch <= count) return 0;
   if (r->rank == 0)
     complain("--batch %lld is larger than the %lld training images in use; give --batch %lld or less\n",
-             (long long)r->options.batch, (long long)r->train->count, (long long)r->train->count);
+             (long long)r->options.batch, (long long)count, (long long)count);
   return 2;
 }
 
@@ -509,8 +533,8 @@ static int build_network(train_run *r, int64_t batch) {
                            .deep_halos = o->deep_halos};
     return adj_lenet_create(&lc, &r->net) ? fail(r, "building LeNet-5", NULL) : 0;
   }
-  adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .rows = r->train->rows,
-                       .cols = r->train->cols, .n_sizes = 8, .sizes = mlp_sizes};
+  adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .n_sizes = 8, .sizes = mlp_sizes};
+  image_size(r->train, &mc.rows, &mc.cols);
   mlp_grid(o->layout, &mc.grid_rows, &mc.grid_cols);
   return adj_mlp_create(&mc, &r->net) ? fail(r, "building the MLP", NULL) : 0;
 }
@@ -522,20 +546,23 @@ static int build(train_run *r) {
   if (build_network(r, local)) return 1;
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   /* The trainer's steps: one per global batch (adj_trainer_batches_per_epoch). */
-  int64_t steps = (r->train->count + o->batch - 1) / o->batch * o->epochs;
+  int64_t steps = (adj_dataset_count(r->train) + o->batch - 1) / o->batch * o->epochs;
   adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
   if (adj_optimizer_create(r->net, &oc, &r->optimizer)) return fail(r, "creating the optimizer", NULL);
-  if (rank0_status(r->rank == 0 && o->trace && adj_file_open_output(o->trace, "--trace", &r->trace))) {
+  if (rank0_status(r->rank == 0 && o->trace_events &&
+                   adj_file_open_output(o->trace_events, "--trace-events", &r->trace))) {
     if (r->rank == 0) complain("%s\n", adj_last_error());
     return 1;
   }
+  if (o->trace && adj_trace_create(MPI_COMM_WORLD, o->trace, &r->timeline)) return fail(r, "--trace", NULL);
   bool dp = o->replicas > 1;
   adj_trainer_config tc = {.network = r->net, .optimizer = r->optimizer, .train = r->train,
                            .seed = shuffle_seed(o->seed), .replicas = dp ? r->replicas : NULL,
                            .micro_batches = (int)o->micro_batches, .global_batch = o->batch, .bucket_caps = o->caps,
-                           .reduce_after_backward = o->reduce_after_backward, .trace = r->trace};
+                           .reduce_after_backward = o->reduce_after_backward, .trace = r->trace,
+                           .timeline = r->timeline};
   if (adj_trainer_create(&tc, &r->trainer)) return fail(r, "creating the trainer", NULL);
   return 0;
 }
@@ -570,8 +597,8 @@ static void print_header(const train_run *r) {
          model_name(o), o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
          o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, o->lr_schedule == ADJ_LR_COSINE ? " (cosine)" : "",
          (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
-  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
-         (long long)r->test->count);
+  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)adj_dataset_count(r->train),
+         (long long)adj_dataset_count(r->test));
   char advice[256];
   if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(stderr, "adjoin-train: note: %s\n", advice);
   if (o->replicas > 1 || o->micro_batches > 1) {
@@ -699,6 +726,7 @@ static int run(train_run *r) {
   /* A stop at the run's last batch is a crash like any other: it comes
    * before the final checkpoint is saved, so a resume can redo that batch. */
   if (r->batches_left == 0) return stopped(r);
+  if (r->timeline && adj_trace_write(r->timeline)) return fail(r, "writing the --trace timeline", NULL);
   uint64_t hash;
   if (adj_trainer_check_sync(r->trainer, &hash)) return fail(r, "checking the replicas", NULL);
   if (r->rank == 0 && r->options.replicas > 1)
@@ -714,6 +742,7 @@ static void teardown(train_run *r) {
   adj_optimizer_destroy(&r->optimizer);
   adj_layer_destroy(&r->net);
   adj_replicas_destroy(&r->replicas);
+  adj_trace_destroy(&r->timeline);
   adj_dataset_destroy(&r->train);
   adj_dataset_destroy(&r->test);
 }
@@ -721,7 +750,7 @@ static void teardown(train_run *r) {
 /* The trace's writes are checked as it closes: one that failed (a full
  * disk) loses events, so the run exits 1 on every rank, saying so. */
 static int close_trace(train_run *r, int status) {
-  int failed = r->rank == 0 && adj_file_close_output(r->trace, r->options.trace, "--trace");
+  int failed = r->rank == 0 && adj_file_close_output(r->trace, r->options.trace_events, "--trace-events");
   r->trace = NULL;
   if (failed) complain("%s\n", adj_last_error());
   return rank0_status(failed) ? 1 : status;

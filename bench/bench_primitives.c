@@ -15,7 +15,9 @@
  * --calibrate instead times the sum-reduce of the whole world onto rank 0
  * under each summing algorithm at each size and writes the fastest per size
  * into the algorithm table (docs/primitive-algorithms.md) for this group size,
- * keeping the table's other group sizes.  Run it once per rank count.
+ * keeping the table's other group sizes, and prints the alpha-beta fit of the
+ * link between ranks 0 and 1 (its rate on an emulated cluster, docs/cluster.md).
+ * Run it once per rank count.
  *
  * Timing: after a warm-up call, each measurement repeats the call for about
  * --seconds (at least 3 times) and reports the best of --trials such runs,
@@ -305,6 +307,17 @@ static void calibrate(const bench_ctx *ctx, const int64_t *sizes, int nsizes) {
   printf("wrote %d entries for groups of %d to %s\n", nsizes, ctx->size, path);
 }
 
+/* The link's alpha-beta fit (ping-pong between ranks 0 and 1, as adjoin-plan
+ * --calibrate measures it), so a run on an emulated cluster's shaped links
+ * (docs/cluster.md) shows the rate it recovered. */
+static void calibrate_link(const bench_ctx *ctx) {
+  double alpha, beta;
+  if (adj_plan_calibrate(MPI_COMM_WORLD, 20, &alpha, &beta)) die("link calibration");
+  if (ctx->rank == 0)
+    printf("link (ping-pong, ranks 0 and 1): alpha %.3e s, beta %.4e s/B: %.3f GB/s, %.3f Gbit/s\n", alpha, beta,
+           1e-9 / beta, 8e-9 / beta);
+}
+
 /* Repartition of a [size*rows, size*cols] float64 matrix from size x 1 row
  * blocks to 1 x size column blocks; total bytes per worker = 8*n. */
 static void bench_repartition(const bench_ctx *ctx, int64_t n) {
@@ -392,7 +405,7 @@ int main(int argc, char **argv) {
   int nsizes = 0;
   while (nsizes < (int)(sizeof sizes / sizeof sizes[0]) && sizes[nsizes] <= (int64_t)(max_mb * 1048576.0)) nsizes++;
   if (calibrating) {
-    if (ctx.size > 1) calibrate(&ctx, sizes, nsizes);
+    if (ctx.size > 1) calibrate(&ctx, sizes, nsizes), calibrate_link(&ctx);
     adj_finalize();
     return 0;
   }

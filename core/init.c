@@ -3,6 +3,7 @@
 
 #include "adjoin/init.h"
 #include "adjoin/status.h"
+#include "adjoin/wait.h"
 #include "error_impl.h"
 
 /* Whether adj_init started MPI and so adj_finalize must end it.  MPI itself is
@@ -21,13 +22,18 @@ static const char *thread_level_name(int level) {
 
 int adj_init(int *argc, char ***argv, int *rank, int *size) {
   int initialized = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
+  /* A progress thread (the reducer's or MPI's own) calls MPI beside the
+   * caller's thread. */
+  adj_progress_mode progress;
+  ADJ_CALL(adj_progress_mode_from_env(&progress));
+  int needed = progress == ADJ_PROGRESS_POLL ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
   ADJ_CALL_MPI(MPI_Finalized(&finalized));
   ADJ_CHECK(!finalized, ADJ_ERR_MPI, "adj_init: MPI has already been finalized and cannot be started again");
   ADJ_CALL_MPI(MPI_Initialized(&initialized));
   if (initialized) {
     ADJ_CALL_MPI(MPI_Query_thread(&provided));
   } else {
-    ADJ_CALL_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    ADJ_CALL_MPI(MPI_Init_thread(argc, argv, needed, &provided));
     adj_init_started_mpi = true;
   }
   /* Every rank sees the same level from the same MPI library, so the check is
@@ -35,6 +41,8 @@ int adj_init(int *argc, char ***argv, int *rank, int *size) {
   ADJ_CHECK(provided >= MPI_THREAD_FUNNELED, ADJ_ERR_MPI,
             "adj_init: MPI provides %s but the kernels' thread teams need MPI_THREAD_FUNNELED",
             thread_level_name(provided));
+  ADJ_CHECK(provided >= needed, ADJ_ERR_MPI, "adj_init: ADJ_PROGRESS=%s needs MPI_THREAD_MULTIPLE, but MPI provides %s",
+            adj_progress_mode_name(progress), thread_level_name(provided));
   if (rank) ADJ_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, rank));
   if (size) ADJ_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, size));
   return ADJ_SUCCESS;

@@ -133,3 +133,23 @@ int adj_comm_dup_with_policy(MPI_Comm comm, MPI_Comm *dup, adj_wait_policy *poli
   if (status) MPI_Comm_free(dup);
   return status;
 }
+
+int adj_progress_mode_from_env(adj_progress_mode *mode) {
+  ADJ_CHECK(mode, ADJ_ERR_ARG, "adj_progress_mode_from_env: output mode pointer is NULL");
+  const char *env = getenv("ADJ_PROGRESS");
+  *mode = ADJ_PROGRESS_POLL;
+  if (!env || !*env || !strcmp(env, "poll")) return ADJ_SUCCESS;
+  if (!strcmp(env, "thread")) *mode = ADJ_PROGRESS_THREAD;
+  else if (!strcmp(env, "mpi")) *mode = ADJ_PROGRESS_MPI;
+  else return adj_error_set(ADJ_ERR_ARG, "ADJ_PROGRESS='%s' is not one of poll, thread, mpi", env);
+  return ADJ_SUCCESS;
+}
+
+const char *adj_progress_mode_name(adj_progress_mode mode) {
+  switch (mode) {
+  case ADJ_PROGRESS_POLL: return "poll";
+  case ADJ_PROGRESS_THREAD: return "thread";
+  case ADJ_PROGRESS_MPI: return "mpi";
+  }
+  return "unknown";
+}

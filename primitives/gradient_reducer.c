@@ -9,6 +9,8 @@
  * other groups. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,13 @@ struct adj_gradient_reducer {
   void (*event)(void *ctx, adj_reducer_event event, int bucket);
   void *event_ctx;
   char empty[16];        /* storage of zero-volume buckets */
+  /* ADJ_PROGRESS=thread: a thread tests the posted buckets while the caller
+   * computes; every access to the buckets holds `lock`. */
+  bool threaded, stopping;
+  int progress_status;   /* the first error the thread met, for the caller */
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t posted;
 };
 
 static void reducer_event(adj_gradient_reducer *r, adj_reducer_event e, int bucket) {
@@ -244,6 +253,85 @@ static int reducer_face_end(adj_op *op, adj_direction direction, const adj_tenso
 
 static void reducer_round_reset(adj_gradient_reducer *r);
 
+/* ---- the progress thread (ADJ_PROGRESS=thread) --------------------------------------------- */
+
+static int reducer_test_posted(adj_gradient_reducer *r);
+
+static void reducer_lock(adj_gradient_reducer *r) {
+  if (r->threaded) pthread_mutex_lock(&r->lock);
+}
+
+static void reducer_unlock(adj_gradient_reducer *r) {
+  if (r->threaded) pthread_mutex_unlock(&r->lock);
+}
+
+static bool reducer_outstanding(const adj_gradient_reducer *r) {
+  for (int b = 0; b < r->next_post; b++)
+    if (!r->buckets[b].done) return true;
+  return false;
+}
+
+/* Sleeps on `posted` while nothing is in flight; otherwise tests the posted
+ * buckets every PROGRESS_PERIOD_NS, releasing the lock between tests so the
+ * caller's posts and pokes never wait long.  The period trades the core's
+ * time taken from the caller's compute against how soon a transfer stage
+ * (a rendezvous, the next segment of a pipelined all-reduce) is started. */
+enum { PROGRESS_PERIOD_NS = 50000 };
+
+static void *reducer_progress_main(void *arg) {
+  adj_gradient_reducer *r = arg;
+  pthread_mutex_lock(&r->lock);
+  while (!r->stopping) {
+    if (!reducer_outstanding(r) || r->progress_status) {
+      pthread_cond_wait(&r->posted, &r->lock);
+      continue;
+    }
+    r->progress_status = reducer_test_posted(r);
+    pthread_mutex_unlock(&r->lock);
+    nanosleep(&(struct timespec){0, PROGRESS_PERIOD_NS}, NULL);
+    pthread_mutex_lock(&r->lock);
+  }
+  pthread_mutex_unlock(&r->lock);
+  return NULL;
+}
+
+/* Starts the thread when ADJ_PROGRESS asks for it (adj_init then provided
+ * MPI_THREAD_MULTIPLE; checked again here for a caller that started MPI). */
+static int reducer_start_progress(adj_gradient_reducer *r) {
+  adj_progress_mode mode;
+  ADJ_CALL(adj_progress_mode_from_env(&mode));
+  if (mode != ADJ_PROGRESS_THREAD) return ADJ_SUCCESS;
+  int provided;
+  MPI_Query_thread(&provided);
+  ADJ_CHECK(provided == MPI_THREAD_MULTIPLE, ADJ_ERR_STATE,
+            "gradient reducer: ADJ_PROGRESS=thread needs MPI_THREAD_MULTIPLE (MPI was started at level %d; "
+            "start it with adj_init)", provided);
+  ADJ_CHECK(pthread_mutex_init(&r->lock, NULL) == 0, ADJ_ERR_MEM, "gradient reducer: cannot make a mutex");
+  if (pthread_cond_init(&r->posted, NULL) != 0) {
+    pthread_mutex_destroy(&r->lock);
+    return adj_error_set(ADJ_ERR_MEM, "gradient reducer: cannot make a condition variable");
+  }
+  if (pthread_create(&r->thread, NULL, reducer_progress_main, r) != 0) {
+    pthread_cond_destroy(&r->posted);
+    pthread_mutex_destroy(&r->lock);
+    return adj_error_set(ADJ_ERR_MEM, "gradient reducer: cannot start the progress thread");
+  }
+  r->threaded = true;
+  return ADJ_SUCCESS;
+}
+
+static void reducer_stop_progress(adj_gradient_reducer *r) {
+  if (!r->threaded) return;
+  pthread_mutex_lock(&r->lock);
+  r->stopping = true;
+  pthread_cond_signal(&r->posted);
+  pthread_mutex_unlock(&r->lock);
+  pthread_join(r->thread, NULL);
+  pthread_cond_destroy(&r->posted);
+  pthread_mutex_destroy(&r->lock);
+  r->threaded = false;
+}
+
 /* ---- create / destroy ---------------------------------------------------------------------- */
 
 static int reducer_build(adj_gradient_reducer *r, const adj_gradient_reducer_config *c) {
@@ -273,6 +361,7 @@ int adj_gradient_reducer_create(const adj_gradient_reducer_config *c, adj_gradie
   if (!status) status = adj_status_agree(base, reducer_group(r, c), policy);
   if (!status) status = adj_status_agree(r->group, reducer_check_cut(r), policy);
   if (!status) status = reducer_make_ops(r);
+  if (!status) status = reducer_start_progress(r);
   status = adj_status_agree(base, status, policy);
   if (!status) {
     static const adj_op_methods methods = {reducer_face_begin, reducer_face_end, NULL};
@@ -291,6 +380,7 @@ void adj_gradient_reducer_destroy(adj_gradient_reducer **reducer) {
   if (!reducer || !*reducer) return;
   adj_gradient_reducer *r = *reducer;
   *reducer = NULL;
+  reducer_stop_progress(r);
   adj_op_destroy(&r->face);
   for (int b = 0; r->buckets && b < r->nbuckets; b++) {
     if (r->buckets[b].op && adj_op_pending(r->buckets[b].op)) adj_op_end(r->buckets[b].op);
@@ -310,6 +400,7 @@ static int reducer_post(adj_gradient_reducer *r, int b) {
   ADJ_CALL(adj_op_begin(k->op, ADJ_FORWARD, &k->view, &k->view));
   k->posted = true;
   reducer_event(r, ADJ_REDUCER_POSTED, b);
+  if (r->threaded) pthread_cond_signal(&r->posted);
   return ADJ_SUCCESS;
 }
 
@@ -338,7 +429,9 @@ int adj_gradient_reducer_ready(adj_gradient_reducer *r, int index) {
   r->ready[index] = true;
   r->buckets[r->bucket_of[index]].remaining--;
   double start = MPI_Wtime();
+  reducer_lock(r);
   int status = reducer_post_ready(r);
+  reducer_unlock(r);
   r->progress_seconds += MPI_Wtime() - start;
   return status;
 }
@@ -346,9 +439,7 @@ int adj_gradient_reducer_ready(adj_gradient_reducer *r, int index) {
 /* Tests the posted buckets in order and stops at the first still running:
  * one MPI_Test drives MPI's progress for every outstanding reduction, so
  * testing the later ones too would only add calls to each stage's backward. */
-int adj_gradient_reducer_poke(adj_gradient_reducer *r) {
-  ADJ_CHECK(r, ADJ_ERR_ARG, "gradient reducer: reducer is NULL");
-  double start = MPI_Wtime();
+static int reducer_test_posted(adj_gradient_reducer *r) {
   int status = ADJ_SUCCESS;
   for (int b = 0; !status && b < r->next_post; b++) {
     adj_bucket *k = &r->buckets[b];
@@ -359,6 +450,16 @@ int adj_gradient_reducer_poke(adj_gradient_reducer *r) {
     k->done = true;
     reducer_event(r, ADJ_REDUCER_COMPLETED, b);
   }
+  return status;
+}
+
+int adj_gradient_reducer_poke(adj_gradient_reducer *r) {
+  ADJ_CHECK(r, ADJ_ERR_ARG, "gradient reducer: reducer is NULL");
+  double start = MPI_Wtime();
+  reducer_lock(r);
+  int status = reducer_test_posted(r);
+  if (!status) status = r->progress_status;
+  reducer_unlock(r);
   r->progress_seconds += MPI_Wtime() - start;
   return status;
 }
@@ -367,7 +468,9 @@ int adj_gradient_reducer_wait(adj_gradient_reducer *r) {
   ADJ_CHECK(r, ADJ_ERR_ARG, "gradient reducer: reducer is NULL");
   reducer_event(r, ADJ_REDUCER_WAIT_BEGIN, -1);
   double start = MPI_Wtime();
-  int status = ADJ_SUCCESS;
+  reducer_lock(r);
+  int status = r->progress_status;
+  r->progress_status = ADJ_SUCCESS;
   while (!status && r->next_post < r->nbuckets) status = reducer_post(r, r->next_post++);
   for (int b = 0; b < r->nbuckets; b++) {
     adj_bucket *k = &r->buckets[b];
@@ -379,6 +482,7 @@ int adj_gradient_reducer_wait(adj_gradient_reducer *r) {
   r->wait_seconds += MPI_Wtime() - start;
   r->reductions++;
   reducer_round_reset(r);
+  reducer_unlock(r);
   reducer_event(r, ADJ_REDUCER_WAIT_END, -1);
   return status;
 }

@@ -4,7 +4,8 @@
 # instruction-set levels (x86-64-v3; x86-64-v4 in an emulated CPU where this
 # one lacks AVX-512) and as clang compiles them, the unit and mpi suites under
 # AddressSanitizer and UndefinedBehaviorSanitizer, a bounded libFuzzer run of
-# the file readers, and the unit suite of an aarch64 build under qemu-user.
+# the file readers, the unit suite of an aarch64 build under qemu-user, and
+# the unit and mpi suites built against Open MPI.
 # Installs what each step needs.  Ends with the closing count, one line per
 # step and then the totals; exits non-zero if any step fails.
 #
@@ -108,4 +109,12 @@ aarch64() {
   sh tools/cross-aarch64.sh --suite unit
 }
 
-run_steps "${*:-slow kernels_v3 kernels_v4_emulated sanitizers fuzz kernels_clang aarch64}"
+# The unit and mpi suites again in a second build against Debian's Open MPI
+# (tools/test-openmpi.sh; docs/building.md): adjoin builds and passes with
+# either MPI.
+openmpi() {
+  counted build-openmpi build-openmpi/meson-logs/testlog.json
+  sh tools/test-openmpi.sh
+}
+
+run_steps "${*:-slow kernels_v3 kernels_v4_emulated sanitizers fuzz kernels_clang aarch64 openmpi}"

@@ -57,6 +57,7 @@
 #include "adjoin/checkpoint.h"
 #include "adjoin/train.h"
 #include "adjoin/data_parallel.h"
+#include "adjoin/trace.h"
 #include "adjoin/mlp.h"
 #include "adjoin/dottest.h"
 #include "adjoin/layer_dottest.h"

@@ -65,6 +65,27 @@ int adj_comm_dup_with_policy(MPI_Comm comm, MPI_Comm *dup, adj_wait_policy *poli
 /* "auto" / "spin" / "yield" */
 const char *adj_wait_policy_name(adj_wait_policy policy);
 
+/* Who drives MPI's progress on nonblocking operations while the caller
+ * computes (the gradient reducer's buckets during the backward;
+ * docs/cluster.md):
+ *   poll    the caller's own tests between stages (the default);
+ *   thread  a progress thread of the gradient reducer tests its buckets;
+ *   mpi     the MPI library's own progress thread (MPICH:
+ *           MPIR_CVAR_ASYNC_PROGRESS=1, set by the caller).
+ * thread and mpi need MPI_THREAD_MULTIPLE, which adj_init then requests.
+ * Chosen by the environment variable ADJ_PROGRESS. */
+typedef enum adj_progress_mode {
+  ADJ_PROGRESS_POLL = 0,
+  ADJ_PROGRESS_THREAD = 1,
+  ADJ_PROGRESS_MPI = 2
+} adj_progress_mode;
+
+/* ADJ_PROGRESS as a mode (unset or empty: poll); any other text is
+ * ADJ_ERR_ARG naming it.  Not collective. */
+int adj_progress_mode_from_env(adj_progress_mode *mode);
+/* "poll" / "thread" / "mpi" */
+const char *adj_progress_mode_name(adj_progress_mode mode);
+
 ADJ_END_DECLS
 
 #endif

@@ -158,7 +158,7 @@ for ranks in (1, 2):
 # A test set of another image size is refused at start, naming the file.
 code, out = run([train, "--data", wide, "--batch", "8", "--epochs", "1"])
 expect("32x32 test set beside 28x28 training", code, out, 1, "t10k-images-idx3-ubyte")
-check("32x32" in out, "the mismatch message does not give the sizes")
+check("[32, 32, 32]" in out, "the mismatch message does not give the test set's sizes")
 
 # --stop-after-batches 4 --checkpoint-every 3: saved at batch 3, stopped at 4
 # without saving (docs/training.md), so --resume continues from batch 3.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""t511: adjoin-train's --trace shows the gradient reduction overlapping the
+"""t511: adjoin-train's --trace-events shows the gradient reduction overlapping the
 backward, and its counters match the parameter bytes.
 
 Data-parallel LeNet-5 on 256 of the provisioned digits, global batch 64 (4
-steps), with --trace (rank 0's events, docs/data-parallel.md) and a
+steps), with --trace-events (rank 0's events, docs/data-parallel.md) and a
 checkpoint (for the parameter shapes).  In every step of an overlapped run:
   - the first gradient bucket is posted before the backward of the network's
     first stage (stage 0, the last one the backward reaches) begins, and every
@@ -82,7 +82,7 @@ def check_step(label, events, buckets, micro, overlapped):
 def check_run(label, ranks, dtype, micro, caps, overlapped=True):
     trace, ckpt = f"{work}/{label}.trace", f"{work}/{label}.ckpt"
     args = [train, "--data", data, "--train-limit", "256", "--test-limit", "64", "--batch", "64", "--epochs", "1",
-            "--layout", "dp", "--dtype", dtype, "--micro-batches", str(micro), "--trace", trace,
+            "--layout", "dp", "--dtype", dtype, "--micro-batches", str(micro), "--trace-events", trace,
             "--checkpoint", ckpt, *caps] + ([] if overlapped else ["--reduce-after-backward"])
     code, out = run(mpiexec, ranks, args)
     if not checks.check(code == 0, f"{label}: exit {code}:\n{out[-800:]}"):

@@ -7,7 +7,7 @@ docs/robustness.md's "Hostile input" section:
    overflows int64, adjoin-phantom --n 4000000000, adjoin-plan --sweep 1:4
    (no NaN), 2^32 + 1 where an int is stored, calibration values past range;
 2. special files: --trace /dev/full, --trace naming a FIFO with no reader, a
-   trace write that fails mid-run (a file size limit), adjoin-plan's network
+   --trace-events write that fails mid-run (a file size limit), adjoin-plan's network
    file and calibration file as a FIFO, a device or a directory, --calibrate
    onto /dev/full, a tool's answer to stdout on /dev/full;
 4. messages that name the value the user gave: --replicas 3 with a 1x2 grid.
@@ -171,13 +171,13 @@ expect("train --trace /dev/full", [*small, "--trace", "/dev/full"], 1,
 expect("train --trace FIFO without a reader", [*small, "--trace", fifo], 1,
        [f"--trace {fifo}: exists and is a FIFO, not a regular file"], ranks=2, absent=["test_accuracy="])
 check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO named by --trace was replaced")
-# A trace write that fails mid-run (a 2,000-byte file size limit; the run's
+# An event-list write that fails mid-run (a 2,000-byte file size limit; the run's
 # trace is about 7 KB): every rank exits 1, naming the file and the reason.
 # MPICH and UCX back shared memory with files the limit would refuse: TCP.
 tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1")
 trace = f"{work}/limited-trace.txt"
-expect("train --trace failing mid-run", [*small, "--layout", "dp", "--trace", trace], 1,
-       [f"--trace {trace}: writing it failed: File too large"], ranks=2, env=tcp, limit=2000)
+expect("train --trace-events failing mid-run", [*small, "--layout", "dp", "--trace-events", trace], 1,
+       [f"--trace-events {trace}: writing it failed: File too large"], ranks=2, env=tcp, limit=2000)
 for name, path, kind in (("FIFO", fifo, "is a FIFO"), ("/dev/zero", "/dev/zero", "is a character device"),
                          ("directory", work, "is a directory")):
     expect(f"plan: network file is a {name}", [plan, "--procs", "4", "--batch", "64", path], 1,

@@ -88,7 +88,7 @@ def check_header(include_dir, header, lib, cc, cxx, extra):
             f.write("  return p == nullptr;\n}\n")
         exe = os.path.join(tmp, "alone")
         libdir = os.path.dirname(os.path.abspath(lib))
-        code, out = run(cxx + WARN_CXX + incs + [cxx_src, "-o", exe, "-L" + libdir, "-ladjoin",
+        code, out = run(cxx + WARN_CXX + incs + [cxx_src, "-o", exe, os.path.abspath(lib),
                                                  "-Wl,-rpath," + libdir] + [x for x in extra if x.startswith("-l") or x.startswith("-L")])
         if code:
             print(f"{header}: C++ program taking the address of its {len(names)} functions does not build "

@@ -441,23 +441,36 @@ static int fail(const train_run *r, const char *what, const char *hint) {
 }
 
 static void limit(adj_dataset *ds, int64_t n) {
-  if (n > 0 && n < ds->count) ds->count = n;
+  if (n > 0 && n < adj_dataset_count(ds)) adj_dataset_limit(ds, n);
+}
+
+/* The images' height and width: a sample's last two extents. */
+static void image_size(const adj_dataset *ds, int64_t *rows, int64_t *cols) {
+  int rank = adj_dataset_input_rank(ds);
+  const int64_t *shape = adj_dataset_input_shape(ds);
+  *rows = rank >= 2 ? shape[rank - 2] : 1;
+  *cols = rank >= 1 ? shape[rank - 1] : 1;
+}
+
+static bool same_samples(const adj_dataset *a, const adj_dataset *b) {
+  int rank = adj_dataset_input_rank(a);
+  return rank == adj_dataset_input_rank(b) &&
+         !memcmp(adj_dataset_input_shape(a), adj_dataset_input_shape(b), sizeof(int64_t) * (size_t)rank);
 }
 
 static int load_data(train_run *r) {
   const train_options *o = &r->options;
   static const char hint[] = "hint: provision MNIST and Fashion-MNIST with `sh tools/provision-data.sh`, or pass "
                              "--data DIR holding the four standard IDX files";
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, o->data, "train", 10, &r->train)) return fail(r, "training data", hint);
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, o->data, "test", 10, &r->test)) return fail(r, "test data", hint);
   limit(r->train, o->train_limit);
   limit(r->test, o->test_limit);
   /* Found now rather than by the first evaluation, after a whole epoch. */
-  if (r->test->rows != r->train->rows || r->test->cols != r->train->cols) {
+  if (!same_samples(r->test, r->train)) {
     if (r->rank == 0)
-      complain("test data: the images of %s/t10k-images-idx3-ubyte[.gz] are %lldx%lld but the training images of "
-               "%s/train-images-idx3-ubyte[.gz] are %lldx%lld\n", o->data, (long long)r->test->rows,
-               (long long)r->test->cols, o->data, (long long)r->train->rows, (long long)r->train->cols);
+      complain("test data: the samples of %s differ in shape from the training samples of %s\n",
+               adj_dataset_describe_inputs(r->test), adj_dataset_describe_inputs(r->train));
     return 1;
   }
   return 0;
@@ -494,10 +507,11 @@ static int check_output_paths(train_run *r) {
 /* A batch larger than the training set would be mostly padding: zero images
  * computed and stored for nothing.  Exit 2, as for a bad flag. */
 static int check_batch(const train_run *r) {
-  if (r->options.batch <= r->train->count) return 0;
+  int64_t count = adj_dataset_count(r->train);
+  if (r->options.batch <= count) return 0;
   if (r->rank == 0)
     complain("--batch %lld is larger than the %lld training images in use; give --batch %lld or less\n",
-             (long long)r->options.batch, (long long)r->train->count, (long long)r->train->count);
+             (long long)r->options.batch, (long long)count, (long long)count);
   return 2;
 }
 
@@ -519,8 +533,8 @@ static int build_network(train_run *r, int64_t batch) {
                            .deep_halos = o->deep_halos};
     return adj_lenet_create(&lc, &r->net) ? fail(r, "building LeNet-5", NULL) : 0;
   }
-  adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .rows = r->train->rows,
-                       .cols = r->train->cols, .n_sizes = 8, .sizes = mlp_sizes};
+  adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .n_sizes = 8, .sizes = mlp_sizes};
+  image_size(r->train, &mc.rows, &mc.cols);
   mlp_grid(o->layout, &mc.grid_rows, &mc.grid_cols);
   return adj_mlp_create(&mc, &r->net) ? fail(r, "building the MLP", NULL) : 0;
 }
@@ -532,7 +546,7 @@ static int build(train_run *r) {
   if (build_network(r, local)) return 1;
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   /* The trainer's steps: one per global batch (adj_trainer_batches_per_epoch). */
-  int64_t steps = (r->train->count + o->batch - 1) / o->batch * o->epochs;
+  int64_t steps = (adj_dataset_count(r->train) + o->batch - 1) / o->batch * o->epochs;
   adj_optimizer_config oc = {.kind = o->optimizer, .learning_rate = o->lr, .momentum = o->momentum,
                              .weight_decay = o->weight_decay, .lr_schedule = o->lr_schedule,
                              .lr_total_steps = steps};
@@ -583,8 +597,8 @@ static void print_header(const train_run *r) {
          model_name(o), o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
          o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, o->lr_schedule == ADJ_LR_COSINE ? " (cosine)" : "",
          (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
-  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)r->train->count,
-         (long long)r->test->count);
+  printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)adj_dataset_count(r->train),
+         (long long)adj_dataset_count(r->test));
   char advice[256];
   if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(stderr, "adjoin-train: note: %s\n", advice);
   if (o->replicas > 1 || o->micro_batches > 1) {

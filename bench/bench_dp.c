@@ -57,7 +57,7 @@ typedef struct bench_setup {
   int replicas;
   int64_t batch;            /* global */
   int64_t caps[2];
-  const adj_dataset *data;
+  adj_dataset *data;
   adj_replicas *grid;
 } bench_setup;
 
@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
   }
   adj_dataset *data = NULL;
   bench_run runs[RUNS] = {{0}};
-  int status = adj_dataset_random(images, 28, 28, 10, 1, &data);
+  int status = adj_dataset_random(images, 3, (const int64_t[]){1, 28, 28}, 10, 1, &data);
   s.data = data;
   if (!status) status = adj_replicas_create(MPI_COMM_WORLD, s.replicas, &s.grid);
   if (!status) status = setup_runs(&s, runs);

@@ -78,7 +78,7 @@ static void breakdown(adj_layer *net, int rank, int repetitions) {
 }
 
 /* LeNet-5 in `layout` with Adam and a trainer over `data`. */
-static int setup(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, const adj_dataset *data,
+static int setup(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, adj_dataset *data,
                  adj_layer **net, adj_optimizer **opt, adj_trainer **trainer) {
   adj_lenet_config lc = {
       .comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch, .deep_halos = deep_halos};
@@ -93,7 +93,7 @@ static int setup(const char *layout, bool deep_halos, adj_dtype dtype, int64_t b
 
 /* Best images/s over `repetitions` epochs after a warm-up (0 on failure),
  * then, for float32, the per-stage breakdown. */
-static double measure(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, const adj_dataset *data,
+static double measure(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, adj_dataset *data,
                       int repetitions) {
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
@@ -105,7 +105,8 @@ static double measure(const char *layout, bool deep_halos, adj_dtype dtype, int6
     bench_barrier(MPI_COMM_WORLD);
     status = adj_trainer_run(trainer, -1, NULL, NULL, &stats);
     double seconds = bench_max(MPI_COMM_WORLD, stats.seconds);
-    if (r > 0 && !status && (double)data->count / seconds > best) best = (double)data->count / seconds;
+    if (r > 0 && !status && (double)adj_dataset_count(data) / seconds > best)
+      best = (double)adj_dataset_count(data) / seconds;
   }
   if (status) fprintf(stderr, "bench-train: %s %s: %s\n", layout, adj_dtype_name(dtype), adj_last_error());
   int rank;
@@ -172,7 +173,7 @@ int main(int argc, char **argv) {
   int repetitions = (int)a.epochs;
   int threads = adj_train_share_cores(MPI_COMM_WORLD);
   adj_dataset *data = NULL;
-  adj_dataset_random(a.images, 28, 28, 10, 1, &data);
+  adj_dataset_random(a.images, 3, (const int64_t[]){1, 28, 28}, 10, 1, &data);
   char host[64] = "?", cpu[256];
   gethostname(host, sizeof host);
   bench_cpu_model(cpu, sizeof cpu);

@@ -71,6 +71,13 @@ typedef struct adj_loss_layer {
   int64_t rows, cols, col_start; /* NLL: the input block (rows, cols) from class col_start */
   int64_t classes;        /* NLL: C */
   double value;           /* the global loss of the last forward */
+  /* Padding (adj_loss_layer_set_count): only the first `count` of the batch's
+   * `batch` samples count.  This worker's block holds batch rows
+   * row_start .. row_start + block_rows - 1, each row_elements long; the
+   * mean divides by count x sample_elements (MEAN), or by count
+   * (BATCHMEAN, NLL's MEAN). */
+  int64_t batch, count, row_start, block_rows, row_elements;
+  double sample_elements;
 } adj_loss_layer;
 
 /* The sum over every rank of `local`, this rank's part from a local step
@@ -86,6 +93,12 @@ static double adj_loss_reduce(const adj_layer *l, adj_loss_layer *s, double loca
 
 /* ---- NLL -------------------------------------------------------------------------------- */
 
+/* The rows of this worker's block that count (the rest are padding). */
+static int64_t adj_loss_counted_rows(const adj_loss_layer *s) {
+  int64_t rows = s->count - s->row_start;
+  return rows < 0 ? 0 : rows < s->block_rows ? rows : s->block_rows;
+}
+
 /* The flat index in the block of sample i's label entry, or -1 when another
  * worker holds that class. */
 static int64_t adj_nll_entry(const adj_loss_layer *s, int64_t i) {
@@ -93,12 +106,14 @@ static int64_t adj_nll_entry(const adj_loss_layer *s, int64_t i) {
   return c >= 0 && c < s->cols ? i * s->cols + c : -1;
 }
 
-/* sum over rows of v[label entry] (v = x: minus the loss), or, with out, the
- * per-row values (NONE); rows without their label entry give 0. */
+/* sum over counted rows of v[label entry] (v = x: minus the loss), or, with
+ * out, the per-row values (NONE); rows without their label entry, and
+ * padding rows, give 0. */
 static double adj_nll_pick(const adj_loss_layer *s, const adj_tensor *v, adj_tensor *out) {
   double sum = 0;
+  int64_t counted = adj_loss_counted_rows(s);
   for (int64_t i = 0; i < s->rows; i++) {
-    int64_t e = adj_nll_entry(s, i);
+    int64_t e = i < counted ? adj_nll_entry(s, i) : -1;
     double pick = e >= 0 ? adj_tensor_get(v, e) : 0;
     sum += pick;
     if (out) adj_tensor_set(out, i, -pick);
@@ -109,7 +124,7 @@ static double adj_nll_pick(const adj_loss_layer *s, const adj_tensor *v, adj_ten
 /* dx = 0 but -scale w_i at each row's label entry (w from dy, or 1). */
 static void adj_nll_spread(const adj_loss_layer *s, const adj_tensor *w, double scale, adj_tensor *dx) {
   adj_tensor_zero(dx);
-  for (int64_t i = 0; i < s->rows; i++) {
+  for (int64_t i = 0; i < adj_loss_counted_rows(s); i++) {
     int64_t e = adj_nll_entry(s, i);
     if (e >= 0) adj_tensor_set(dx, e, -scale * (w ? adj_tensor_get(w, i) : 1));
   }
@@ -117,10 +132,19 @@ static void adj_nll_spread(const adj_loss_layer *s, const adj_tensor *w, double 
 
 /* ---- application ------------------------------------------------------------------------ */
 
+/* Elements of the block that count: its counted rows.  With out, the
+ * padding's entries are zeroed (the typed loops write only the rest). */
+static int64_t adj_loss_counted_elements(const adj_loss_layer *s, adj_tensor *out) {
+  int64_t n = adj_loss_counted_rows(s) * s->row_elements;
+  if (out) memset((char *)out->data + (size_t)n * adj_dtype_size(out->dtype), 0,
+                  adj_tensor_bytes(out) - (size_t)n * adj_dtype_size(out->dtype));
+  return n;
+}
+
 static double adj_loss_local_values(const adj_layer *l, const adj_loss_layer *s, const adj_tensor *x,
                                     adj_tensor *out) {
   if (s->point.kind == ADJ_LOSS_NLL) return -adj_nll_pick(s, x, out);
-  int64_t n = adj_tensor_volume(x);
+  int64_t n = adj_loss_counted_elements(s, out);
   void *o = out ? out->data : NULL;
   return l->dtype == ADJ_FLOAT32 ? loss_values_f32(&s->point, x->data, s->target.data, n, o)
                                  : loss_values_f64(&s->point, x->data, s->target.data, n, o);
@@ -129,7 +153,7 @@ static double adj_loss_local_values(const adj_layer *l, const adj_loss_layer *s,
 static double adj_loss_local_slopes(const adj_layer *l, const adj_loss_layer *s, const adj_tensor *v, double scale,
                                     adj_tensor *out) {
   const adj_tensor *x = l->input;
-  int64_t n = adj_tensor_volume(x);
+  int64_t n = adj_loss_counted_elements(s, out);
   const void *vd = v ? v->data : NULL;
   void *o = out ? out->data : NULL;
   return l->dtype == ADJ_FLOAT32 ? loss_slopes_f32(&s->point, x->data, s->target.data, n, vd, scale, o)
@@ -267,18 +291,33 @@ static int adj_loss_output_layout(const adj_loss_layer_config *c, adj_decomposit
   return status;
 }
 
-static double adj_loss_scale(const adj_loss_layer_config *c) {
+/* The factor of the summed loss: 1, or 1 over what the mean divides by
+ * (0 when no sample counts: the loss of nothing is 0). */
+static double adj_loss_scale(const adj_loss_layer *s) {
+  if (s->reduction == ADJ_LOSS_SUM || s->reduction == ADJ_LOSS_NONE) return 1;
+  if (s->count == 0) return 0;
+  if (s->reduction == ADJ_LOSS_BATCHMEAN || s->point.kind == ADJ_LOSS_NLL) return 1 / (double)s->count;
+  return 1 / ((double)s->count * s->sample_elements);
+}
+
+/* The batch (dimension 0; a rank-0 input is one sample) and this worker's rows of it. */
+static void adj_loss_rows(const adj_loss_layer_config *c, adj_loss_layer *s) {
+  int rank = adj_decomposition_rank(c->input);
   const int64_t *shape = adj_decomposition_global_shape(c->input);
-  if (c->reduction == ADJ_LOSS_SUM || c->reduction == ADJ_LOSS_NONE) return 1;
-  if (c->reduction == ADJ_LOSS_BATCHMEAN || c->kind == ADJ_LOSS_NLL) return 1 / (double)shape[0];
-  int64_t elements = 1;
-  for (int d = 0; d < adj_decomposition_rank(c->input); d++) elements *= shape[d];
-  return 1 / (double)elements;
+  adj_box block = adj_decomposition_local_block(c->input);
+  int64_t elements = 1, local = 1;
+  for (int d = 0; d < rank; d++) elements *= shape[d], local *= block.extent[d];
+  s->batch = s->count = rank ? shape[0] : 1;
+  s->row_start = rank ? block.start[0] : 0;
+  s->block_rows = rank ? block.extent[0] : 1;
+  s->row_elements = s->block_rows ? local / s->block_rows : 0;
+  s->sample_elements = s->batch ? (double)(elements / s->batch) : 0;
 }
 
 /* Buffers on this rank (the caller agrees). */
 static int adj_loss_buffers(const adj_loss_layer_config *c, adj_loss_layer *s) {
   adj_box block = adj_decomposition_local_block(c->input);
+  adj_loss_rows(c, s);
   ADJ_CALL(adj_tensor_create(&s->partial, ADJ_FLOAT64, 1, (const int64_t[1]){1}));
   if (c->kind != ADJ_LOSS_NLL) return adj_tensor_create(&s->target, c->dtype, block.rank, block.extent);
   s->rows = block.extent[0];
@@ -298,9 +337,9 @@ static int adj_loss_plan(const adj_loss_layer_config *c, adj_loss_layer **out) {
     s->point = (adj_loss_point){.kind = c->kind, .log_target = c->log_target, .linear_input = c->poisson_linear_input,
                                 .full = c->poisson_full, .eps = c->poisson_eps > 0 ? c->poisson_eps : 1e-8};
     s->reduction = c->reduction;
-    s->scale = adj_loss_scale(c);
     s->root = c->root;
     status = adj_loss_buffers(c, s);
+    s->scale = adj_loss_scale(s);
   }
   status = adj_layer_agree(c->input, status);
   if (!status && c->reduction != ADJ_LOSS_NONE) {
@@ -393,4 +432,22 @@ int adj_loss_layer_set_labels(adj_layer *l, const int64_t *labels, int64_t count
 double adj_loss_layer_value(const adj_layer *l) {
   const adj_loss_layer *s = adj_loss_impl(l);
   return s ? s->value : 0;
+}
+
+int adj_loss_layer_set_count(adj_layer *l, int64_t count) {
+  adj_loss_layer *s = adj_loss_impl(l);
+  ADJ_CHECK(s, ADJ_ERR_ARG, "loss layer: %s is not a loss layer", l ? l->name : "NULL");
+  ADJ_CHECK(count >= 0 && count <= s->batch, ADJ_ERR_ARG, "%s: %lld samples count, outside [0, %lld] (the batch)",
+            l->name, (long long)count, (long long)s->batch);
+  s->count = count;
+  s->scale = adj_loss_scale(s);
+  return ADJ_SUCCESS;
+}
+
+int adj_loss_layer_describe(const adj_layer *l, adj_loss_kind *kind, adj_loss_reduction *reduction) {
+  const adj_loss_layer *s = adj_loss_impl(l);
+  ADJ_CHECK(s, ADJ_ERR_ARG, "%s is not a loss layer of loss_layers.h", l ? l->name : "NULL");
+  if (kind) *kind = s->point.kind;
+  if (reduction) *reduction = s->reduction;
+  return ADJ_SUCCESS;
 }

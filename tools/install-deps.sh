@@ -7,8 +7,10 @@
 #   sh tools/install-deps.sh            sh tools/install-deps.sh clang-14
 set -eu
 
+# libhdf5-mpich-dev: HDF5 data sets through parallel HDF5 (meson -Dhdf5);
+# python3-numpy and python3-h5py: tools/idx-to-arrays.py, which t542 runs.
 packages=${*:-"build-essential pkg-config meson ninja-build mpich libmpich-dev
-libopenblas-dev liblapacke-dev libgsl-dev zlib1g-dev"}
+libopenblas-dev liblapacke-dev libgsl-dev zlib1g-dev libhdf5-mpich-dev python3-numpy python3-h5py"}
 
 missing=""
 for p in $packages; do

@@ -88,7 +88,8 @@ sanitizers() {
     --suite unit --suite mpi --no-suite slow
 }
 
-# Bounded fuzzing of the readers of untrusted files (IDX data, checkpoints):
+# Bounded fuzzing of the readers of untrusted input (IDX data, checkpoints,
+# the text formats, the tools' command lines):
 # a clang build with libFuzzer, ASan and UBSan, each target for FUZZ_SECONDS
 # (30 here; longer by hand with tools/fuzz.sh).
 fuzz() {

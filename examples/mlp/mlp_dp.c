@@ -63,10 +63,10 @@ static int init_shallowspeed(adj_layer *net, uint64_t seed) {
 
 static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed, int64_t images) {
   adj_dataset *train_set = NULL, *test_set = NULL;
-  if (adj_dataset_load_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
-      adj_dataset_load_dir(MPI_COMM_WORLD, dir, "test", 10, &test_set))
+  if (adj_dataset_open_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
+      adj_dataset_open_dir(MPI_COMM_WORLD, dir, "test", 10, &test_set))
     return fail(rank, "loading data (run sh tools/provision-data.sh)");
-  if (images > 0 && images < train_set->count) train_set->count = images;
+  if (images > 0 && images < adj_dataset_count(train_set)) adj_dataset_limit(train_set, images);
   adj_replicas *replicas = NULL;
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
@@ -76,7 +76,7 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
   int64_t local = (GLOBAL_BATCH + ranks * MICRO_BATCHES - 1) / (ranks * MICRO_BATCHES);
   if (adj_replicas_create(MPI_COMM_WORLD, ranks, &replicas)) goto done;
   adj_mlp_config mc = {.comm = adj_replicas_model_comm(replicas), .dtype = ADJ_FLOAT32, .batch = local,
-                       .rows = train_set->rows, .cols = train_set->cols, .n_sizes = 8, .sizes = sizes};
+                       .rows = 28, .cols = 28, .n_sizes = 8, .sizes = sizes};
   if (adj_mlp_create(&mc, &net) || init_shallowspeed(net, seed)) goto done;
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.006};
   if (adj_optimizer_create(net, &oc, &opt)) goto done;
@@ -87,7 +87,8 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
   if (rank == 0)
     printf("MLP 784-128-127-126-125-124-123-10 on %d rank%s: global batch %d, %d micro-batches of %lld per replica, "
            "SGD 0.006, %lld training images\n",
-           ranks, ranks == 1 ? "" : "s", GLOBAL_BATCH, MICRO_BATCHES, (long long)local, (long long)train_set->count);
+           ranks, ranks == 1 ? "" : "s", GLOBAL_BATCH, MICRO_BATCHES, (long long)local,
+           (long long)adj_dataset_count(train_set));
   for (int e = 0; e < epochs; e++) {
     adj_train_stats s, test;
     if (adj_trainer_run(trainer, -1, NULL, NULL, &s) || adj_trainer_evaluate(trainer, test_set, &test)) goto done;

@@ -42,9 +42,11 @@
 #include "adjoin/affine_layer.h"
 #include "adjoin/repartition_layer.h"
 #include "adjoin/deep_halo_layer.h"
+#include "adjoin/batchnorm.h"
 #include "adjoin/batchnorm_layer.h"
 #include "adjoin/loss_layers.h"
 #include "adjoin/affine15_layer.h"
+#include "adjoin/upsample.h"
 #include "adjoin/upsample_layer.h"
 #include "adjoin/pad_layer.h"
 #include "adjoin/network.h"
@@ -61,6 +63,7 @@
 #include "adjoin/layer_dottest.h"
 #include "adjoin/dataset.h"
 #include "adjoin/plan.h"
+#include "adjoin/layer_timing.h"
 #include "adjoin/mlp15.h"
 
 #endif

@@ -91,6 +91,21 @@ int adj_loss_layer_set_target(adj_layer *layer, const adj_tensor *target);
  * its input block's batch extent), copied; each in [0, C).  Collective. */
 int adj_loss_layer_set_labels(adj_layer *layer, const int64_t *labels, int64_t count);
 
+/* Only the first `count` samples of the batch count from the next forward
+ * on, 0 <= count <= N (N until set): the rest are padding, add nothing to
+ * the loss (reduction NONE: their entries are 0) and get a zero gradient,
+ * and the means divide by what counts (MEAN: count x the elements of one
+ * sample; BATCHMEAN and NLL's MEAN: count).  So a short last batch trains
+ * exactly like a batch of `count` while every layer keeps its batch size,
+ * as xent_layer.h's labels do.  Not collective: every rank passes the same
+ * count.  ADJ_ERR_ARG for a count outside [0, N] or a layer that is not a
+ * loss layer. */
+int adj_loss_layer_set_count(adj_layer *layer, int64_t count);
+
+/* The kind and reduction (either pointer may be NULL) of a loss layer;
+ * ADJ_ERR_ARG when layer is not one.  Not collective. */
+int adj_loss_layer_describe(const adj_layer *layer, adj_loss_kind *kind, adj_loss_reduction *reduction);
+
 /* The global loss of the last forward (reduced losses), the same on every rank
  * of the base communicator; 0 for reduction NONE. */
 double adj_loss_layer_value(const adj_layer *layer);

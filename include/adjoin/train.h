@@ -1,26 +1,37 @@
 /* Training loop: epochs of shuffled mini-batches through a network whose last
- * stage is a softmax cross-entropy layer (xent_layer.h), as adj_lenet_create
- * builds it.
+ * stage is a loss layer: the softmax cross-entropy of xent_layer.h or any
+ * reduced loss of loss_layers.h (mean, sum or batchmean; not none).
  *
- * Each step: rank 0 copies the batch's images into the network's input (the
- * input lives whole on rank 0; the network's first stage repartitions it onto
- * the first layer's partition) and sets the labels on the loss; then zero-grad,
- * forward, backward from d loss = 1, and one optimizer step on every worker's
- * shards.  An epoch visits every sample once in an order drawn from a seeded
- * generator (adj_shuffle_indices); a short last batch is padded with zeros and
- * only its real samples count in the loss (xent_layer.h), so no sample is
+ * Each step: every rank reads from the data set (dataset.h) only the block
+ * of the batch its input layout holds (adj_layer_input_layout of the
+ * network: batch and sample dimensions may be split any way), straight into
+ * the network's input, and the targets the loss layer needs where it needs
+ * them: the labels of the whole batch on the cross-entropy's root, the
+ * labels of its batch rows on each NLL worker, the block of the target
+ * array shaped like its input block on each worker of an elementwise loss.
+ * Then zero-grad, forward, backward from d loss = 1, and one optimizer step
+ * on every worker's shards.  An epoch visits every sample once in an order
+ * drawn from a seeded generator (adj_shuffle_indices); a short last batch is
+ * padded with zeros and only its real samples count in the loss (both loss
+ * headers: the padding adds nothing and gets no gradient), so no sample is
  * dropped and every layer keeps its fixed batch size.
  *
+ * Classification (cross-entropy, NLL) reports the loss and the samples whose
+ * largest score is the label; regression (every other loss) the loss.
+ *
  * Reproducibility: the same seed, layout and dtype give bit-identical runs
- * (the only randomness is the shuffle; reductions run in a fixed order).
- * Resumption: the trainer keeps the generator's state as it was when the
- * current epoch began, so a checkpoint (checkpoint.h) taken at any batch lets a
- * new process redraw the epoch's order, skip the batches done and continue
+ * (the only randomness is the shuffle; reductions run in a fixed order), and
+ * so do two sources holding the same values (IDX, .npy, HDF5).  Resumption:
+ * the trainer keeps the generator's state as it was when the current epoch
+ * began, so a checkpoint (checkpoint.h) taken at any batch lets a new
+ * process redraw the epoch's order, skip the batches done and continue
  * exactly as the uninterrupted run would.
  *
- * All calls are collective on the network's communicator.  Statistics (loss,
- * correct counts) are computed where the loss lives, rank 0; other ranks get
- * zeros. */
+ * All calls are collective on the network's communicator (with replicas, on
+ * every rank of every replica).  Statistics (loss, correct counts) are
+ * valid on rank 0 of the network's communicator, wherever the loss layer
+ * computes them (the cross-entropy's root sends them there); other ranks
+ * get what their loss layer holds. */
 #ifndef ADJOIN_TRAIN_H
 #define ADJOIN_TRAIN_H
 
@@ -39,9 +50,9 @@
 ADJ_BEGIN_DECLS
 
 typedef struct adj_trainer_config {
-  adj_layer *network;         /* input (B, 1, rows, cols) on rank 0, output the loss */
+  adj_layer *network;         /* input (B, sample...) on any layout, last stage a loss layer */
   adj_optimizer *optimizer;   /* over network's parameters */
-  const adj_dataset *train;   /* the same data set on every rank (adj_dataset_load) */
+  adj_dataset *train;         /* the same set opened on every rank; inputs and targets must fit the network */
   uint64_t seed;              /* of the shuffling generator */
   /* Data parallelism (data_parallel.h); NULL: one replica.  network is then
    * this rank's replica, built on adj_replicas_model_comm, and every rank of
@@ -66,8 +77,9 @@ typedef struct adj_trainer adj_trainer;
 
 /* Statistics of a run of batches or of an evaluation (valid on rank 0). */
 typedef struct adj_train_stats {
-  double loss;       /* mean loss per sample */
-  int64_t correct;   /* samples whose largest logit is the label */
+  double loss;         /* loss per sample: the mean-reduced loss, or a sum-reduced one divided by the samples */
+  bool classification; /* the loss is cross-entropy or NLL, and correct counts */
+  int64_t correct;     /* classification: samples whose largest score (the first, on ties) is the label */
   int64_t samples;   /* samples seen */
   int64_t batches;   /* batches run (every rank) */
   double seconds;    /* wall time */
@@ -81,11 +93,16 @@ typedef struct adj_train_stats {
 
 /* Called on every rank after each training batch: batch index within the
  * epoch (1-based, after the step), batches per epoch, and the batch's loss
- * (rank 0). */
+ * (valid on rank 0). */
 typedef void adj_train_progress(void *ctx, int64_t batch, int64_t batches, double loss);
 
-/* The network's last stage must be a softmax cross-entropy layer and its input
- * must match the data set's images.  Collective. */
+/* Checks, on every rank alike: the network's last stage is a loss layer
+ * with a reduced loss; the data set's samples fit the network's input and
+ * its targets the loss (labels for cross-entropy and NLL, with at most as
+ * many classes as the loss takes; arrays shaped like one sample of the
+ * loss's input otherwise), where shapes that differ only by extents of 1
+ * are read as the network's (adj_dataset_set_input_shape).  A mismatch is
+ * ADJ_ERR_SIZE or ADJ_ERR_ARG naming both shapes or counts.  Collective. */
 int adj_trainer_create(const adj_trainer_config *config, adj_trainer **trainer);
 void adj_trainer_destroy(adj_trainer **trainer);
 
@@ -112,11 +129,12 @@ int adj_trainer_run(adj_trainer *trainer, int64_t max_batches, adj_train_progres
 int64_t adj_trainer_epoch(const adj_trainer *trainer);
 int64_t adj_trainer_batch(const adj_trainer *trainer);
 
-/* Loss and accuracy of the network on a data set, in fixed-size batches (the
- * last one padded), without changing parameters or the shuffle.  Runs in
+/* Loss and accuracy of the network on a data set (whose samples fit the
+ * network as the training set's do), in fixed-size batches (the last one
+ * padded), without changing parameters or the shuffle.  Runs in
  * evaluation mode (adj_network_set_training: batch norm uses and keeps its
  * running statistics) and returns the network to training mode.  Collective. */
-int adj_trainer_evaluate(adj_trainer *trainer, const adj_dataset *data, adj_train_stats *stats);
+int adj_trainer_evaluate(adj_trainer *trainer, adj_dataset *data, adj_train_stats *stats);
 
 /* Checkpoint of parameters, optimizer state, shuffle state and position
  * (checkpoint.h), and its restoration.  A refused checkpoint changes

@@ -85,7 +85,7 @@ static void null_arguments(adj_test *t) {
          "output trainer pointer is NULL");
   expect(t, "adj_trainer_load(trainer = NULL)", adj_trainer_load(NULL, "x.ckpt"), ADJ_ERR_ARG,
          "trainer and path are required");
-  expect(t, "adj_dataset_random(out = NULL)", adj_dataset_random(4, 2, 2, 10, 1, NULL), ADJ_ERR_ARG,
+  expect(t, "adj_dataset_random(out = NULL)", adj_dataset_random(4, 2, (const int64_t[]){2, 2}, 10, 1, NULL), ADJ_ERR_ARG,
          "output pointer is NULL");
   adj_partition_destroy(&p);
 }

@@ -8,11 +8,11 @@
 #
 # Seeds are real files: the MNIST test labels and the first 20 test images
 # (from MNIST_DIR when provisioned, else synthetic IDX files), raw and gzip, a
-# checkpoint the checkpoint target writes of its own network, the network
-# descriptions of networks/, calibration files and algorithm tables as the
-# programs write them, and command lines of each program fuzz-cli runs.
-# Crafted variants: every seed truncated at a few lengths, and with trailing
-# bytes.
+# small .npy array, a checkpoint the checkpoint target writes of its own
+# network, the network descriptions of networks/, calibration files and
+# algorithm tables as the programs write them, and command lines of each
+# program fuzz-cli runs.  Crafted variants: every seed truncated at a few
+# lengths, and with trailing bytes.
 set -eu
 mode=$1 build=$2 mnist=$3
 networks=$(dirname "$0")/../../networks
@@ -21,8 +21,8 @@ trap 'rm -rf "$work"' EXIT
 idx=$work/idx ckpt=$work/checkpoint text=$work/text cli=$work/cli
 mkdir -p "$idx" "$ckpt" "$text" "$cli"
 
-# IDX seeds; the first byte of an input picks the dimension count (fuzz_idx.c):
-# \000 = 1 dimension (labels), \002 = 3 dimensions (images).
+# IDX seeds (the first byte of an input is ignored by fuzz_idx.c; the seeds
+# keep \000 and \002, the dimension counts an older target read there).
 if [ -r "$mnist/t10k-labels-idx1-ubyte" ] && [ -r "$mnist/t10k-images-idx3-ubyte" ]; then
   { printf '\000'; head -c 8 "$mnist/t10k-labels-idx1-ubyte" | head -c 4; printf '\000\000\000\024';
     tail -c +9 "$mnist/t10k-labels-idx1-ubyte" | head -c 20; } > "$idx/labels"
@@ -35,6 +35,9 @@ fi
 for f in labels images; do
   { head -c 1 "$idx/$f"; tail -c +2 "$idx/$f" | gzip -9 -n; } > "$idx/$f.gz"
 done
+# A .npy seed: float32 (3, 2, 2), header padded to 128 bytes as numpy writes it.
+{ printf '\000\223NUMPY\001\000\166\000'; printf "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2, 2), }";
+  printf '%55s\n' ''; head -c 48 /dev/urandom; } > "$idx/array.npy"
 "$build/fuzz-checkpoint-replay" --write-seed "$ckpt/seed" >/dev/null
 
 # Text seeds; the first byte picks the format (fuzz_text.c): \000 a network

@@ -8,11 +8,11 @@
 
 adj_dataset *nc_synthetic(int64_t count, uint64_t seed) {
   adj_dataset *ds = NULL;
-  adj_dataset_random(count, 28, 28, 10, seed, &ds);
+  adj_dataset_random(count, 3, (const int64_t[]){1, 28, 28}, 10, seed, &ds);
   return ds;
 }
 
-int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, uint64_t seed,
+int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, adj_dataset *data, uint64_t seed,
                   nc_run *run) {
   return nc_run_create_model("lenet", layout, dtype, batch, data, seed, run);
 }
@@ -27,7 +27,7 @@ static int nc_build(const char *model, const char *layout, adj_dtype dtype, int6
 }
 
 int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, int64_t batch,
-                        const adj_dataset *data, uint64_t seed, nc_run *run) {
+                        adj_dataset *data, uint64_t seed, nc_run *run) {
   *run = (nc_run){0};
   int status = nc_build(model, layout, dtype, batch, &run->net);
   if (!status) status = adj_network_init_uniform(run->net, seed);

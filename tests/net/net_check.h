@@ -20,10 +20,10 @@ typedef struct nc_run {
   adj_optimizer *opt;
   adj_trainer *trainer;
 } nc_run;
-int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, const adj_dataset *data, uint64_t seed,
+int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, adj_dataset *data, uint64_t seed,
                   nc_run *run);
 int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, int64_t batch,
-                        const adj_dataset *data, uint64_t seed, nc_run *run);
+                        adj_dataset *data, uint64_t seed, nc_run *run);
 void nc_run_destroy(nc_run *run);
 
 /* The longest sum LeNet-5 and the encoder-decoder make on a batch: the first

@@ -1,9 +1,8 @@
 /* t243: labels scattered with the images.  Rank 0 takes a batch of a data set
- * (float32 images, uint8 labels as the data set stores them, and the same
- * labels widened to int32 and int64) and scatters each onto the batch
+ * (float32 images, and its labels as uint8, int32 and int64) and scatters each onto the batch
  * dimension of P workers.  The images and the labels share the batch cuts, so
  * every worker must hold, for each of its images, that image's label: checked
- * against the data set itself (every rank holds all of it), the sequential
+ * against each sample read alone from the data set, the sequential
  * reference.  The gather (the scatter's adjoint) brings the labels back to rank
  * 0 unchanged, and the label scatter's exact dot-product test is printed.
  * Batches of 2P + 1 samples (uneven blocks) and of P - 2 (some workers hold
@@ -38,20 +37,29 @@ static void batch_destroy(batch *b) {
 }
 
 /* Rank 0's whole batch (the scatters' domains: zero volume elsewhere), the
- * labels widened from the data set's bytes to the labels' dtype. */
-static void root_batch(adj_test *t, const adj_dataset *ds, const batch *b, adj_op *scatter_images,
+ * labels narrowed or kept from the data set's int64 to the labels' dtype. */
+static void root_batch(adj_test *t, adj_dataset *ds, const batch *b, adj_op *scatter_images,
                        adj_op *scatter_labels, adj_tensor *images, adj_tensor *labels) {
-  uint8_t bytes[64];
+  int64_t read[64];
   ADJ_TEST_OK(t, adj_op_create_domain_tensor(scatter_images, images));
   ADJ_TEST_OK(t, adj_op_create_domain_tensor(scatter_labels, labels));
   int64_t n = adj_tensor_volume(labels);
-  if (n) ADJ_TEST_OK(t, adj_dataset_batch(ds, b->indices, n, images, bytes));
-  for (int64_t k = 0; k < n; k++) adj_tensor_set_int(labels, k, bytes[k]);
+  adj_box box = adj_box_whole(4, images->shape);
+  if (n) ADJ_TEST_OK(t, adj_dataset_read_inputs(ds, b->indices, n, &box, images));
+  if (n) ADJ_TEST_OK(t, adj_dataset_read_labels(ds, b->indices, n, 0, n, read));
+  for (int64_t k = 0; k < n; k++) adj_tensor_set_int(labels, k, read[k]);
+}
+
+/* One sample's pixels and label, read alone: the sequential reference. */
+static void read_sample(adj_test *t, adj_dataset *ds, int64_t sample, adj_tensor *pixels, int64_t *label) {
+  adj_box box = adj_box_whole(4, pixels->shape);
+  ADJ_TEST_OK(t, adj_dataset_read_inputs(ds, &sample, 1, &box, pixels));
+  ADJ_TEST_OK(t, adj_dataset_read_labels(ds, &sample, 1, 0, 1, label));
 }
 
 /* This worker's images and labels belong together: both are the samples of
  * its batch block, compared with the data set.  Returns the pairs that match. */
-static int64_t check_pairs(adj_test *t, const adj_dataset *ds, const batch *b, const adj_tensor *images,
+static int64_t check_pairs(adj_test *t, adj_dataset *ds, const batch *b, const adj_tensor *images,
                            const adj_tensor *labels) {
   adj_box block = adj_decomposition_local_block(b->labels);
   adj_box image_block = adj_decomposition_local_block(b->images);
@@ -59,19 +67,21 @@ static int64_t check_pairs(adj_test *t, const adj_dataset *ds, const batch *b, c
                  "rank %d: labels [%lld, +%lld) but images [%lld, +%lld)", t->rank, (long long)block.start[0],
                  (long long)block.extent[0], (long long)image_block.start[0], (long long)image_block.extent[0]);
   const int64_t pixels = ROWS * COLS;
-  int64_t wrong = 0;
+  int64_t wrong = 0, label = -1;
+  adj_tensor alone;
+  ADJ_TEST_OK(t, adj_tensor_create(&alone, ADJ_FLOAT32, 4, (const int64_t[]){1, 1, ROWS, COLS}));
   for (int64_t k = 0; k < adj_tensor_volume(labels); k++) {
-    int64_t sample = b->indices[block.start[0] + k];
-    wrong += adj_tensor_get_int(labels, k) != ds->labels[sample] ||
-             memcmp((const float *)images->data + k * pixels, (const float *)ds->images.data + sample * pixels,
-                    (size_t)pixels * sizeof(float)) != 0;
+    read_sample(t, ds, b->indices[block.start[0] + k], &alone, &label);
+    wrong += adj_tensor_get_int(labels, k) != label ||
+             memcmp((const float *)images->data + k * pixels, alone.data, (size_t)pixels * sizeof(float)) != 0;
   }
+  adj_tensor_destroy(&alone);
   ADJ_TEST_CHECK(t, wrong == 0, "rank %d: %lld labels or images are not the samples of its block", t->rank,
                  (long long)wrong);
   return adj_tensor_volume(labels) - wrong;
 }
 
-static void run(adj_test *t, const adj_dataset *ds, int64_t size, adj_dtype dtype) {
+static void run(adj_test *t, adj_dataset *ds, int64_t size, adj_dtype dtype) {
   batch b;
   batch_create(t, size, &b);
   adj_op *scatter_images = NULL, *scatter_labels = NULL;
@@ -108,7 +118,7 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t243-labels-with-images");
   adj_dataset *ds = NULL;
-  ADJ_TEST_OK(&t, adj_dataset_random(97, ROWS, COLS, CLASSES, 243, &ds));
+  ADJ_TEST_OK(&t, adj_dataset_random(97, 3, (const int64_t[]){1, ROWS, COLS}, CLASSES, 243, &ds));
   int64_t sizes[2] = {2 * t.size + 1, t.size > 2 ? t.size - 2 : 1};
   for (int s = 0; ds && s < 2; s++)
     for (size_t d = 0; d < sizeof label_dtypes / sizeof label_dtypes[0]; d++) run(&t, ds, sizes[s], label_dtypes[d]);

@@ -11,7 +11,7 @@
 
 enum { BATCH = 8, STEPS = 5, SAMPLES = STEPS * BATCH - 3 };
 
-static void compare(adj_test *t, const char *layout, const adj_dataset *data) {
+static void compare(adj_test *t, const char *layout, adj_dataset *data) {
   nc_run seq, dist;
   ADJ_TEST_OK(t, nc_run_create("sequential", ADJ_FLOAT64, BATCH, data, 401, &seq));
   ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT64, BATCH, data, 401, &dist));

@@ -22,7 +22,7 @@ static int comm_size(const adj_layer *net) {
   return size;
 }
 
-static void count_layout(adj_test *t, const char *layout, const adj_dataset *data) {
+static void count_layout(adj_test *t, const char *layout, adj_dataset *data) {
   nc_run r;
   ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT32, BATCH, data, SEED, &r));
   adj_train_stats stats;

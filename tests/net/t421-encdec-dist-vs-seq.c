@@ -74,7 +74,7 @@ static double running_stats_sum(adj_layer *net) {
   return sum;
 }
 
-static void compare_training(adj_test *t, const char *layout, const adj_dataset *data) {
+static void compare_training(adj_test *t, const char *layout, adj_dataset *data) {
   nc_run seq, dist;
   ADJ_TEST_OK(t, nc_run_create_model("encdec", "sequential", ADJ_FLOAT64, BATCH, data, 421, &seq));
   ADJ_TEST_OK(t, nc_run_create_model("encdec", layout, ADJ_FLOAT64, BATCH, data, 421, &dist));

@@ -1,6 +1,7 @@
-/* IDX data sets: write/read round trips (raw and gzip), directory lookup,
- * batches from a seeded permutation, and malformed files that must fail with
- * the same message on every rank. */
+/* IDX data sets: write/read round trips (raw, and gzip through the
+ * decompression cache), directory lookup, blocks of batches from a seeded
+ * permutation (whole, split over rows and columns, padded), and malformed
+ * files that must fail with the same message on every rank. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +14,9 @@ enum { N = 5, ROWS = 3, COLS = 4, CLASSES = 10 };
 
 static uint8_t pixel(int64_t i) { return (uint8_t)(i * 37 % 256); }
 
-/* Only rank 0 touches the file system: the loader reads on rank 0 alone. */
+/* Rank 0 writes; every rank opens, after rank 0 is done (sync_files). */
+static void sync_files(adj_test *t) { MPI_Barrier(t->comm); }
+
 static void write_set(adj_test *t, const char *dir, const char *prefix, int n_images, int n_labels, int bad_label,
                       bool gzip) {
   if (t->rank != 0) return;
@@ -28,16 +31,36 @@ static void write_set(adj_test *t, const char *dir, const char *prefix, int n_im
   ADJ_TEST_OK(t, adj_idx_write_ubyte(path, 1, (int64_t[]){n_labels}, labels, gzip));
 }
 
-static void check_contents(adj_test *t, const adj_dataset *ds, const char *what) {
-  ADJ_TEST_CHECK(t, ds->count == N && ds->rows == ROWS && ds->cols == COLS && ds->n_classes == CLASSES,
-                 "%s: count %lld rows %lld cols %lld", what, (long long)ds->count, (long long)ds->rows,
-                 (long long)ds->cols);
-  const int64_t shape[4] = {N, 1, ROWS, COLS};
-  ADJ_TEST_CHECK(t, ds->images.dtype == ADJ_FLOAT32 && ds->images.rank == 4 && !memcmp(ds->images.shape, shape, sizeof shape),
-                 "%s: image tensor is not float32 (5, 1, 3, 4)", what);
+static int open_set(adj_test *t, const char *images, const char *labels, int n_classes, adj_dataset **ds) {
+  adj_dataset_config c = {.inputs = images, .targets = labels, .n_classes = n_classes};
+  return adj_dataset_open(t->comm, &c, ds);
+}
+
+/* Every sample, read one by one as (1, 1, ROWS, COLS) float32, and its label. */
+static int compare_samples(adj_test *t, adj_dataset *ds) {
+  adj_tensor x;
+  adj_tensor_create(&x, ADJ_FLOAT32, 4, (int64_t[]){1, 1, ROWS, COLS});
+  adj_box box = adj_box_whole(4, x.shape);
   int bad = 0;
-  for (int64_t i = 0; i < N * ROWS * COLS; i++) bad += ((float *)ds->images.data)[i] != (float)pixel(i) / 255.0f;
-  for (int i = 0; i < N; i++) bad += ds->labels[i] != (i * 3) % CLASSES;
+  for (int64_t i = 0; i < N; i++) {
+    int64_t label = -1;
+    ADJ_TEST_OK(t, adj_dataset_read_inputs(ds, &i, 1, &box, &x));
+    ADJ_TEST_OK(t, adj_dataset_read_labels(ds, &i, 1, 0, 1, &label));
+    for (int64_t p = 0; p < ROWS * COLS; p++) bad += ((float *)x.data)[p] != (float)pixel(i * ROWS * COLS + p) / 255.0f;
+    bad += label != (i * 3) % CLASSES;
+  }
+  adj_tensor_destroy(&x);
+  return bad;
+}
+
+static void check_contents(adj_test *t, adj_dataset *ds, const char *what) {
+  const int64_t shape[2] = {ROWS, COLS};
+  ADJ_TEST_CHECK(t, adj_dataset_count(ds) == N && adj_dataset_classes(ds) == CLASSES && adj_dataset_input_rank(ds) == 2 &&
+                        !memcmp(adj_dataset_input_shape(ds), shape, sizeof shape) && adj_dataset_target_rank(ds) == 0,
+                 "%s: count %lld, %d classes, samples of rank %d (%s)", what, (long long)adj_dataset_count(ds),
+                 adj_dataset_classes(ds), adj_dataset_input_rank(ds), adj_dataset_describe_inputs(ds));
+  ADJ_TEST_OK(t, adj_dataset_set_input_shape(ds, 3, (const int64_t[]){1, ROWS, COLS}));
+  int bad = compare_samples(t, ds);
   ADJ_TEST_CHECK(t, bad == 0, "%s: %d pixels or labels differ from what was written", what, bad);
 }
 
@@ -61,8 +84,9 @@ static void test_round_trip(adj_test *t, const char *dir) {
     snprintf(images, sizeof images, "%s/%s-images-idx3-ubyte%s", dir, prefix, suffix);
     snprintf(labels, sizeof labels, "%s/%s-labels-idx1-ubyte%s", dir, prefix, suffix);
     check_file_starts(t, images, gzip ? (const uint8_t[]){0x1f, 0x8b} : (const uint8_t[]){0, 0, 8, 3});
+    sync_files(t);
     adj_dataset *ds = NULL;
-    ADJ_TEST_OK(t, adj_dataset_load(t->comm, images, labels, CLASSES, &ds));
+    ADJ_TEST_OK(t, open_set(t, images, labels, CLASSES, &ds));
     if (ds) check_contents(t, ds, prefix);
     adj_dataset_destroy(&ds);
     ADJ_TEST_CHECK(t, ds == NULL, "destroy must clear the handle");
@@ -78,8 +102,9 @@ static void test_load_dir(adj_test *t, const char *dir) {
   snprintf(gz_labels, sizeof gz_labels, "%s/train-labels-idx1-ubyte.gz", dir);
   if (t->rank == 0)
     ADJ_TEST_CHECK(t, remove(raw_images) == 0 && remove(gz_labels) == 0, "cannot remove %s or %s", raw_images, gz_labels);
+  sync_files(t);
   adj_dataset *ds = NULL;
-  ADJ_TEST_OK(t, adj_dataset_load_dir(t->comm, dir, "train", CLASSES, &ds));
+  ADJ_TEST_OK(t, adj_dataset_open_dir(t->comm, dir, "train", CLASSES, &ds));
   if (ds) check_contents(t, ds, "load_dir train");
   adj_dataset_destroy(&ds);
 }
@@ -93,9 +118,10 @@ static void expect_error(adj_test *t, int status, adj_dataset *ds, int code, con
 
 static void expect_load_error(adj_test *t, const char *images, const char *labels, const char *needle,
                               const char *what) {
+  sync_files(t);
   adj_clear_error();
   adj_dataset *ds = (adj_dataset *)&ds; /* must come back NULL */
-  int status = adj_dataset_load(t->comm, images, labels, CLASSES, &ds);
+  int status = open_set(t, images, labels, CLASSES, &ds);
   expect_error(t, status, ds, ADJ_ERR_IO, needle, what);
 }
 
@@ -104,6 +130,14 @@ static void resize_file(adj_test *t, const char *path, long change) {
   if (t->rank != 0) return;
   struct stat st;
   ADJ_TEST_CHECK(t, stat(path, &st) == 0 && truncate(path, st.st_size + change) == 0, "cannot resize %s", path);
+}
+
+/* Overwrites byte `at` of a file on rank 0. */
+static void poke_file(adj_test *t, const char *path, long at, uint8_t value) {
+  if (t->rank != 0) return;
+  FILE *f = fopen(path, "r+b");
+  ADJ_TEST_CHECK(t, f && fseek(f, at, SEEK_SET) == 0 && fputc(value, f) == value, "cannot change %s", path);
+  if (f) fclose(f);
 }
 
 /* A header promising a million 28 x 28 images over a 10-byte payload: the loader
@@ -143,44 +177,79 @@ static void test_malformed(adj_test *t, const char *dir) {
   expect_load_error(t, other, labels, "is truncated: expected 784000016 bytes, found 26", "lying header");
 
   write_set(t, dir, "bad", N, N, -1, false);
-  expect_load_error(t, labels, labels, "magic number 0x00000801, expected 0x00000803", "labels as images");
+  poke_file(t, images, 2, 0x07);
+  expect_load_error(t, images, labels, "magic number 0x00000703 is not IDX", "unknown element type");
+
+  write_set(t, dir, "bad", N, N, -1, false);
+  poke_file(t, images, 3, 0x09);
+  expect_load_error(t, images, labels, "magic number 0x00000809 is not IDX", "9 dimensions");
 
   write_set(t, dir, "bad", N, N - 1, -1, false);
-  expect_load_error(t, images, labels, "holds 5 images but labels file", "count mismatch");
-  ADJ_TEST_CHECK(t, strstr(adj_last_error(), "holds 4 labels"), "count mismatch: '%s'", adj_last_error());
+  expect_load_error(t, images, labels, "holds 5 samples but targets file", "count mismatch");
+  ADJ_TEST_CHECK(t, strstr(adj_last_error(), "holds 4"), "count mismatch: '%s'", adj_last_error());
 
   write_set(t, dir, "bad", N, N, 3, false);
-  expect_load_error(t, images, labels, "label 10 at index 3 is outside [0, 10)", "label out of range");
+  expect_load_error(t, images, labels, "label 10 of sample 3 is outside [0, 10)", "label out of range");
+
+  write_set(t, dir, "bad", N, N, -1, false);
+  expect_load_error(t, images, images, "labels need one number per sample", "images as labels");
 
   snprintf(other, sizeof other, "%s/no-such-file", dir);
-  expect_load_error(t, other, labels, "no-such-file': No such file or directory", "missing file");
-  expect_load_error(t, dir, labels, "Is a directory", "directory as file");
+  expect_load_error(t, other, labels, "no-such-file: cannot open it: No such file or directory", "missing file");
+  expect_load_error(t, dir, labels, "is a directory, not a regular file", "directory as file");
 
   adj_dataset *ds = NULL;
-  int status = adj_dataset_load_dir(t->comm, dir, "test", CLASSES, &ds);
-  expect_error(t, status, ds, ADJ_ERR_IO, "t10k-images-idx3-ubyte.gz'", "missing test split");
-  status = adj_dataset_load_dir(t->comm, dir, "valid", CLASSES, &ds);
+  int status = adj_dataset_open_dir(t->comm, dir, "test", CLASSES, &ds);
+  expect_error(t, status, ds, ADJ_ERR_IO, "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte (raw or .gz)",
+               "missing test split");
+  status = adj_dataset_open_dir(t->comm, dir, "valid", CLASSES, &ds);
   expect_error(t, status, ds, ADJ_ERR_ARG, "'valid'", "bad split");
-  status = adj_dataset_load(t->comm, images, labels, 0, &ds);
-  expect_error(t, status, ds, ADJ_ERR_ARG, "n_classes 0", "zero classes");
+  status = open_set(t, images, labels, -1, &ds);
+  expect_error(t, status, ds, ADJ_ERR_ARG, "n_classes -1", "negative classes");
 }
 
-static void check_batch(adj_test *t, const adj_dataset *ds, const int64_t *perm, adj_dtype dtype) {
-  enum { B = 3 };
+/* Batch positions [B0, B0 + rows) of batch perm[0..count) in the box with
+ * image rows [r0, r0 + nr) and columns [c0, c0 + nc): each value against the
+ * pixel written, padding (positions >= count) zero. */
+static int check_block(adj_test *t, adj_dataset *ds, const int64_t *perm, int64_t count, const adj_box *box,
+                       adj_dtype dtype) {
   adj_tensor x;
-  uint8_t labels[B];
-  adj_tensor_create(&x, dtype, 4, (int64_t[]){B, 1, ROWS, COLS});
-  ADJ_TEST_OK(t, adj_dataset_batch(ds, perm + 1, B, &x, labels));
+  adj_tensor_create(&x, dtype, 4, box->extent);
+  ADJ_TEST_OK(t, adj_dataset_read_inputs(ds, perm, count, box, &x));
   int bad = 0;
-  for (int64_t k = 0; k < B; k++) {
-    bad += labels[k] != ds->labels[perm[1 + k]];
-    for (int64_t p = 0; p < ROWS * COLS; p++)
-      bad += adj_tensor_get(&x, k * ROWS * COLS + p) != (double)((float)pixel(perm[1 + k] * ROWS * COLS + p) / 255.0f);
-  }
-  ADJ_TEST_CHECK(t, bad == 0, "%s batch: %d values differ", adj_dtype_name(dtype), bad);
-  ADJ_TEST_CHECK(t, adj_dataset_batch(ds, perm, B + 1, &x, labels) == ADJ_ERR_SIZE, "batch size 4 into (3, ...) must fail");
-  int64_t wrong[B] = {0, N, 1};
-  ADJ_TEST_CHECK(t, adj_dataset_batch(ds, wrong, B, &x, labels) == ADJ_ERR_ARG && strstr(adj_last_error(), "index 5"),
+  for (int64_t k = 0; k < box->extent[0]; k++)
+    for (int64_t r = 0; r < box->extent[2]; r++)
+      for (int64_t c = 0; c < box->extent[3]; c++) {
+        int64_t p = box->start[0] + k, pixel_at = (box->start[2] + r) * COLS + box->start[3] + c;
+        double want = p < count ? (double)((float)pixel(perm[p] * ROWS * COLS + pixel_at) / 255.0f) : 0.0;
+        bad += adj_tensor_get(&x, (k * box->extent[2] + r) * box->extent[3] + c) != want;
+      }
+  adj_tensor_destroy(&x);
+  return bad;
+}
+
+static void check_batch(adj_test *t, adj_dataset *ds, const int64_t *perm, adj_dtype dtype) {
+  enum { B = 4 };
+  const adj_box boxes[] = {
+      {.rank = 4, .start = {0, 0, 0, 0}, .extent = {B, 1, ROWS, COLS}}, /* the whole batch, one padded */
+      {.rank = 4, .start = {1, 0, 1, 0}, .extent = {2, 1, 2, COLS}},    /* rows 1..2 of positions 1..2 */
+      {.rank = 4, .start = {2, 0, 0, 1}, .extent = {2, 1, ROWS, 2}},    /* columns 1..2, one padded */
+      {.rank = 4, .start = {3, 0, 2, 3}, .extent = {1, 1, 1, 1}},       /* one padding pixel */
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++) bad += check_block(t, ds, perm + 1, B - 1, &boxes[i], dtype);
+  int64_t labels[B];
+  ADJ_TEST_OK(t, adj_dataset_read_labels(ds, perm + 1, B - 1, 0, B, labels));
+  for (int64_t k = 0; k < B; k++) bad += labels[k] != (k < B - 1 ? (perm[1 + k] * 3) % CLASSES : 0);
+  ADJ_TEST_CHECK(t, bad == 0, "%s blocks: %d values differ", adj_dtype_name(dtype), bad);
+  adj_tensor x;
+  adj_tensor_create(&x, dtype, 4, (int64_t[]){B, 1, ROWS, COLS});
+  adj_box tall = {.rank = 4, .start = {0, 0, 1, 0}, .extent = {B, 1, ROWS, COLS}};
+  ADJ_TEST_CHECK(t, adj_dataset_read_inputs(ds, perm, B, &tall, &x) == ADJ_ERR_SIZE && strstr(adj_last_error(), "[1, 4)"),
+                 "rows [1, 4) of 3 must fail: '%s'", adj_last_error());
+  int64_t wrong[B] = {0, N, 1, 2};
+  adj_box whole = adj_box_whole(4, x.shape);
+  ADJ_TEST_CHECK(t, adj_dataset_read_inputs(ds, wrong, B, &whole, &x) == ADJ_ERR_ARG && strstr(adj_last_error(), "index 5"),
                  "index 5 must fail: '%s'", adj_last_error());
   adj_tensor_destroy(&x);
 }
@@ -190,8 +259,9 @@ static void test_batches(adj_test *t, const char *dir) {
   snprintf(images, sizeof images, "%s/raw-images-idx3-ubyte", dir);
   snprintf(labels, sizeof labels, "%s/raw-labels-idx1-ubyte", dir);
   adj_dataset *ds = NULL;
-  ADJ_TEST_OK(t, adj_dataset_load(t->comm, images, labels, CLASSES, &ds));
+  ADJ_TEST_OK(t, open_set(t, images, labels, CLASSES, &ds));
   if (!ds) return;
+  ADJ_TEST_OK(t, adj_dataset_set_input_shape(ds, 3, (const int64_t[]){1, ROWS, COLS}));
   adj_rng *a = NULL, *b = NULL;
   adj_rng_create(2024, &a);
   adj_rng_create(2024, &b);
@@ -226,8 +296,8 @@ int main(int argc, char **argv) {
   test_load_dir(&t, dir);
   test_batches(&t, dir);
   test_malformed(&t, dir);
-  adj_test_report(&t, "round trips (raw, gzip), directory lookup, batches and 12 malformed cases checked on %d ranks",
-                  t.size);
+  adj_test_report(&t, "round trips (raw, gzip), directory lookup, blocks of batches and 15 malformed cases checked on "
+                  "%d ranks", t.size);
   if (t.rank == 0) {
     char command[300];
     snprintf(command, sizeof command, "rm -rf '%s'", dir);

@@ -17,25 +17,33 @@ typedef struct expected_set {
   double mean;         /* mean pixel value of the training images, in [0, 1] */
 } expected_set;
 
-static double mean_pixel(const adj_dataset *ds) {
-  const float *x = ds->images.data;
-  int64_t n = adj_tensor_volume(&ds->images);
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i++) sum += x[i];
-  return sum / (double)n;
-}
+enum { CHUNK = 1000 };
 
-static void histogram(const adj_dataset *ds, int64_t counts[CLASSES]) {
+/* The mean pixel and the class histogram, read through the data set in
+ * chunks of consecutive samples. */
+static double scan(adj_test *t, adj_dataset *ds, int64_t counts[CLASSES]) {
+  static int64_t indices[CHUNK], labels[CHUNK];
+  adj_tensor x;
+  ADJ_TEST_OK(t, adj_tensor_create(&x, ADJ_FLOAT32, 3, (const int64_t[]){CHUNK, 28, 28}));
   memset(counts, 0, CLASSES * sizeof *counts);
-  for (int64_t i = 0; i < ds->count; i++) counts[ds->labels[i]]++;
+  double sum = 0.0;
+  int64_t n = adj_dataset_count(ds);
+  adj_box box = adj_box_whole(3, x.shape);
+  for (int64_t first = 0; first < n && x.data; first += CHUNK) {
+    int64_t count = n - first < CHUNK ? n - first : CHUNK;
+    for (int64_t i = 0; i < count; i++) indices[i] = first + i;
+    ADJ_TEST_OK(t, adj_dataset_read_inputs(ds, indices, count, &box, &x));
+    ADJ_TEST_OK(t, adj_dataset_read_labels(ds, indices, count, 0, count, labels));
+    for (int64_t i = 0; i < count * 784; i++) sum += ((const float *)x.data)[i];
+    for (int64_t i = 0; i < count; i++) counts[labels[i]]++;
+  }
+  adj_tensor_destroy(&x);
+  return sum / (double)(n * 784);
 }
 
 /* Each class is split in the same proportion as the whole (stratified), to the
  * nearest sample, and no class is far from a tenth of the set. */
-static void check_split(adj_test *t, const expected_set *e, const adj_dataset *train, const adj_dataset *test) {
-  int64_t tr[CLASSES], te[CLASSES];
-  histogram(train, tr);
-  histogram(test, te);
+static void check_split(adj_test *t, const expected_set *e, const int64_t tr[CLASSES], const int64_t te[CLASSES]) {
   double fraction = (double)e->train / (double)(e->train + e->test);
   adj_test_report(t, "%s  class:  train  test", e->name);
   for (int c = 0; c < CLASSES; c++) {
@@ -51,18 +59,23 @@ static void check_split(adj_test *t, const expected_set *e, const adj_dataset *t
 
 static void check_set(adj_test *t, const char *dir, const expected_set *e) {
   adj_dataset *train = NULL, *test = NULL;
-  ADJ_TEST_OK(t, adj_dataset_load_dir(t->comm, dir, "train", CLASSES, &train));
-  ADJ_TEST_OK(t, adj_dataset_load_dir(t->comm, dir, "test", CLASSES, &test));
+  ADJ_TEST_OK(t, adj_dataset_open_dir(t->comm, dir, "train", CLASSES, &train));
+  ADJ_TEST_OK(t, adj_dataset_open_dir(t->comm, dir, "test", CLASSES, &test));
+  static const int64_t side[2] = {28, 28};
   if (train && test) {
-    ADJ_TEST_CHECK(t, train->count == e->train && test->count == e->test, "%s: %lld train and %lld test samples, expected %lld and %lld",
-                   e->name, (long long)train->count, (long long)test->count, (long long)e->train, (long long)e->test);
-    ADJ_TEST_CHECK(t, train->rows == 28 && train->cols == 28 && test->rows == 28 && test->cols == 28,
+    int64_t n_train = adj_dataset_count(train), n_test = adj_dataset_count(test);
+    ADJ_TEST_CHECK(t, n_train == e->train && n_test == e->test, "%s: %lld train and %lld test samples, expected %lld "
+                   "and %lld", e->name, (long long)n_train, (long long)n_test, (long long)e->train, (long long)e->test);
+    ADJ_TEST_CHECK(t, adj_dataset_input_rank(train) == 2 && !memcmp(adj_dataset_input_shape(train), side, sizeof side) &&
+                          adj_dataset_input_rank(test) == 2 && !memcmp(adj_dataset_input_shape(test), side, sizeof side),
                    "%s: images are not 28 x 28", e->name);
-    double mean = mean_pixel(train);
+    int64_t tr[CLASSES], te[CLASSES];
+    double mean = scan(t, train, tr);
+    scan(t, test, te);
     adj_test_report(t, "%s: %lld train, %lld test, mean training pixel %.4f (expected about %.4f)", e->name,
-                    (long long)train->count, (long long)test->count, mean, e->mean);
+                    (long long)n_train, (long long)n_test, mean, e->mean);
     ADJ_TEST_CHECK(t, fabs(mean - e->mean) < 0.01, "%s: mean pixel %.4f, expected about %.4f", e->name, mean, e->mean);
-    check_split(t, e, train, test);
+    check_split(t, e, tr, te);
   }
   adj_dataset_destroy(&train);
   adj_dataset_destroy(&test);

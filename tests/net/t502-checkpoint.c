@@ -50,7 +50,7 @@ static void rename_parameter(unsigned char *d, long *size) {
 
 /* Trains `from` a few steps, saves, loads into `to` (started from other
  * parameters), then runs both on. */
-static void round_trip(adj_test *t, const char *dir, const char *from, const char *to, const adj_dataset *data) {
+static void round_trip(adj_test *t, const char *dir, const char *from, const char *to, adj_dataset *data) {
   char path[600];
   snprintf(path, sizeof path, "%s/%s-to-%s.ckpt", dir, from, to);
   nc_run a, b;
@@ -81,11 +81,11 @@ static void round_trip(adj_test *t, const char *dir, const char *from, const cha
   nc_run_destroy(&a), nc_run_destroy(&b);
 }
 
-static void refuse_each(adj_test *t, const char *dir, const char *layout, const adj_dataset *data, nc_run *a,
+static void refuse_each(adj_test *t, const char *dir, const char *layout, adj_dataset *data, nc_run *a,
                         nc_run *b);
 
 /* Every bad file is refused and leaves the network as it was. */
-static void refusals(adj_test *t, const char *dir, const char *layout, const adj_dataset *data) {
+static void refusals(adj_test *t, const char *dir, const char *layout, adj_dataset *data) {
   nc_run a, b;
   ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT64, BATCH, data, 5022, &a));
   ADJ_TEST_OK(t, nc_run_create(layout, ADJ_FLOAT64, BATCH, data, 5023, &b));
@@ -93,7 +93,7 @@ static void refusals(adj_test *t, const char *dir, const char *layout, const adj
   nc_run_destroy(&a), nc_run_destroy(&b);
 }
 
-static void refuse_each(adj_test *t, const char *dir, const char *layout, const adj_dataset *data, nc_run *a,
+static void refuse_each(adj_test *t, const char *dir, const char *layout, adj_dataset *data, nc_run *a,
                         nc_run *b) {
   char good[600], bad[600], missing[600];
   snprintf(good, sizeof good, "%s/good.ckpt", dir);

@@ -30,7 +30,7 @@ static void run_epochs(adj_test *t, nc_run *r, int64_t until, const char *checkp
 
 /* Trains 2 epochs with checkpoints, then `batches` of epoch 3, saving after
  * them when save_mid; then "crashes". */
-static void crash_in_epoch_3(adj_test *t, const char *layout, const adj_dataset *data, const char *path,
+static void crash_in_epoch_3(adj_test *t, const char *layout, adj_dataset *data, const char *path,
                              int64_t batches, bool save_mid) {
   nc_run r;
   ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED, &r));
@@ -42,7 +42,7 @@ static void crash_in_epoch_3(adj_test *t, const char *layout, const adj_dataset 
 }
 
 /* Fresh objects (another seed, so everything must come from the file). */
-static void resume_and_compare(adj_test *t, const char *label, const char *layout, const adj_dataset *data,
+static void resume_and_compare(adj_test *t, const char *label, const char *layout, adj_dataset *data,
                                const char *path, adj_layer *reference) {
   nc_run r;
   ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED + 1000, &r));
@@ -58,7 +58,7 @@ static void resume_and_compare(adj_test *t, const char *label, const char *layou
   nc_run_destroy(&r);
 }
 
-static void reproducibility(adj_test *t, const char *layout, const adj_dataset *data, adj_layer *reference) {
+static void reproducibility(adj_test *t, const char *layout, adj_dataset *data, adj_layer *reference) {
   nc_run again, other;
   ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED, &again));
   ADJ_TEST_OK(t, nc_run_create_model(model, layout, ADJ_FLOAT32, BATCH, data, SEED + 1, &other));

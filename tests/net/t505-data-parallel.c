@@ -61,7 +61,7 @@ static adj_optimizer_config sgd(void) {
 
 /* A replicated LeNet-5 whose every replica starts from `seed` (or, with
  * perturb, replica 1 from another seed). */
-static int dp_create(const dp_options *o, adj_dtype dtype, const adj_dataset *data, bool perturb, dp_run *d) {
+static int dp_create(const dp_options *o, adj_dtype dtype, adj_dataset *data, bool perturb, dp_run *d) {
   *d = (dp_run){0};
   int status = adj_replicas_create(MPI_COMM_WORLD, o->replicas, &d->replicas);
   if (status) return status;
@@ -86,7 +86,7 @@ static void dp_destroy(dp_run *d) {
 }
 
 /* The sequential reference on this rank alone. */
-static int seq_create(const char *layout, adj_dtype dtype, const adj_dataset *data, nc_run *r) {
+static int seq_create(const char *layout, adj_dtype dtype, adj_dataset *data, nc_run *r) {
   *r = (nc_run){0};
   int status = build(MPI_COMM_SELF, strcmp(layout, "mlp") ? "sequential" : "mlp", dtype, GLOBAL, &r->net);
   if (!status) status = adj_network_init_uniform(r->net, SEED);
@@ -146,7 +146,7 @@ static void *flat_copy(adj_layer *net, size_t *bytes) {
   return copy;
 }
 
-static void check_consistency(adj_test *t, const adj_dataset *data, const dp_options *o, adj_dtype dtype) {
+static void check_consistency(adj_test *t, adj_dataset *data, const dp_options *o, adj_dtype dtype) {
   /* Each step's gradient adds up the partial sums of every worker. */
   int workers = t->size;
   dp_run d;
@@ -183,7 +183,7 @@ static void check_consistency(adj_test *t, const adj_dataset *data, const dp_opt
 }
 
 /* float64, 20 steps: caps and the after-backward baseline, bit for bit. */
-static void check_caps(adj_test *t, const adj_dataset *data, int replicas) {
+static void check_caps(adj_test *t, adj_dataset *data, int replicas) {
   const int64_t caps[][2] = {{0, 0}, {1 << 20, 1 << 20}, {1 << 20, 25 << 20}, {ADJ_REDUCER_UNLIMITED, ADJ_REDUCER_UNLIMITED}};
   const char *names[] = {"0", "1 MiB", "1 MiB / 25 MiB", "unlimited", "unlimited, after the backward",
                          "0, after the backward"};
@@ -222,7 +222,7 @@ static void check_caps(adj_test *t, const adj_dataset *data, int replicas) {
 }
 
 /* One step traced on world rank 0 with one bucket per parameter. */
-static void check_trace(adj_test *t, const adj_dataset *data, int replicas) {
+static void check_trace(adj_test *t, adj_dataset *data, int replicas) {
   const int64_t caps[2] = {0, 0};
   FILE *trace = t->rank == 0 ? tmpfile() : NULL;
   dp_options o = {.replicas = replicas, .layout = "sequential", .caps = caps, .trace = trace};
@@ -287,7 +287,7 @@ static void check_error_all(adj_test *t, int status, const char *needle, const c
                  message, needle);
 }
 
-static void check_errors(adj_test *t, const adj_dataset *data) {
+static void check_errors(adj_test *t, adj_dataset *data) {
   adj_replicas *r = NULL;
   char needle[96];
   snprintf(needle, sizeof needle, "%d ranks do not divide into %d replicas", t->size, t->size + 1);

@@ -118,7 +118,7 @@ static void expect_untouched(adj_test *t, const char *label, nc_run *b, nc_run *
                  "%s: the refused load changed the trainer", label);
 }
 
-static void crafted_checkpoints(adj_test *t, const char *dir, const char *layout, const adj_dataset *data) {
+static void crafted_checkpoints(adj_test *t, const char *dir, const char *layout, adj_dataset *data) {
   char good[600], bad[600];
   snprintf(good, sizeof good, "%s/good.ckpt", dir);
   snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
@@ -182,7 +182,7 @@ done:
 
 /* ---- targets and sources that are not regular files --------------------------------------- */
 
-static void special_files(adj_test *t, const char *dir, const char *layout, const adj_dataset *data) {
+static void special_files(adj_test *t, const char *dir, const char *layout, adj_dataset *data) {
   char path[600], tmp_link[700], victim[600], fifo[600], sparse[600];
   snprintf(path, sizeof path, "%s/run.ckpt", dir);
   snprintf(victim, sizeof victim, "%s/victim.txt", dir);
@@ -244,11 +244,19 @@ done:
 
 /* ---- IDX files that never end or lie ------------------------------------------------------ */
 
-static void expect_load_error(adj_test *t, const char *label, const char *images, const char *labels,
+/* Images and labels with ten classes; gzip files decompress into dir/cache. */
+static int open_set(adj_test *t, const char *dir, const char *images, const char *labels, adj_dataset **ds) {
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  adj_dataset_config c = {.inputs = images, .targets = labels, .n_classes = 10, .cache_dir = cache};
+  return adj_dataset_open(t->comm, &c, ds);
+}
+
+static void expect_load_error(adj_test *t, const char *dir, const char *label, const char *images, const char *labels,
                               const char *phrase) {
   adj_dataset *ds = NULL;
   double start = MPI_Wtime();
-  int status = adj_dataset_load(t->comm, images, labels, 10, &ds);
+  int status = open_set(t, dir, images, labels, &ds);
   double seconds = MPI_Wtime() - start;
   ADJ_TEST_CHECK(t, status == ADJ_ERR_IO && !ds && strstr(adj_last_error(), phrase),
                  "%s: status %s, message '%s' (wanted '%s')", label, adj_status_name(status), adj_last_error(), phrase);
@@ -290,13 +298,14 @@ static void hostile_idx(adj_test *t, const char *dir) {
     for (int i = 0; i < 4; i++) gzwrite(g, block, sizeof block);
     gzclose(g);
   }
-  expect_load_error(t, "images from a FIFO", fifo, labels, "not a regular file");
-  expect_load_error(t, "labels from /dev/zero", images, "/dev/zero", "not a regular file");
-  expect_load_error(t, "valid images + 1 TB of zeros", sparse, labels, "has trailing data");
-  expect_load_error(t, "gzip: payload + 16 MB of zeros", zeros_gz, labels, "has trailing data");
-  expect_load_error(t, "gzip header claiming 2^31-1 images", lying_gz, labels, "hold at most");
+  MPI_Barrier(t->comm); /* every rank opens the files rank 0 wrote */
+  expect_load_error(t, dir, "images from a FIFO", fifo, labels, "not a regular file");
+  expect_load_error(t, dir, "labels from /dev/zero", images, "/dev/zero", "not a regular file");
+  expect_load_error(t, dir, "valid images + 1 TB of zeros", sparse, labels, "has trailing data");
+  expect_load_error(t, dir, "gzip: payload + 16 MB of zeros", zeros_gz, labels, "has trailing data");
+  expect_load_error(t, dir, "gzip header claiming 2^31-1 images", lying_gz, labels, "hold at most");
   adj_dataset *ds = NULL;
-  ADJ_TEST_OK(t, adj_dataset_load(t->comm, images, labels, 10, &ds));
+  ADJ_TEST_OK(t, open_set(t, dir, images, labels, &ds));
   adj_dataset_destroy(&ds);
 }
 
@@ -304,7 +313,7 @@ static void hostile_idx(adj_test *t, const char *dir) {
 
 /* A run whose output bias holds a NaN (as a diverged step leaves it):
  * the next loss is NaN and the run must stop at once, on every rank. */
-static void divergence(adj_test *t, const char *layout, const adj_dataset *data) {
+static void divergence(adj_test *t, const char *layout, adj_dataset *data) {
   adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT32, .layout = layout, .batch = BATCH};
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;

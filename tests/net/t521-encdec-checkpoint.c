@@ -115,7 +115,7 @@ static double first_running_var(adj_layer *net) {
   return 1;
 }
 
-static void round_trip(adj_test *t, const char *path, nc_run *trained, const adj_dataset *data) {
+static void round_trip(adj_test *t, const char *path, nc_run *trained, adj_dataset *data) {
   nc_run seq, back;
   ADJ_TEST_OK(t, nc_run_create_model("encdec", "sequential", ADJ_FLOAT32, BATCH, data, 5211, &seq));
   ADJ_TEST_OK(t, nc_run_create_model("encdec", "2x2", ADJ_FLOAT32, BATCH, data, 5212, &back));

@@ -42,9 +42,11 @@
 #include "adjoin/affine_layer.h"
 #include "adjoin/repartition_layer.h"
 #include "adjoin/deep_halo_layer.h"
+#include "adjoin/batchnorm.h"
 #include "adjoin/batchnorm_layer.h"
 #include "adjoin/loss_layers.h"
 #include "adjoin/affine15_layer.h"
+#include "adjoin/upsample.h"
 #include "adjoin/upsample_layer.h"
 #include "adjoin/pad_layer.h"
 #include "adjoin/network.h"
@@ -62,5 +64,6 @@
 #include "adjoin/placement.h"
 #include "adjoin/network_build.h"
 #include "adjoin/network_check.h"
+#include "adjoin/layer_timing.h"
 
 #endif

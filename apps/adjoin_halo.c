@@ -25,6 +25,7 @@
 enum { EXIT_GEOMETRY = 1, EXIT_USAGE = 2 };
 enum { HALO_HELP = -1 };        /* the usage was asked for and printed */
 enum { ADJ_HALO_MAX_CUTS = 65 }; /* explicit offsets per dimension: 64 workers */
+enum { HALO_MAX_WORKERS = 1 << 20 }; /* workers described, in all */
 
 static const char usage[] =
     "usage: adjoin-halo --shape N[,N...] [--partition P,...] [--kernel K,...] [--stride S,...]\n"
@@ -141,7 +142,8 @@ static int adj_collect(int argc, char **argv, const char **texts) {
 static int adj_parse_lists(const char *const *texts, adj_halo_args *a) {
   int64_t parts[ADJ_MAX_RANK], padding[ADJ_MAX_RANK][2] = {{0}};
   for (int i = 0; i < ADJ_MAX_RANK; i++) parts[i] = 1;
-  int code = adj_fill_list(OPT_PARTITION, texts[OPT_PARTITION], a->rank, 1, INT_MAX, parts, NULL), n = a->rank;
+  int code = adj_fill_list(OPT_PARTITION, texts[OPT_PARTITION], a->rank, 1, HALO_MAX_WORKERS, parts, NULL);
+  int n = a->rank;
   if (!code) code = adj_fill_list(OPT_KERNEL, texts[OPT_KERNEL], a->rank, 1, INT64_MAX, a->kernel.size, NULL);
   if (!code) code = adj_fill_list(OPT_STRIDE, texts[OPT_STRIDE], a->rank, 1, INT64_MAX, a->kernel.stride, NULL);
   if (!code) code = adj_fill_list(OPT_DILATION, texts[OPT_DILATION], a->rank, 1, INT64_MAX, a->kernel.dilation, NULL);
@@ -167,6 +169,21 @@ static int adj_parse_args(int argc, char **argv, adj_halo_args *a) {
   int n = 0;
   code = adj_each_entry(OPT_CUTS, texts[OPT_CUTS], adj_parse_cuts, a, &n);
   return code ? code : adj_check_count(OPT_CUTS, n, a->rank);
+}
+
+/* The JSON holds one entry per worker, so their number is bounded: a grid
+ * of 2^31 workers would take hundreds of gigabytes to describe. */
+static int adj_check_workers(const adj_halo_args *a) {
+  int64_t workers = 1;
+  char grid[ADJ_MAX_RANK * 12] = "";
+  for (int i = 0; i < a->rank; i++) {
+    if (workers <= HALO_MAX_WORKERS) workers *= a->parts[i]; /* each part <= 2^20: at most 2^40 */
+    snprintf(grid + strlen(grid), sizeof grid - strlen(grid), "%s%d", i ? "x" : "", a->parts[i]);
+  }
+  if (workers <= HALO_MAX_WORKERS) return 0;
+  tool_complain("--partition %s makes more than the %d workers adjoin-halo describes (one JSON entry each)\n", grid,
+                HALO_MAX_WORKERS);
+  return EXIT_USAGE;
 }
 
 static int adj_check_cut_counts(const adj_halo_args *a) {
@@ -224,6 +241,7 @@ static void adj_print_json(const adj_halo_geometry *g) {
 static int adj_halo_run(int argc, char **argv) {
   adj_halo_args a;
   int code = adj_parse_args(argc, argv, &a);
+  if (!code) code = adj_check_workers(&a);
   if (!code) code = adj_check_cut_counts(&a);
   if (code) return code == HALO_HELP ? 0 : code;
   const int64_t *cuts[ADJ_MAX_RANK];

@@ -19,6 +19,19 @@ int adj_team_size(int64_t items, int64_t work);
  * over team threads as evenly as possible. */
 void adj_team_range(int64_t items, int team, int member, int64_t *first, int64_t *count);
 
+/* One member's work: items [first, first + count) of the call's, as member
+ * `member` (0 .. team - 1) of its team. */
+typedef void (*adj_team_body)(void *arg, int64_t first, int64_t count, int member);
+
+/* Splits items [0, items) over a team of `team` threads (adj_team_range's
+ * shares) and returns when every share is done; member 0's runs on the
+ * calling thread.  The team's helper threads sleep between calls (after a
+ * spin of some tens of microseconds), so an idle team costs nothing.  A team
+ * of 1, a call from inside a team's share and a call made while another
+ * thread's team runs take every item on the calling thread, as member 0.
+ * For a given team the shares, and so the results, are the same run to run. */
+void adj_team_run(int team, int64_t items, adj_team_body body, void *arg);
+
 /* Makes OpenBLAS single-threaded from the first team of more than one thread
  * on (each member calls BLAS on its own share), and leaves it so: switching
  * OpenBLAS between 1 and more threads around every team leaves its idle

@@ -18,21 +18,31 @@ static int adj_activation_check(const char *who, const adj_activation *a, const 
   return adj_check_tensor(who, name, t, x->dtype, x->rank, x->shape);
 }
 
+/* One elementwise pass, for a team (adj_team_run). */
+typedef struct adj_activation_work {
+  const adj_activation *a;
+  bool derivative;
+  const adj_tensor *x;
+  const void *v;
+  void *out;
+} adj_activation_work;
+
+static void adj_activation_share(void *arg, int64_t first, int64_t count, int member) {
+  const adj_activation_work *w = arg;
+  adj_dtype dtype = w->x->dtype;
+  const void *xs = adj_at_const(w->x->data, dtype, first);
+  if (w->derivative)
+    ADJ_DISPATCH(dtype, activation_derivative, w->a, xs, adj_at_const(w->v, dtype, first), adj_at(w->out, dtype, first),
+                 count);
+  else ADJ_DISPATCH(dtype, activation_apply, w->a, xs, adj_at(w->out, dtype, first), count);
+}
+
 /* The elementwise loops over a team: each member takes a contiguous share. */
 static void adj_activation_run(const adj_activation *a, bool derivative, const adj_tensor *x, const void *v,
                                void *out) {
   int64_t n = adj_tensor_volume(x);
-  int team = adj_team_size(n, n);
-#pragma omp parallel for num_threads(team) schedule(static, 1)
-  for (int member = 0; member < team; member++) {
-    int64_t first, count;
-    adj_team_range(n, team, member, &first, &count);
-    const void *xs = adj_at_const(x->data, x->dtype, first);
-    if (derivative)
-      ADJ_DISPATCH(x->dtype, activation_derivative, a, xs, adj_at_const(v, x->dtype, first),
-                   adj_at(out, x->dtype, first), count);
-    else ADJ_DISPATCH(x->dtype, activation_apply, a, xs, adj_at(out, x->dtype, first), count);
-  }
+  adj_activation_work w = {a, derivative, x, v, out};
+  adj_team_run(adj_team_size(n, n), n, adj_activation_share, &w);
 }
 
 int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_tensor *y) {

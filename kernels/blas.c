@@ -29,6 +29,24 @@ void adj_gemm(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
                 (int)ldc);
 }
 
+/* One GEMM's rows of C, for a team (adj_team_run). */
+typedef struct adj_gemm_work {
+  adj_dtype dtype;
+  bool trans_a, trans_b;
+  int64_t n, k, lda, ldb, ldc;
+  double alpha, beta;
+  const void *a, *b;
+  void *c;
+} adj_gemm_work;
+
+static void adj_gemm_rows(void *arg, int64_t first, int64_t count, int member) {
+  const adj_gemm_work *w = arg;
+  /* Row r of op(A) is row r of A, or column r when A is transposed. */
+  const void *a_rows = adj_at_const(w->a, w->dtype, w->trans_a ? first : first * w->lda);
+  adj_gemm(w->dtype, w->trans_a, w->trans_b, count, w->n, w->k, w->alpha, a_rows, w->lda, w->b, w->ldb, w->beta,
+           adj_at(w->c, w->dtype, first * w->ldc), w->ldc);
+}
+
 void adj_gemm_team(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                    const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
   int team = adj_team_size(m, m * n * k);
@@ -37,15 +55,8 @@ void adj_gemm_team(adj_dtype dtype, bool trans_a, bool trans_b, int64_t m, int64
     return;
   }
   adj_blas_leave_threads_to_teams(team);
-#pragma omp parallel for num_threads(team) schedule(static, 1)
-  for (int member = 0; member < team; member++) {
-    int64_t first, count;
-    adj_team_range(m, team, member, &first, &count);
-    /* Row r of op(A) is row r of A, or column r when A is transposed. */
-    const void *a_rows = adj_at_const(a, dtype, trans_a ? first : first * lda);
-    adj_gemm(dtype, trans_a, trans_b, count, n, k, alpha, a_rows, lda, b, ldb, beta, adj_at(c, dtype, first * ldc),
-             ldc);
-  }
+  adj_gemm_work w = {dtype, trans_a, trans_b, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
+  adj_team_run(team, m, adj_gemm_rows, &w);
 }
 
 void adj_rows_fill(adj_dtype dtype, void *y, int64_t rows, int64_t cols, int64_t ld, const void *b) {

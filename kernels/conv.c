@@ -268,11 +268,20 @@ static void adj_conv_scratch_views(const adj_conv_shape *cp, const adj_conv_call
     adj_tensor_view(gb, cp->dtype, 1, &cp->c_out, adj_at(scratch, cp->dtype, cp->c_out * cp->rows)), *gb_out = gb;
 }
 
+/* The call over a team (adj_team_run): each member's slice of the workspace. */
+typedef struct adj_conv_work {
+  const adj_conv_shape *cp;
+  const adj_conv_call *c;
+  char *slices;
+  size_t slice;
+} adj_conv_work;
+
 /* Member `member`'s share of the call, its gradients in `scratch` unless it is member 0. */
-static void adj_conv_member(const adj_conv_shape *cp, const adj_conv_call *c, int team, int member, void *slice,
-                            size_t slice_bytes) {
-  int64_t first, count;
-  adj_team_range(cp->win.batch, team, member, &first, &count);
+static void adj_conv_member(void *arg, int64_t first, int64_t count, int member) {
+  const adj_conv_work *w = arg;
+  const adj_conv_shape *cp = w->cp;
+  const adj_conv_call *c = w->c;
+  void *slice = w->slices + (size_t)member * w->slice;
   adj_conv_shape share = *cp;
   share.win.batch = count;
   adj_tensor views[7];
@@ -284,10 +293,10 @@ static void adj_conv_member(const adj_conv_shape *cp, const adj_conv_call *c, in
   mine.gx = adj_batch_share(c->gx, first, count, &views[4]);
   size_t scratch = adj_conv_scratch_bytes(cp);
   if (member > 0 && c->pass == ADJ_CONV_BACKWARD) {
-    memset((char *)slice + slice_bytes - scratch, 0, scratch);
-    adj_conv_scratch_views(cp, c, slice, slice_bytes, &views[5], &views[6], &mine.gw, &mine.gb);
+    memset((char *)slice + w->slice - scratch, 0, scratch);
+    adj_conv_scratch_views(cp, c, slice, w->slice, &views[5], &views[6], &mine.gw, &mine.gb);
   }
-  adj_workspace own = {.data = slice, .bytes = slice_bytes - scratch};
+  adj_workspace own = {.data = slice, .bytes = w->slice - scratch};
   adj_conv_run_serial(&share, &mine, &own);
 }
 
@@ -300,9 +309,8 @@ static void adj_conv_run(const adj_conv_shape *cp, const adj_conv_call *c, adj_w
   }
   size_t slice = ws->bytes / (size_t)team / 64 * 64; /* aligned; adj_conv_team left room for the rounding */
   adj_blas_leave_threads_to_teams(team);
-#pragma omp parallel for num_threads(team) schedule(static, 1)
-  for (int member = 0; member < team; member++)
-    adj_conv_member(cp, c, team, member, (char *)ws->data + (size_t)member * slice, slice);
+  adj_conv_work w = {cp, c, ws->data, slice};
+  adj_team_run(team, cp->win.batch, adj_conv_member, &w);
   if (c->pass != ADJ_CONV_BACKWARD) return;
   for (int member = 1; member < team; member++) { /* in member order: a fixed sum order */
     adj_tensor gw, gb, *gw_part, *gb_part;

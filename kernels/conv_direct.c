@@ -36,6 +36,15 @@
 enum {
   ADJ_DIRECT_MAX_CHANNELS = 16, /* from 16 input channels the shifted GEMMs are faster */
   ADJ_DIRECT_CHUNK_BYTES = 192 << 10, /* the backward's grids of one chunk stay in L2 */
+  /* ... except on small planes with 16-lane vectors and the output channels
+   * along them (float32 at x86-64-v4), up to this many input channels and
+   * output positions: the encoder-decoder's 16->32 and 32->16 3x3 layers at
+   * 14x14 ran forward + backward 1.2-1.3x faster direct than shifted, a
+   * 64->64 3x3 layer at 7x7 1.2x, at 56x56 level (float64 at v4, and float32
+   * at x86-64-v3, ran direct 1.0-1.7x slower: bench-layers, docs/kernels.md). */
+  ADJ_DIRECT_WIDE_MAX_CHANNELS = 64,
+  ADJ_DIRECT_WIDE_MAX_POSITIONS = 1024,
+  ADJ_DIRECT_WIDE_LANES = 16,
 };
 
 /* The kernel fn of d's level and dtype. */
@@ -173,13 +182,19 @@ static void adj_direct_pair_rule(const adj_window_plan *p, int64_t vl, adj_conv_
   if (!d->pair_tables || p->batch < d->lanes) d->lanes = 0;
 }
 
+/* Whether the rule takes direct from ADJ_DIRECT_MAX_CHANNELS input channels on. */
+static bool adj_direct_wide_channels(const adj_window_plan *p, int64_t c_out, int64_t vl) {
+  return vl >= ADJ_DIRECT_WIDE_LANES && c_out % vl == 0 && p->channels <= ADJ_DIRECT_WIDE_MAX_CHANNELS &&
+         p->out_volume <= ADJ_DIRECT_WIDE_MAX_POSITIONS;
+}
+
 bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dtype, bool any_shape,
                           adj_conv_direct *d) {
   if (!adj_conv_grid_make(p, &d->grid) || p->batch == 0) return false;
-  if (!any_shape && p->channels >= ADJ_DIRECT_MAX_CHANNELS) return false;
   d->kernels = adj_kernel_table_select();
   d->dtype = dtype;
   int64_t vl = adj_vector_length(d);
+  if (!any_shape && p->channels >= ADJ_DIRECT_MAX_CHANNELS && !adj_direct_wide_channels(p, c_out, vl)) return false;
   d->c_in = p->channels;
   d->c_out = c_out;
   d->taps = p->kernel_volume;
@@ -319,7 +334,7 @@ static void adj_direct_zero_dy_grids(const adj_conv_direct *d, const adj_direct_
 static void adj_direct_channel_forward(const adj_conv_direct *d, const adj_direct_buffers *buf, const void *x_grid,
                                        const adj_tensor *b, void *y_n) {
   adj_channel_forward a = {.c_out = d->c_out, .c_in = d->c_in, .taps = d->taps, .positions = d->positions,
-                           .offset = buf->t->offset, .grid_at = buf->t->grid_at, .w_t = buf->w_t,
+                           .row = d->rows ? d->positions / d->rows : 0, .offset = buf->t->offset, .grid_at = buf->t->grid_at, .w_t = buf->w_t,
                            .bias = b ? b->data : NULL, .x = x_grid, .x_stride = d->grid.volume, .y = y_n};
   ADJ_KERNEL(d, channel_forward)(&a);
 }

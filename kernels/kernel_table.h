@@ -63,6 +63,7 @@ typedef struct adj_channel_gradient {
  * with c_out a multiple of the vector length and w transposed. */
 typedef struct adj_channel_forward {
   int64_t c_out, c_in, taps, positions;
+  int64_t row; /* positions per output row (consecutive on the grid), or 0: rows unknown */
   const int64_t *offset, *grid_at;
   const void *w_t, *bias, *x;
   int64_t x_stride;

@@ -117,6 +117,23 @@ static bool adj_pool_interior_taps(const adj_window_plan *p, int64_t *taps) {
   return true;
 }
 
+/* One interior pass over planes, for a team (adj_team_run). */
+typedef struct adj_pool_work {
+  const adj_window_plan *p;
+  const int64_t *taps;
+  adj_dtype dtype;
+  adj_pool_pass pass;
+  const void *x;
+  void *in, *out;
+} adj_pool_work;
+
+static void adj_pool_planes(void *arg, int64_t first, int64_t count, int member) {
+  const adj_pool_work *w = arg;
+  int64_t at_in = first * w->p->in_volume, at_out = first * w->p->out_volume;
+  ADJ_DISPATCH(w->dtype, pool_interior, w->p, w->taps, w->pass, count, adj_at_const(w->x, w->dtype, at_in),
+               adj_at(w->in, w->dtype, at_in), adj_at(w->out, w->dtype, at_out));
+}
+
 /* Runs `pass` through the interior loops when they apply, the planes shared
  * over a team; false otherwise. */
 static bool adj_pool_fast(const adj_window_plan *p, adj_dtype dtype, adj_pool_pass pass, const void *x, void *in,
@@ -124,15 +141,8 @@ static bool adj_pool_fast(const adj_window_plan *p, adj_dtype dtype, adj_pool_pa
   int64_t taps[ADJ_POOL_MAX_TAPS];
   if (!adj_pool_interior_taps(p, taps)) return false;
   int64_t planes = p->batch * p->channels;
-  int team = adj_team_size(planes, planes * p->in_volume);
-#pragma omp parallel for num_threads(team) schedule(static, 1)
-  for (int member = 0; member < team; member++) {
-    int64_t first, count;
-    adj_team_range(planes, team, member, &first, &count);
-    int64_t at_in = first * p->in_volume, at_out = first * p->out_volume;
-    ADJ_DISPATCH(dtype, pool_interior, p, taps, pass, count, adj_at_const(x, dtype, at_in), adj_at(in, dtype, at_in),
-                 adj_at(out, dtype, at_out));
-  }
+  adj_pool_work w = {p, taps, dtype, pass, x, in, out};
+  adj_team_run(adj_team_size(planes, planes * p->in_volume), planes, adj_pool_planes, &w);
   return true;
 }
 

@@ -16,13 +16,11 @@
 #include <string.h>
 
 #include "adjoin/all_sum_reduce.h"
+#include "adjoin/batchnorm.h"
 #include "adjoin/batchnorm_layer.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "op_after_impl.h"
-
-#define ADJ_TYPED_FILE "batchnorm_typed.inc"
-#include "instantiate.h"
 
 typedef struct adj_batchnorm {
   double eps, momentum;
@@ -37,15 +35,20 @@ typedef struct adj_batchnorm {
   adj_op *sums_op;        /* float64 all-sum-reduce of 4 c values */
   adj_tensor stats, sums; /* their buffers */
   adj_tensor running_mean, running_var; /* (c) float64 */
-  adj_tensor xhat;        /* the block's normalised input (layer dtype) */
-  double *work;           /* mean, inv, scale, gamma, beta, a, b: 7 c doubles */
+  adj_tensor x;           /* a view of the last forward's input: the kernels recompute xhat from it */
+  double *work;           /* ADJ_BN_WORK arrays of c doubles */
   int replicas;           /* SyncBN over `across` when > 1 */
   MPI_Comm across;        /* the layer's duplicate; MPI_COMM_NULL without SyncBN */
   adj_wait_policy wait;
   double *own, *gathered; /* (3 c) this replica's statistics, replicas x (3 c) everyone's */
 } adj_batchnorm;
 
-enum { ADJ_BN_MEAN = 0, ADJ_BN_INV, ADJ_BN_SCALE, ADJ_BN_GAMMA, ADJ_BN_BETA, ADJ_BN_A, ADJ_BN_B, ADJ_BN_WORK };
+/* The per-channel figures: statistics, parameters, the projection's means a
+ * and b, and the map's slope and shift (batchnorm.h). */
+enum {
+  ADJ_BN_MEAN = 0, ADJ_BN_INV, ADJ_BN_SCALE, ADJ_BN_GAMMA, ADJ_BN_BETA, ADJ_BN_A, ADJ_BN_B, ADJ_BN_SLOPE,
+  ADJ_BN_SHIFT, ADJ_BN_WORK
+};
 
 static double *adj_bn_work(adj_batchnorm *b, int which) { return b->work + (int64_t)which * b->c; }
 
@@ -127,8 +130,7 @@ static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x
   if (batch && b->c > 0) {
     double *mine = slots + (int64_t)3 * b->slot * b->c;
     for (int64_t j = 0; j < b->c; j++) mine[j] = (double)(b->n * b->s);
-    if (l->dtype == ADJ_FLOAT32) bn_moments_f32(x->data, b->n, b->c, b->s, mine + b->c, mine + 2 * b->c);
-    else bn_moments_f64(x->data, b->n, b->c, b->s, mine + b->c, mine + 2 * b->c);
+    *local = adj_batchnorm_moments(x, mine + b->c, mine + 2 * b->c);
   }
   adj_bn_put_parameter(l, b, 0, false, tail);
   adj_bn_put_parameter(l, b, 1, false, tail + b->c);
@@ -170,15 +172,11 @@ static int adj_batchnorm_forward(adj_layer *l, const adj_tensor *x, adj_tensor *
   adj_batchnorm *b = l->impl;
   int local = ADJ_SUCCESS;
   ADJ_CALL(adj_bn_statistics(l, b, x, &local));
-  const double *mean = adj_bn_work(b, ADJ_BN_MEAN), *inv = adj_bn_work(b, ADJ_BN_INV);
-  const double *gamma = adj_bn_work(b, ADJ_BN_GAMMA), *beta = adj_bn_work(b, ADJ_BN_BETA);
-  if (l->dtype == ADJ_FLOAT32) {
-    bn_normalize_f32(x->data, b->n, b->c, b->s, mean, inv, b->xhat.data);
-    bn_combine_f32(NULL, b->xhat.data, b->n, b->c, b->s, NULL, NULL, NULL, gamma, beta, y->data);
-  } else {
-    bn_normalize_f64(x->data, b->n, b->c, b->s, mean, inv, b->xhat.data);
-    bn_combine_f64(NULL, b->xhat.data, b->n, b->c, b->s, NULL, NULL, NULL, gamma, beta, y->data);
-  }
+  adj_tensor_view(&b->x, x->dtype, x->rank, x->shape, x->data);
+  /* y = gamma xhat + beta = scale (x - mean) + beta */
+  adj_batchnorm_map map = {.mean = adj_bn_work(b, ADJ_BN_MEAN), .slope = adj_bn_work(b, ADJ_BN_SCALE),
+                           .shift = adj_bn_work(b, ADJ_BN_BETA)};
+  if (!local) local = adj_batchnorm_apply(NULL, x, &map, y);
   return local;
 }
 
@@ -206,27 +204,37 @@ static int adj_bn_means(adj_batchnorm *b, const double *sums) {
 }
 
 /* sums[0..2c) = sum v, sum v xhat over this block (zeros for v NULL). */
-static void adj_bn_local_sums(const adj_layer *l, adj_batchnorm *b, const adj_tensor *v, double *sums) {
-  if (!v || b->c == 0) return;
-  if (l->dtype == ADJ_FLOAT32) bn_sums_f32(v->data, b->xhat.data, b->n, b->c, b->s, sums, sums + b->c);
-  else bn_sums_f64(v->data, b->xhat.data, b->n, b->c, b->s, sums, sums + b->c);
+static int adj_bn_local_sums(adj_batchnorm *b, const adj_tensor *v, double *sums) {
+  if (!v || b->c == 0) return ADJ_SUCCESS;
+  return adj_batchnorm_sums(v, &b->x, adj_bn_work(b, ADJ_BN_MEAN), adj_bn_work(b, ADJ_BN_INV), sums, sums + b->c);
+}
+
+/* out = scale (v - a - xhat bb) + g xhat + h per channel (g, h NULL for 0):
+ * the jvp (g, h the parameter tangents) and the input gradient, as the
+ * kernels' map of v and x. */
+static int adj_bn_project(adj_batchnorm *b, const adj_tensor *v, const double *g, const double *h, adj_tensor *out) {
+  const double *scale = adj_bn_work(b, ADJ_BN_SCALE), *inv = adj_bn_work(b, ADJ_BN_INV);
+  const double *a = adj_bn_work(b, ADJ_BN_A), *bb = adj_bn_work(b, ADJ_BN_B);
+  double *slope = adj_bn_work(b, ADJ_BN_SLOPE), *shift = adj_bn_work(b, ADJ_BN_SHIFT);
+  for (int64_t j = 0; j < b->c; j++) {
+    slope[j] = ((g ? g[j] : 0) - scale[j] * bb[j]) * inv[j];
+    shift[j] = (h ? h[j] : 0) - scale[j] * a[j];
+  }
+  adj_batchnorm_map map = {.mean = adj_bn_work(b, ADJ_BN_MEAN), .scale = scale, .slope = slope, .shift = shift};
+  return adj_batchnorm_apply(v, &b->x, &map, out);
 }
 
 static int adj_batchnorm_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
   adj_batchnorm *b = l->impl;
   double *sums = b->sums.data;
   adj_tensor_zero(&b->sums);
-  adj_bn_local_sums(l, b, dx, sums);
+  int local = adj_bn_local_sums(b, dx, sums);
   adj_bn_put_parameter(l, b, 0, true, sums + 2 * b->c);
   adj_bn_put_parameter(l, b, 1, true, sums + 3 * b->c);
-  int local = ADJ_SUCCESS;
   ADJ_CALL(adj_bn_reduce(l, b->sums_op, &b->sums, "jvp local", &local));
   ADJ_CALL(adj_bn_means(b, sums));
-  const double *scale = adj_bn_work(b, ADJ_BN_SCALE), *a = adj_bn_work(b, ADJ_BN_A), *bb = adj_bn_work(b, ADJ_BN_B);
   const double *dg = b->affine ? sums + 2 * b->c : NULL, *db = b->affine ? sums + 3 * b->c : NULL;
-  const void *v = dx ? dx->data : NULL;
-  if (l->dtype == ADJ_FLOAT32) bn_combine_f32(v, b->xhat.data, b->n, b->c, b->s, scale, a, bb, dg, db, dy->data);
-  else bn_combine_f64(v, b->xhat.data, b->n, b->c, b->s, scale, a, bb, dg, db, dy->data);
+  if (!local) local = adj_bn_project(b, dx, dg, db, dy);
   return local;
 }
 
@@ -234,8 +242,7 @@ static int adj_batchnorm_backward(adj_layer *l, const adj_tensor *dy, adj_tensor
   adj_batchnorm *b = l->impl;
   double *sums = b->sums.data;
   adj_tensor_zero(&b->sums);
-  adj_bn_local_sums(l, b, dy, sums);
-  int local = ADJ_SUCCESS;
+  int local = adj_bn_local_sums(b, dy, sums);
   ADJ_CALL(adj_bn_reduce(l, b->sums_op, &b->sums, "backward local", &local));
   if (b->affine && b->owner) {
     adj_tensor *gg = &l->parameters[0]->grad, *gb = &l->parameters[1]->grad;
@@ -246,9 +253,7 @@ static int adj_batchnorm_backward(adj_layer *l, const adj_tensor *dy, adj_tensor
   }
   if (!dx) return local;
   ADJ_CALL(adj_bn_means(b, sums));
-  const double *scale = adj_bn_work(b, ADJ_BN_SCALE), *a = adj_bn_work(b, ADJ_BN_A), *bb = adj_bn_work(b, ADJ_BN_B);
-  if (l->dtype == ADJ_FLOAT32) bn_combine_f32(dy->data, b->xhat.data, b->n, b->c, b->s, scale, a, bb, NULL, NULL, dx->data);
-  else bn_combine_f64(dy->data, b->xhat.data, b->n, b->c, b->s, scale, a, bb, NULL, NULL, dx->data);
+  if (!local) local = adj_bn_project(b, dy, NULL, NULL, dx);
   return local;
 }
 
@@ -257,7 +262,6 @@ static void adj_batchnorm_free(adj_batchnorm *b) {
   adj_op_destroy(&b->stats_op), adj_op_destroy(&b->sums_op);
   adj_tensor_destroy(&b->stats), adj_tensor_destroy(&b->sums);
   adj_tensor_destroy(&b->running_mean), adj_tensor_destroy(&b->running_var);
-  adj_tensor_destroy(&b->xhat);
   free(b->work);
   free(b->own), free(b->gathered);
   if (b->across != MPI_COMM_NULL) MPI_Comm_free(&b->across);
@@ -343,7 +347,6 @@ static int adj_batchnorm_buffers(adj_batchnorm *b, adj_dtype dtype, const adj_bo
   ADJ_CALL(adj_tensor_create(&b->sums, ADJ_FLOAT64, 1, &sums));
   ADJ_CALL(adj_tensor_create(&b->running_mean, ADJ_FLOAT64, 1, &b->c));
   ADJ_CALL(adj_tensor_create(&b->running_var, ADJ_FLOAT64, 1, &b->c));
-  ADJ_CALL(adj_tensor_create(&b->xhat, dtype, block->rank, block->extent));
   b->work = calloc((size_t)(ADJ_BN_WORK * b->c + 1), sizeof *b->work);
   b->own = calloc((size_t)(3 * b->c + 1), sizeof *b->own);
   b->gathered = calloc((size_t)(3 * b->c * b->replicas + 1), sizeof *b->gathered);

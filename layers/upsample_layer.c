@@ -8,23 +8,11 @@
 #include <string.h>
 
 #include "adjoin/halo.h"
+#include "adjoin/upsample.h"
 #include "adjoin/upsample_layer.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
 #include "op_after_impl.h"
-
-/* This worker's interpolation: per spatial dimension (padded to 3) the input
- * and output extents, taps, and per local output its tap indices (local to the
- * kernel-input box) and weights. */
-typedef struct adj_interp_tables {
-  int64_t in[3], out[3];
-  int taps[3];
-  int64_t *idx[3][2];
-  double *w[3][2];
-} adj_interp_tables;
-
-#define ADJ_TYPED_FILE "upsample_typed.inc"
-#include "instantiate.h"
 
 typedef struct adj_upsample {
   adj_interp_mode mode;
@@ -32,12 +20,10 @@ typedef struct adj_upsample {
   int sd;                     /* spatial dimensions */
   int64_t n[3], m[3];         /* global input and output extents */
   double ratio[3];            /* n / m, or 1 / scale_factor */
-  adj_interp_tables tables;
-  int64_t planes;             /* batch x channels of the local block */
+  adj_upsample_plan *plan;    /* the local interpolation; NULL when this worker has no outputs */
   adj_halo_local local;
   adj_op *halo;
   adj_tensor padded, box;     /* bulk + halos; the kernel-input box */
-  void *storage;              /* the tables' arrays */
 } adj_upsample;
 
 /* Source taps of global output o in dimension d (global input indices). */
@@ -74,35 +60,35 @@ static int64_t adj_interp_first_output(const adj_upsample *u, int d, int64_t a) 
 
 /* ---- application ------------------------------------------------------------------------ */
 
-static int adj_upsample_apply(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+static int adj_upsample_layer_apply(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_upsample *u = l->impl;
   adj_box whole = adj_box_whole(x->rank, x->shape);
   adj_tensor_copy_box(&u->padded, &u->local.bulk, x, &whole, ADJ_UNPACK_COPY);
   ADJ_CALL(adj_op_forward(u->halo, &u->padded, &u->padded));
   adj_tensor_pack(&u->padded, &u->local.kernel_input, u->box.data);
   if (!adj_tensor_volume(y)) return ADJ_SUCCESS;
-  if (l->dtype == ADJ_FLOAT32) interp_forward_f32(&u->tables, u->planes, u->box.data, y->data);
-  else interp_forward_f64(&u->tables, u->planes, u->box.data, y->data);
-  return ADJ_SUCCESS;
+  return adj_upsample_forward(u->plan, &u->box, y);
 }
 
-static int adj_upsample_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) { return adj_upsample_apply(l, x, y); }
+static int adj_upsample_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
+  return adj_upsample_layer_apply(l, x, y);
+}
 
-static int adj_upsample_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
-  if (dx) return adj_upsample_apply(l, dx, dy);
+static int adj_upsample_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
+  if (dx) return adj_upsample_layer_apply(l, dx, dy);
   adj_tensor_zero(dy);
   return ADJ_SUCCESS;
 }
 
-static int adj_upsample_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
+static int adj_upsample_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
   adj_upsample *u = l->impl;
   if (!dx) return ADJ_SUCCESS;
-  if (adj_tensor_volume(dy) && l->dtype == ADJ_FLOAT32) interp_adjoint_f32(&u->tables, u->planes, dy->data, u->box.data);
-  else if (adj_tensor_volume(dy)) interp_adjoint_f64(&u->tables, u->planes, dy->data, u->box.data);
+  int status = ADJ_SUCCESS;
+  if (adj_tensor_volume(dy)) status = adj_upsample_adjoint(u->plan, dy, &u->box);
   else adj_tensor_zero(&u->box);
   /* A local failure here reaches every rank at the halo adjoint, which every
    * rank makes (the forward's only local step before its exchange is a copy). */
-  int status = adj_fault_at(l->name, "backward local", ADJ_SUCCESS);
+  status = adj_fault_at(l->name, "backward local", status);
   adj_tensor_zero(&u->padded);
   adj_tensor_unpack(&u->padded, &u->local.kernel_input, u->box.data, ADJ_UNPACK_COPY);
   ADJ_CALL(adj_op_apply_after(status, u->halo, ADJ_ADJOINT, &u->padded, &u->padded));
@@ -115,14 +101,14 @@ static void adj_upsample_free(adj_upsample *u) {
   if (!u) return;
   adj_op_destroy(&u->halo);
   adj_tensor_destroy(&u->padded), adj_tensor_destroy(&u->box);
-  free(u->storage);
+  adj_upsample_plan_destroy(&u->plan);
   free(u);
 }
 
 static void adj_upsample_destroy(adj_layer *l) { adj_upsample_free(l->impl); }
 
-static const adj_layer_methods adj_upsample_methods = {adj_upsample_forward, adj_upsample_jvp, adj_upsample_backward,
-                                                       adj_upsample_destroy};
+static const adj_layer_methods adj_upsample_methods = {adj_upsample_layer_forward, adj_upsample_layer_jvp,
+                                                       adj_upsample_layer_backward, adj_upsample_destroy};
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -196,44 +182,54 @@ static int adj_upsample_output_layout(const adj_upsample *u, const adj_decomposi
   return adj_decomposition_create_explicit(adj_decomposition_partition(input), rank, shape, cuts, output);
 }
 
-/* This worker's tables and buffers (this rank only; the caller agrees). */
+/* Dimension d's map for this worker's outputs into `axis` (its tables at
+ * idx, w: 2 x out entries each), indices local to the kernel-input box. */
+static int adj_upsample_axis_fill(const adj_upsample *u, const adj_box *out, int d, int64_t *idx, double *w,
+                                  adj_upsample_axis *axis) {
+  const adj_halo_local *local = &u->local;
+  int64_t n = out->extent[2 + d], first = local->input.start[2 + d] + local->kernel_input.start[2 + d];
+  *axis = (adj_upsample_axis){.in = local->kernel_input.extent[2 + d], .out = n, .index = {idx, idx + n},
+                              .weight = {w, w + n}};
+  for (int64_t o = 0; o < n; o++) {
+    int64_t i0, i1;
+    double l;
+    adj_interp_source(u, d, out->start[2 + d] + o, &i0, &i1, &l);
+    i0 -= first, i1 -= first;
+    ADJ_CHECK(i0 >= 0 && i1 < axis->in, ADJ_ERR_STATE,
+              "upsample layer: spatial dimension %d: output %lld reads local input %lld..%lld outside 0..%lld", d,
+              (long long)(out->start[2 + d] + o), (long long)i0, (long long)i1, (long long)axis->in - 1);
+    idx[o] = i0, idx[n + o] = i1, w[o] = 1 - l, w[n + o] = l;
+  }
+  return ADJ_SUCCESS;
+}
+
+/* This worker's interpolation plan (none without outputs). */
+static int adj_upsample_local_plan(adj_upsample *u, const adj_box *out) {
+  int64_t total = 0;
+  for (int d = 0; d < u->sd; d++) {
+    if (out->extent[2 + d] == 0) return ADJ_SUCCESS;
+    total += 2 * out->extent[2 + d];
+  }
+  int64_t *idx = malloc((size_t)total * sizeof *idx);
+  double *w = malloc((size_t)total * sizeof *w);
+  adj_upsample_axis axes[3];
+  int status = idx && w ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "upsample layer: out of memory");
+  int64_t at = 0;
+  for (int d = 0; d < u->sd && !status; d++) {
+    status = adj_upsample_axis_fill(u, out, d, idx + at, w + at, &axes[d]);
+    at += 2 * out->extent[2 + d];
+  }
+  if (!status) status = adj_upsample_plan_create(u->mode, u->sd, axes, &u->plan);
+  free(idx), free(w);
+  return status;
+}
+
+/* This worker's plan and buffers (this rank only; the caller agrees). */
 static int adj_upsample_buffers(adj_upsample *u, adj_dtype dtype, const adj_decomposition *output) {
   adj_box out = adj_decomposition_local_block(output);
-  adj_halo_local *local = &u->local;
-  u->planes = out.extent[0] * out.extent[1];
-  int64_t total = 0;
-  for (int d = 0; d < 3; d++) {
-    u->tables.out[d] = d < u->sd ? out.extent[2 + d] : 1;
-    u->tables.in[d] = d < u->sd ? local->kernel_input.extent[2 + d] : 1;
-    u->tables.taps[d] = d < u->sd && u->mode == ADJ_INTERP_LINEAR ? 2 : 1;
-    total += 2 * u->tables.out[d];
-  }
-  u->storage = malloc((size_t)(total + 1) * (sizeof(int64_t) + sizeof(double)));
-  ADJ_CHECK(u->storage, ADJ_ERR_MEM, "upsample layer: out of memory");
-  int64_t *ip = u->storage;
-  double *wp = (double *)(ip + total + 1);
-  for (int d = 0; d < 3; d++) {
-    for (int t = 0; t < 2; t++) {
-      u->tables.idx[d][t] = ip, ip += u->tables.out[d];
-      u->tables.w[d][t] = wp, wp += u->tables.out[d];
-    }
-    for (int64_t o = 0; o < u->tables.out[d]; o++) {
-      int64_t i0 = 0, i1 = 0;
-      double l = 0;
-      if (d < u->sd) {
-        adj_interp_source(u, d, out.start[2 + d] + o, &i0, &i1, &l);
-        int64_t first = local->input.start[2 + d] + local->kernel_input.start[2 + d];
-        i0 -= first, i1 -= first;
-        ADJ_CHECK(i0 >= 0 && i1 < u->tables.in[d], ADJ_ERR_STATE,
-                  "upsample layer: spatial dimension %d: output %lld reads local input %lld..%lld outside 0..%lld", d,
-                  (long long)(out.start[2 + d] + o), (long long)i0, (long long)i1, (long long)u->tables.in[d] - 1);
-      }
-      u->tables.idx[d][0][o] = i0, u->tables.idx[d][1][o] = i1;
-      u->tables.w[d][0][o] = 1 - l, u->tables.w[d][1][o] = l;
-    }
-  }
-  ADJ_CALL(adj_tensor_create(&u->padded, dtype, local->rank, local->shape));
-  return adj_tensor_create(&u->box, dtype, local->rank, local->kernel_input.extent);
+  ADJ_CALL(adj_upsample_local_plan(u, &out));
+  ADJ_CALL(adj_tensor_create(&u->padded, dtype, u->local.rank, u->local.shape));
+  return adj_tensor_create(&u->box, dtype, u->local.rank, u->local.kernel_input.extent);
 }
 
 int adj_upsample_layer_create(const adj_upsample_layer_config *c, adj_layer **layer) {

@@ -142,6 +142,17 @@ static void adj_optimizer_update(const adj_optimizer *o, double lr, int64_t firs
   }
 }
 
+/* One step's update of elements, for a team (adj_team_run). */
+typedef struct adj_optimizer_work {
+  adj_optimizer *o;
+  double lr;
+} adj_optimizer_work;
+
+static void adj_optimizer_share(void *arg, int64_t first, int64_t count, int member) {
+  adj_optimizer_work *w = arg;
+  adj_optimizer_update(w->o, w->lr, first, count);
+}
+
 /* Each element's update is independent, so splitting them over the kernels'
  * thread team (adjoin/threads.h) changes no result; the divisions and square
  * roots make even LeNet-5's 61,706 parameters worth two threads. */
@@ -150,13 +161,8 @@ int adj_optimizer_step(adj_optimizer *o) {
   int64_t n = adj_tensor_volume(&o->values);
   double lr = adj_optimizer_learning_rate(o);
   o->steps++;
-  int team = adj_team_size(n, 16 * n);
-#pragma omp parallel for num_threads(team) schedule(static, 1)
-  for (int member = 0; member < team; member++) {
-    int64_t first, count;
-    adj_team_range(n, team, member, &first, &count);
-    adj_optimizer_update(o, lr, first, count);
-  }
+  adj_optimizer_work w = {o, lr};
+  adj_team_run(adj_team_size(n, 16 * n), n, adj_optimizer_share, &w);
   return ADJ_SUCCESS;
 }
 

@@ -109,9 +109,9 @@ int adj_placement_parse(const char *text, const char *source, adj_placement **ou
 int adj_placement_read(const char *path, adj_placement **out) {
   ADJ_CHECK(out && path, ADJ_ERR_ARG, "adj_placement_read: path or output pointer is NULL");
   *out = NULL;
-  char *text;
-  ADJ_CALL(desc_read_text(path, "placement", &text));
-  int status = adj_placement_parse(text, path, out);
+  char *text = NULL;
+  int status = desc_read_text(path, "placement", &text);
+  if (!status) status = adj_placement_parse(text, path, out);
   free(text);
   return status;
 }

@@ -11,9 +11,9 @@
 
 enum { ADJ_TIMING_ROUNDS = 5, ADJ_TIMING_MAX_CALLS = 100000, ADJ_TIMING_MAX_ROUNDS = 1000 };
 
-static double adj_timing_now(void) {
+static double adj_timing_now(adj_timing_clock clock) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(clock == ADJ_TIMING_CPU ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -93,9 +93,9 @@ static int adj_timing_rounds(adj_layer *layer, adj_timing_tensors *t, const adj_
   for (int r = 0; r < rounds; r++) {
     adj_layer_zero_grad(layer);
     adj_timing_max(comm, policy, 0); /* start together */
-    double start = adj_timing_now();
+    double start = adj_timing_now(c->clock);
     int status = adj_timing_run(layer, t, backward, !c->no_input_gradient, calls);
-    double elapsed = adj_timing_now() - start;
+    double elapsed = adj_timing_now(c->clock) - start;
     ADJ_CALL(adj_status_agree(comm, status, policy));
     seconds[r] = adj_timing_max(comm, policy, elapsed) / calls;
   }
@@ -114,6 +114,8 @@ static int adj_timing_config_make(const adj_layer_timing_config *given, adj_laye
             "layer timing: rounds %d must lie in 0..%d (0: the default)", c->rounds, ADJ_TIMING_MAX_ROUNDS);
   ADJ_CHECK(c->max_calls >= 0, ADJ_ERR_ARG, "layer timing: max_calls %d must be >= 0 (0: the default)",
             c->max_calls);
+  ADJ_CHECK(c->clock == ADJ_TIMING_WALL || c->clock == ADJ_TIMING_CPU, ADJ_ERR_ARG,
+            "layer timing: clock %d is neither ADJ_TIMING_WALL nor ADJ_TIMING_CPU", (int)c->clock);
   if (c->round_seconds == 0) c->round_seconds = 0.05;
   if (c->rounds == 0) c->rounds = ADJ_TIMING_ROUNDS;
   if (c->max_calls == 0) c->max_calls = ADJ_TIMING_MAX_CALLS;
@@ -130,9 +132,9 @@ int adj_layer_time(adj_layer *layer, const adj_layer_timing_config *config, adj_
   ADJ_CALL(adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, &policy));
   adj_timing_tensors t;
   int status = adj_status_agree(comm, adj_timing_tensors_make(layer, &c, &t), policy);
-  double start = adj_timing_now();
+  double start = adj_timing_now(c.clock);
   if (!status) status = adj_status_agree(comm, adj_timing_run(layer, &t, true, !c.no_input_gradient, 1), policy);
-  double once = adj_timing_max(comm, policy, adj_timing_now() - start);
+  double once = adj_timing_max(comm, policy, adj_timing_now(c.clock) - start);
   *timing = (adj_layer_timing){.rounds = c.rounds};
   double calls = once > 0 ? ceil(c.round_seconds / once) : c.max_calls;
   timing->calls = calls < 1 ? 1 : calls > c.max_calls ? c.max_calls : (int)calls;

@@ -1,8 +1,8 @@
 /* All-sum-reduce over chosen partition dimensions (DistDL paper, section 3).
  *
  * A = B R is self-adjoint, so forward and adjoint are the same routine: one
- * MPI_Iallreduce, or MPI_Allreduce when the application blocks (in place when
- * input and output coincide) over the group
+ * MPI_Iallreduce, or MPI_Allreduce when the application blocks, always in
+ * place, over the group
  * of workers that share coordinates on every dimension not reduced.  Groups
  * are disjoint, so MPI_Comm_split builds them all in one call. */
 #include <stdio.h>
@@ -24,23 +24,21 @@ typedef struct adj_asr {
 } adj_asr;
 
 /* Both directions: out = sum over the group of in.  in and out may be the same
- * tensor, in which case no copy is made. */
+ * tensor, in which case no copy is made.  MPI allows MPI_IN_PLACE only on
+ * every member at once, and whether a member's tensors coincide is its
+ * caller's choice, so every member reduces in place in out, after copying in
+ * there when they differ. */
 static int adj_asr_begin(adj_op *op, adj_direction direction, const adj_tensor *in, adj_tensor *out) {
   (void)direction;
   adj_asr *a = op->impl;
   a->nrequests = 0;
   size_t bytes = (size_t)a->count * adj_dtype_size(op->dtype);
-  if (a->group_size < 2 || a->count == 0) {
-    if (out->data != in->data) memcpy(out->data, in->data, bytes);
-    return ADJ_SUCCESS;
-  }
-  /* Out of place when the tensors differ: MPI reads the input directly
-   * instead of after a separate copy. */
-  const void *send = out->data != in->data ? in->data : MPI_IN_PLACE;
+  if (out->data != in->data) memcpy(out->data, in->data, bytes);
+  if (a->group_size < 2 || a->count == 0) return ADJ_SUCCESS;
   if (adj_op_may_block(op)) {
-    ADJ_CALL_MPI(MPI_Allreduce(send, out->data, a->count, a->type, MPI_SUM, a->group));
+    ADJ_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, out->data, a->count, a->type, MPI_SUM, a->group));
   } else {
-    ADJ_CALL_MPI(MPI_Iallreduce(send, out->data, a->count, a->type, MPI_SUM, a->group, &a->request));
+    ADJ_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, out->data, a->count, a->type, MPI_SUM, a->group, &a->request));
     a->nrequests = 1;
   }
   adj_op_count_send(op, bytes);

@@ -62,6 +62,12 @@ typedef struct adj_sum_plan {
   int size, rank;       /* of the group's communicator */
   int *counts, *displs; /* reduce-scatter only */
   adj_chain chain;      /* chain only */
+  /* All-reduce and reduce-scatter: a leaf's result (the all-reduce's block,
+   * the reduce-scatter's chunk); at the root, the copy of its block it sends.
+   * MPI allows MPI_IN_PLACE in these only on every member at once (Open MPI's
+   * nonblocking all-reduce picks a different schedule in place), so the root
+   * never passes it. */
+  void *scratch;
 } adj_sum_plan;
 
 typedef struct adj_bcast {
@@ -74,7 +80,6 @@ typedef struct adj_bcast {
   MPI_Comm root_comm;     /* group this worker is the source of (size > 1), else null */
   MPI_Comm leaf_comm;     /* group of another worker's block it receives, else null */
   adj_sum_plan root_sum, leaf_sum;
-  void *scratch;          /* a leaf's result of an all-reduce, or its reduce-scatter chunk */
   bool second_phase;      /* a reduce-scatter's gather is still to be posted */
   int nrequests;
   MPI_Request requests[2];
@@ -249,7 +254,7 @@ typedef struct adj_sum_choice {
 
 /* Plans the summing of one group.  Every member computes the same choice from
  * the same block size and the same table.  Local failures only (allocation). */
-static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_choice *choice, MPI_Comm comm, int count,
+static int adj_sum_plan_create(const char *name, const adj_sum_choice *choice, MPI_Comm comm, int count,
                                size_t esize, bool root, adj_sum_plan *plan) {
   MPI_Comm_size(comm, &plan->size);
   MPI_Comm_rank(comm, &plan->rank);
@@ -273,13 +278,13 @@ static int adj_sum_plan_create(const char *name, adj_bcast *b, const adj_sum_cho
       plan->displs[r] = start;
       start += plan->counts[r];
     }
-    scratch = (size_t)plan->counts[plan->rank];
+    scratch = root ? (size_t)count : (size_t)plan->counts[plan->rank];
   } else if (plan->algorithm == ADJ_SUM_ALLREDUCE) {
     scratch = (size_t)count;
   }
-  if (!root && scratch > 0) {
-    b->scratch = malloc(scratch * esize);
-    ADJ_CHECK(b->scratch, ADJ_ERR_MEM, "%s: out of memory for a %zu-byte scratch block", name, scratch * esize);
+  if (scratch > 0) {
+    plan->scratch = malloc(scratch * esize);
+    ADJ_CHECK(plan->scratch, ADJ_ERR_MEM, "%s: out of memory for a %zu-byte scratch block", name, scratch * esize);
   }
   return ADJ_SUCCESS;
 }
@@ -293,10 +298,10 @@ static int adj_bcast_plan_sums(adj_op *op, adj_sum_algorithm chosen, const adj_a
   size_t esize = adj_dtype_size(op->dtype);
   ADJ_CALL(adj_chain_segment(esize, &choice.segment));
   if (b->root_comm != MPI_COMM_NULL)
-    ADJ_CALL(adj_sum_plan_create(op->name, b, &choice, b->root_comm, b->source_count, esize, true, &b->root_sum));
+    ADJ_CALL(adj_sum_plan_create(op->name, &choice, b->root_comm, b->source_count, esize, true, &b->root_sum));
   if (b->leaf_comm != MPI_COMM_NULL)
     ADJ_CALL(
-        adj_sum_plan_create(op->name, b, &choice, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
+        adj_sum_plan_create(op->name, &choice, b->leaf_comm, b->destination_count, esize, false, &b->leaf_sum));
   const char *copy = b->root_sum.chain_copies || b->leaf_sum.chain_copies ? "chain" : "bcast";
   const char *root = b->root_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->root_sum.algorithm] : NULL;
   const char *leaf = b->leaf_comm != MPI_COMM_NULL ? adj_sum_algorithm_names[b->leaf_sum.algorithm] : NULL;
@@ -444,7 +449,7 @@ static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm 
   size_t esize = adj_dtype_size(op->dtype);
   size_t own = (size_t)plan->counts[plan->rank] * esize, bytes = (size_t)count * esize;
   MPI_Request *request = adj_bcast_blocks(op) ? NULL : &b->requests[b->nrequests++];
-  const void *send = root ? MPI_IN_PLACE : b->scratch;
+  const void *send = root ? MPI_IN_PLACE : plan->scratch;
   int sent = root ? 0 : plan->counts[plan->rank];
   const int *counts = root ? plan->counts : NULL, *displs = root ? plan->displs : NULL;
   void *gathered = root ? data : NULL;
@@ -457,7 +462,7 @@ static int adj_bcast_post_gather(adj_op *op, const adj_sum_plan *plan, MPI_Comm 
 
 /* Sum-reduce direction: every destination's copy summed into the source block.
  * The root reduces into its block, from `own` (its copy as a destination of
- * the block) when given, else in place.  Counters follow what each algorithm moves, one
+ * the block) when given, else in place (reduce) or from a copy of its block.  Counters follow what each algorithm moves, one
  * message per collective contribution: reduce, the leaf sends the block and
  * the root receives it; all-reduce, every member sends and receives the block;
  * reduce-scatter, every member sends the chunks the others own and receives
@@ -469,10 +474,16 @@ static int adj_bcast_post_sum(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
   adj_bcast *b = op->impl;
   size_t esize = adj_dtype_size(op->dtype), bytes = (size_t)count * esize;
   const void *send = !root ? data : own ? own : MPI_IN_PLACE;
+  if (root && !own && plan->algorithm != ADJ_SUM_REDUCE) {
+    /* Never in place at the root of an all-reduce or reduce-scatter (see
+     * adj_sum_plan): it sends a copy of its block. */
+    memcpy(plan->scratch, data, bytes);
+    send = plan->scratch;
+  }
   MPI_Request *request = adj_bcast_blocks(op) ? NULL : &b->requests[b->nrequests++];
   if (plan->algorithm == ADJ_SUM_REDUCE_SCATTER) {
     size_t kept = (size_t)plan->counts[plan->rank] * esize;
-    void *chunk = root ? data : b->scratch;
+    void *chunk = root ? data : plan->scratch;
     ADJ_CALL_MPI(request ? MPI_Ireduce_scatter(send, chunk, plan->counts, b->type, MPI_SUM, comm, request)
                          : MPI_Reduce_scatter(send, chunk, plan->counts, b->type, MPI_SUM, comm));
     if (bytes > kept) adj_op_count_send(op, bytes - kept);
@@ -482,7 +493,7 @@ static int adj_bcast_post_sum(adj_op *op, adj_sum_plan *plan, MPI_Comm comm, boo
     return request ? ADJ_SUCCESS : adj_bcast_post_gather(op, plan, comm, root, data, count);
   }
   if (plan->algorithm == ADJ_SUM_ALLREDUCE) {
-    void *sum = root ? data : b->scratch;
+    void *sum = root ? data : plan->scratch;
     ADJ_CALL_MPI(request ? MPI_Iallreduce(send, sum, count, b->type, MPI_SUM, comm, request)
                          : MPI_Allreduce(send, sum, count, b->type, MPI_SUM, comm));
     adj_op_count_send(op, bytes);
@@ -562,7 +573,7 @@ static void adj_bcast_free(adj_bcast *b) {
   free(b->leaf_sum.counts), free(b->leaf_sum.displs);
   free(b->root_sum.chain.partial), free(b->root_sum.chain.requests);
   free(b->leaf_sum.chain.partial), free(b->leaf_sum.chain.requests);
-  free(b->scratch);
+  free(b->root_sum.scratch), free(b->leaf_sum.scratch);
   if (b->root_comm != MPI_COMM_NULL) MPI_Comm_free(&b->root_comm);
   if (b->leaf_comm != MPI_COMM_NULL) MPI_Comm_free(&b->leaf_comm);
   free(b);

@@ -32,8 +32,8 @@ for level in $levels; do
 done
 best=$dir # the last level listed is the CPU's best
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-  ninja -C "$best" examples/adjoin-train >/dev/null
-  coretype=$("$best/examples/adjoin-train" --openblas-coretype)
+  ninja -C "$best" apps/adjoin-train >/dev/null
+  coretype=$("$best/apps/adjoin-train" --openblas-coretype)
   [ -z "$coretype" ] || export OPENBLAS_CORETYPE="$coretype"
 fi
 torch=yes
@@ -72,12 +72,7 @@ done
 
 # Per level: medians of sequential and dist4 images/s, of dist4 / sequential
 # and of sequential / PyTorch, each ratio taken within its round.
-awk '
-function median(list, n,   i, j, t, a) {
-  for (i = 1; i <= n; i++) a[i] = list[i]
-  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -f tools/median.awk -f /dev/stdin "$log" <<'SUMMARY'
 {
   n++; first = 3; pt = 0
   if ($3 == "pytorch") { pt = $4; first = 5; torch[n] = pt }
@@ -99,4 +94,5 @@ END {
     printf "%-10s %12.0f %12.0f %14.3f %15s\n", level, median(s, n), median(d, n), median(q, n),
       first == 5 ? sprintf("%.2fx", median(v, n)) : "-"
   }
-}' "$log"
+}
+SUMMARY

@@ -2,10 +2,11 @@
 # The tests beyond the README's command, which CI runs after tools/test.sh:
 # the normal build's slow suite, the layer kernel tests at the other
 # instruction-set levels (x86-64-v3; x86-64-v4 in an emulated CPU where this
-# one lacks AVX-512) and as clang compiles them, the unit and mpi suites under
-# AddressSanitizer and UndefinedBehaviorSanitizer, a bounded libFuzzer run of
-# the file readers, the unit suite of an aarch64 build under qemu-user, and
-# the unit and mpi suites built against Open MPI.
+# one lacks AVX-512) and as clang compiles them, the unit and mpi suites at
+# 1-4 ranks under AddressSanitizer and UndefinedBehaviorSanitizer, a bounded
+# libFuzzer run of the readers of untrusted input, the unit suite of an
+# aarch64 build under qemu-user, and the unit and mpi suites at 1-4 ranks
+# built against Open MPI.  The 5-8 rank tests run in the normal build only.
 # Installs what each step needs.  Ends with the closing count, one line per
 # step and then the totals; exits non-zero if any step fails.
 #
@@ -69,8 +70,10 @@ kernels_v4_emulated() {
 # loaded so LeakSanitizer reports only real leaks (see that file).  This build
 # pins the kernels to the baseline level (kernel_isa=baseline: SSE2, no
 # target_clones), so the suites below also run the code a CPU without AVX2
-# gets; the normal build runs the best level of this CPU.  The default setup:
-# the unit and mpi suites at 1-4 ranks.  Optimised at -O1 (ASan's advice:
+# gets; the normal build runs the best level of this CPU.  The unit and mpi
+# suites at 1-4 ranks (--no-suite slow: a --suite given to meson test
+# overrides the default setup's exclusion of 'slow'; the 5-8 rank runs, half
+# the time, are the normal build's).  Optimised at -O1 (ASan's advice:
 # unoptimised, instrumented tests ran up to ten times longer than the normal
 # build's), with twice the timeouts.
 sanitizers() {
@@ -82,10 +85,11 @@ sanitizers() {
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     meson test -C build-sanitize --no-rebuild --print-errorlogs --num-processes 2 --timeout-multiplier 2 \
-    --suite unit --suite mpi
+    --suite unit --suite mpi --no-suite slow
 }
 
-# Bounded fuzzing of the readers of untrusted files (IDX data, checkpoints):
+# Bounded fuzzing of the readers of untrusted input (IDX data, checkpoints,
+# the text formats, the tools' command lines):
 # a clang build with libFuzzer, ASan and UBSan, each target for FUZZ_SECONDS
 # (30 here; longer by hand with tools/fuzz.sh).
 fuzz() {

@@ -1,9 +1,11 @@
 #!/bin/sh
 # The mpi suite under Open MPI: Debian's Open MPI installed beside MPICH, a
 # second build in build-openmpi against it (-Dmpi=ompi-c, the kernels at the
-# baseline level to keep the build short), and its unit and mpi suites run
-# through Open MPI's launcher (tools/mpiexec-openmpi.sh, which meson.build
-# picks from the library's own mpi.h).  Extra arguments go to `meson test`.
+# baseline level to keep the build short), and its unit and mpi suites at 1-4
+# ranks (the default setup's tests: a --suite given to meson test overrides
+# its exclusion of 'slow', hence --no-suite slow) run through Open MPI's
+# launcher (tools/mpiexec-openmpi.sh, which meson.build picks from the
+# library's own mpi.h).  Extra arguments go to `meson test`.
 #
 # Installing Open MPI switches Debian's default mpicc, mpirun and mpi.pc
 # alternatives to it; they are set back to MPICH where MPICH is installed,
@@ -20,4 +22,4 @@ fi
 BUILD_DIR=build-openmpi sh tools/build.sh -Dmpi=ompi-c -Dkernel_isa=baseline
 grep -q "Open MPI" build-openmpi/meson-logs/meson-log.txt ||
   { echo "test-openmpi: build-openmpi did not find Open MPI"; exit 1; }
-meson test -C build-openmpi --no-rebuild --print-errorlogs --num-processes 2 --suite unit --suite mpi "$@"
+meson test -C build-openmpi --no-rebuild --print-errorlogs --num-processes 2 --suite unit --suite mpi --no-suite slow "$@"

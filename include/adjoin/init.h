@@ -1,7 +1,7 @@
 /* Starting and stopping MPI for a program that uses adjoin.
  *
  * adj_init replaces the start-up every adjoin program repeats: it starts MPI
- * at the thread level the kernels need (MPI_THREAD_FUNNELED: their OpenMP
+ * at the thread level the kernels need (MPI_THREAD_FUNNELED: their thread
  * teams never call MPI, only the thread that called the kernel does; see
  * adjoin/threads.h) and reports this process's rank and the world's size.
  * A program that has started MPI itself may still call it: adj_init then only

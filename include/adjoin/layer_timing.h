@@ -37,6 +37,12 @@
 
 ADJ_BEGIN_DECLS
 
+/* What a round's time is: the wall clock (the default, what training takes),
+ * or the CPU time of the whole process, every thread's added up, which a
+ * loaded machine disturbs far less than the wall clock; it compares
+ * single-threaded runs well and counts a spinning thread's time as work. */
+typedef enum adj_timing_clock { ADJ_TIMING_WALL = 0, ADJ_TIMING_CPU = 1 } adj_timing_clock;
+
 typedef struct adj_layer_timing_config {
   double round_seconds;    /* about this long per timed round; 0 means 0.05 */
   int rounds;              /* timed rounds of each kind; 0 means 5 */
@@ -44,6 +50,7 @@ typedef struct adj_layer_timing_config {
   bool no_input_gradient;  /* backward with dx NULL, as a network's first layer runs it */
   uint64_t seed;           /* the pseudo-random x and dy; 0 means 1 */
   const adj_tensor *input; /* x to use instead of random values (this worker's block), or NULL */
+  adj_timing_clock clock;  /* ADJ_TIMING_WALL (0) or ADJ_TIMING_CPU */
 } adj_layer_timing_config;
 
 typedef struct adj_layer_timing {
@@ -57,7 +64,7 @@ typedef struct adj_layer_timing {
 
 /* Times `layer` (see the top of this header) and fills *timing.  A NULL
  * config takes every default.  Fails with ADJ_ERR_ARG for a NULL layer or
- * timing, a negative round_seconds, rounds or max_calls, or an input whose
+ * timing, a negative round_seconds, rounds or max_calls, an unknown clock, or an input whose
  * shape is not the layer's local input shape; with the layer's own status
  * when a forward or backward fails.  Collective over adj_layer_comm(layer):
  * the failure is the same on every rank. */

@@ -1,12 +1,16 @@
 /* Threads of the local kernels.
  *
- * Convolution, pooling and the activations split their batch (or their
- * elements) over a team of OpenMP threads and run BLAS single-threaded inside
- * it.  LeNet-sized GEMMs (6 x 25 x 784 per image) are too small for OpenBLAS
- * to split well, and its idle threads spin in sched_yield while the kernels'
- * own copies run on one core; whole images, by contrast, are independent
- * work of equal size.  Kernels too small to pay for a team run on the calling
- * thread.
+ * Convolution, pooling, batch norm, upsampling and the activations split
+ * their batch (or their planes, channels or elements) over a team of threads
+ * and run BLAS single-threaded inside it.  LeNet-sized GEMMs (6 x 25 x 784
+ * per image) are too small for OpenBLAS to split well, and its idle threads
+ * spin in sched_yield while the kernels' own copies run on one core; whole
+ * images, by contrast, are independent work of equal size.  Kernels too
+ * small to pay for a team run on the calling thread.  The team's threads
+ * are adjoin's own: started on first use, they spin for at most some tens of
+ * microseconds after a share, for a kernel that follows at once, and then
+ * sleep, so an idle team takes no core from the rest of the program (an
+ * OpenMP runtime's threads spin for milliseconds).
  *
  * The count defaults to the node's online cores divided by the MPI ranks on
  * the node (MPICH's launcher exports MPI_LOCALNRANKS), so ranks sharing a node

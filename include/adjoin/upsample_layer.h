@@ -33,11 +33,10 @@
 
 #include "adjoin/decomposition.h"
 #include "adjoin/layer.h"
+#include "adjoin/upsample.h" /* adj_interp_mode */
 #include "adjoin/export.h"
 
 ADJ_BEGIN_DECLS
-
-typedef enum adj_interp_mode { ADJ_INTERP_NEAREST = 0, ADJ_INTERP_LINEAR = 1 } adj_interp_mode;
 
 typedef struct adj_upsample_layer_config {
   adj_dtype dtype;

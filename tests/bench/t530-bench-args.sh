@@ -15,6 +15,7 @@ for program in "$@"; do
   case $(basename "$program") in
   bench-train) train=$program ;;
   bench-conv) conv=$program ;;
+  bench-layers) layers=$program ;;
   bench-dp) dp=$program ;;
   bench-halo) halo=$program ;;
   bench-deep-halo) deep_halo=$program ;;
@@ -64,6 +65,11 @@ expect_refusal "bench-train --deep-halos 0 epochs" "EPOCHS '0' is not a whole nu
   "$mpiexec" -n 2 "$train" --deep-halos dist2 64 0
 expect_refusal "bench-conv -3" "REPETITIONS '-3' is not a whole number" "$conv" -3
 expect_refusal "bench-dp replicas two" "REPLICAS 'two' is not a whole number" "$mpiexec" -n 2 "$dp" sequential two
+expect_refusal "bench-layers --dtype f16" "--dtype 'f16' is not one of f32, f64, both" "$mpiexec" -n 1 "$layers" --dtype f16
+expect_refusal "bench-layers --rounds 0" "--rounds '0' is not a whole number from 1" "$mpiexec" -n 1 "$layers" --rounds 0
+expect_refusal "bench-layers on 2 ranks" "runs on one rank, not 2" "$mpiexec" -n 2 "$layers" --filter none
+expect_refusal "bench-layers.sh 2x rounds" "ROUNDS '2x' is not a whole number" \
+  sh "$(dirname "$levels")/bench-layers.sh" --skip-lenet 2x
 expect_refusal "bench-levels.sh 5x rounds" "ROUNDS '5x' is not a whole number" sh "$levels" 5x
 expect_refusal "bench-levels.sh 0 rounds" "ROUNDS must be at least 1" sh "$levels" 0
 
@@ -140,6 +146,11 @@ grep -q "sequential float32 *[0-9]* images/s" "$work/out" || fail "a good bench-
 grep -q "LeNet-5 dist2 (deep halos)" "$work/out" && grep -q "conv1 \.\. relu (deep halo)" "$work/out" &&
   grep -q "dist2 *float32 *[0-9]* images/s" "$work/out" ||
   fail "bench-train --deep-halos did not say so, fuse the blocks or print a rate: $(cat "$work/out")"
+
+"$mpiexec" -n 1 "$layers" --filter "lenet relu1" --rounds 1 --seconds 0.001 --dtype f32 > "$work/out" 2>&1 ||
+  fail "a good bench-layers call failed: $(cat "$work/out")"
+grep -q "^lenet relu1 6x14 *f32 *[0-9.]* *[0-9.]*$" "$work/out" ||
+  fail "a good bench-layers call printed no times: $(cat "$work/out")"
 
 [ "$errors" -eq 0 ] && echo "t530: all refusals name their argument" && exit 0
 exit 1

@@ -5,7 +5,9 @@
  * beside AVX-512 GEMMs (four times its vectors' width) shifted also takes
  * conv2; without dx shifted takes conv2 at the baseline beside AVX2 GEMMs
  * and conv1 too beside AVX-512 ones, direct the 64->64 layer at x86-64-v4
- * and im2col it below.  With older kernels (registered again under
+ * and im2col it below; the encoder-decoder's 16->32 layer on its 14x14 plane
+ * goes direct at x86-64-v4 (16 float32 lanes, its 32 output channels along
+ * them) and as the 64->64 layer below.  With older kernels (registered again under
  * OPENBLAS_CORETYPE=Prescott) direct takes every shape at x86-64-v3 and v4,
  * and at the baseline the shapes it wins alone (conv1, conv2).  Shapes with a
  * stride take im2col everywhere. */
@@ -41,6 +43,10 @@ static const choice_case cases[] = {
      {{{SHIFTED, IM2COL}, {DIRECT, DIRECT}, {DIRECT, DIRECT}},
       {{SHIFTED, IM2COL}, {SHIFTED, IM2COL}, {SHIFTED, DIRECT}},
       {{SHIFTED, IM2COL}, {SHIFTED, IM2COL}, {SHIFTED, DIRECT}}}},
+    {"encdec enc2 16->32 3x3 pad 1 14x14", 16, 32, 14, 3, 1, 1,
+     {{{SHIFTED, IM2COL}, {DIRECT, DIRECT}, {DIRECT, DIRECT}},
+      {{SHIFTED, IM2COL}, {SHIFTED, IM2COL}, {DIRECT, DIRECT}},
+      {{SHIFTED, IM2COL}, {SHIFTED, IM2COL}, {DIRECT, DIRECT}}}},
     {"6->16 5x5 stride 2 14x14", 6, 16, 14, 5, 0, 2,
      {{{IM2COL, IM2COL}, {IM2COL, IM2COL}, {IM2COL, IM2COL}},
       {{IM2COL, IM2COL}, {IM2COL, IM2COL}, {IM2COL, IM2COL}},

@@ -28,7 +28,7 @@ int nc_layout_ranks(const char *model, const char *layout);
 /* LeNet-5 (with loss) in `layout`, initialised from `seed`, with Adam
  * (learning rate 1e-3) and a trainer shuffling with `seed` over `data`.
  * nc_run_create_model does the same for `model` "lenet" or "encdec"
- * (encdec.h). */
+ * (networks/encdec.net). */
 typedef struct nc_run {
   adj_layer *net;
   adj_optimizer *opt;

@@ -5,7 +5,7 @@
  * every rank, never a hang (the test's timeout), and a clean pass succeeds
  * afterwards.  Each site fails once on rank 0 and once on the last rank
  * (fault_check.h).  The layers, in:
- *   - the encoder-decoder (encdec.h: conv, batch norm, ReLU, max pool,
+ *   - the encoder-decoder (networks/encdec.net: conv, batch norm, ReLU, max pool,
  *     upsample, flatten, repartition, affine, softmax cross-entropy),
  *     sequential (every other rank holds nothing) and on the spatial grids
  *     Nx1 and 2x2 that fit;

@@ -1,5 +1,5 @@
 /* The Jacobian of the batch norm encoder-decoder + softmax cross-entropy
- * (encdec.h; the loss with respect to the input and every parameter at once)
+ * (networks/encdec.net; the loss with respect to the input and every parameter at once)
  * passes the dot-product test, jvp against backward, in training mode (batch
  * statistics: the projection of batch norm is inside the test) and in
  * evaluation mode (running statistics), in every layout that fits the ranks:

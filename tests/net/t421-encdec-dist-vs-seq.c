@@ -1,5 +1,5 @@
 /* Distributed equals sequential for the batch norm encoder-decoder
- * (encdec.h), in each spatial layout that needs more than half the ranks
+ * (networks/encdec.net), in each spatial layout that needs more than half the ranks
  * (2x1 and 1x2 on 2, 3x1 and 2x2 on 4, 2x2 and 3x2 on 6):
  *  - one forward and backward on the same padded batch from the same global
  *    parameters: loss and every gathered gradient within

@@ -59,10 +59,12 @@ expect 2 err "adjoin-dottest --filter, no value" "^adjoin-dottest: --filter need
 expect 2 err "adjoin-halo without --shape" "^adjoin-halo: --shape is required$" "$halo" --kernel 3
 
 # 3: no worker count of 0.
-expect 2 err "adjoin-halo --partition 0" "^adjoin-halo: --partition '0': entry 1 '0' is out of range 1..2147483647$" \
+expect 2 err "adjoin-halo --partition 0" "^adjoin-halo: --partition '0': entry 1 '0' is out of range 1..1048576$" \
   "$halo" --shape 8 --partition 0
 expect 2 err "adjoin-halo --partition 4,0" "--partition '4,0': entry 2 '0' is out of range" "$halo" --shape 8,8 \
   --partition 4,0
+expect 2 err "adjoin-halo --partition 1024,2048" "^adjoin-halo: --partition 1024x2048 makes more than the 1048576 workers" \
+  "$halo" --shape 8,8 --partition 1024,2048
 
 # 4: one voice under mpiexec for the tools that start MPI (adjoin-phantom
 # and adjoin-plan with --calibrate); the others are plain processes

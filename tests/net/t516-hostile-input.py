@@ -22,8 +22,6 @@ never start MPI refuse within a second.  Times are printed.
 Usage: t516-hostile-input.py MPIEXEC ADJOIN_TRAIN ADJOIN_DOTTEST ADJOIN_HALO ADJOIN_PLAN ADJOIN_PHANTOM NETWORKS_DIR"""
 import os
 import random
-import resource
-import signal
 import stat
 import struct
 import subprocess
@@ -44,22 +42,26 @@ def check(ok, message):
 
 
 # Each rank's exit status, on stderr, so "every rank exits alike" is seen
-# rather than inferred from mpiexec's own status.
-RANK_STATUS = '"$@"; s=$?; echo "t516-rank ${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-?}} exit $s" >&2; exit $s'
+# rather than inferred from mpiexec's own status.  Open MPI's launcher ends
+# the job as soon as one rank exits non-zero, so each rank, once it has
+# reported, waits (up to 10 s) until every rank has: a file per rank in the
+# run's directory, the shell's first argument.
+RANK_STATUS = """d=$1; shift; "$@"; s=$?
+r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-?}} n=${PMI_SIZE:-${OMPI_COMM_WORLD_SIZE:-1}}
+echo "t516-rank $r exit $s" >&2; : > "$d/rank-$r"
+i=0; while [ "$(ls "$d" | wc -l)" -lt "$n" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; exit $s"""
 
 
 def run(args, ranks=0, env=None, limit=None, timeout=60):
     """(exit status, output, seconds, per-rank statuses) of args, under
-    mpiexec -n ranks when ranks > 0."""
-    cmd = [mpiexec, "-n", str(ranks), "sh", "-c", RANK_STATUS, "sh", *args] if ranks else list(args)
-
-    def limited():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
+    mpiexec -n ranks when ranks > 0.  limit: a file size limit in 512-byte
+    blocks on each rank (not on the launcher, whose runtime writes files of
+    its own), SIGXFSZ ignored so a write past it fails with EFBIG."""
+    wrapper = (f'trap "" XFSZ; ulimit -f {limit}; ' if limit else "") + RANK_STATUS
+    reported = tempfile.mkdtemp(prefix="ranks-", dir=work)
+    cmd = [mpiexec, "-n", str(ranks), "sh", "-c", wrapper, "sh", reported, *args] if ranks else list(args)
     start = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                       preexec_fn=limited if limit else None)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     seconds = time.monotonic() - start
     out = r.stdout + r.stderr
     statuses = [int(l.split()[-1]) for l in out.splitlines() if l.startswith("t516-rank ")]
@@ -171,13 +173,14 @@ expect("train --trace /dev/full", [*small, "--trace", "/dev/full"], 1,
 expect("train --trace FIFO without a reader", [*small, "--trace", fifo], 1,
        [f"--trace {fifo}: exists and is a FIFO, not a regular file"], ranks=2, absent=["test_accuracy="])
 check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO named by --trace was replaced")
-# An event-list write that fails mid-run (a 2,000-byte file size limit; the run's
+# An event-list write that fails mid-run (a 2,048-byte file size limit; the run's
 # trace is about 7 KB): every rank exits 1, naming the file and the reason.
-# MPICH and UCX back shared memory with files the limit would refuse: TCP.
-tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1")
+# MPICH, UCX and Open MPI back shared memory with files the limit would
+# refuse: TCP.
+tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1", OMPI_MCA_btl="self,tcp")
 trace = f"{work}/limited-trace.txt"
 expect("train --trace-events failing mid-run", [*small, "--layout", "dp", "--trace-events", trace], 1,
-       [f"--trace-events {trace}: writing it failed: File too large"], ranks=2, env=tcp, limit=2000)
+       [f"--trace-events {trace}: writing it failed: File too large"], ranks=2, env=tcp, limit=4)
 for name, path, kind in (("FIFO", fifo, "is a FIFO"), ("/dev/zero", "/dev/zero", "is a character device"),
                          ("directory", work, "is a directory")):
     expect(f"plan: network file is a {name}", [plan, "--procs", "4", "--batch", "64", path], 1,

@@ -108,12 +108,14 @@ sanitizers() {
   select="--suite unit --suite mpi --ranks 1,2"
   counted sanitizers build-fuzz/meson-logs/testlog-sanitizers.json
   BUILD_DIR=build-fuzz TESTS=$select sh tools/build-clang-asan.sh
-  # shellcheck disable=SC2046,SC2086 # one test name per word; the selection's words
+  # shellcheck disable=SC2086 # the selection's words
+  names=$(python3 tools/test-select.py build-fuzz $select)
+  # shellcheck disable=SC2086 # one test name per word
   LD_PRELOAD="$(pwd)/build-fuzz/libadjoin-keep-modules.so" \
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     meson test -C build-fuzz --no-rebuild --logbase testlog-sanitizers --print-errorlogs --num-processes 2 \
-    --timeout-multiplier 2 $(python3 tools/test-select.py build-fuzz $select)
+    --timeout-multiplier 2 $names
 }
 
 # The kernels as clang compiles them, at the best level this CPU runs: their

@@ -27,6 +27,7 @@ select=${TESTS:-"--suite unit --suite mpi --ranks 1,2 --also primitives=4"}
 BUILD_DIR=build-openmpi TESTS=$select sh tools/build.sh -Dmpi=ompi-c -Dkernel_isa=baseline
 grep -q "Open MPI" build-openmpi/meson-logs/meson-log.txt ||
   { echo "test-openmpi: build-openmpi did not find Open MPI"; exit 1; }
-# shellcheck disable=SC2046,SC2086 # one test name per word; the selection's words
-meson test -C build-openmpi --no-rebuild --print-errorlogs --num-processes 2 \
-  $(python3 tools/test-select.py build-openmpi $select) "$@"
+# shellcheck disable=SC2086 # the selection's words
+names=$(python3 tools/test-select.py build-openmpi $select)
+# shellcheck disable=SC2086 # one test name per word
+meson test -C build-openmpi --no-rebuild --print-errorlogs --num-processes 2 $names "$@"

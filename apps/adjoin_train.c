@@ -1,21 +1,29 @@
-/* adjoin-train: trains LeNet-5, sequential or distributed, on IDX image data
- * (MNIST by default), as in section 5 of the DistDL paper; or ShallowSpeed's
- * MLP, sequential or with 1.5D layers on a P_r x P_c grid; or the batch-norm
- * encoder-decoder classifier (encdec.h, Fashion-MNIST by default), sequential
- * or on a spatial grid.
+/* adjoin-train: trains any described network (description.h, a .net file)
+ * at any placement (placement.h), sequential, distributed or data parallel,
+ * on IDX image data (MNIST by default).  --model lenet|mlp|encdec names the
+ * shipped LeNet-5 of the DistDL paper, ShallowSpeed's MLP and the batch-norm
+ * encoder-decoder (networks/NAME.net; Fashion-MNIST by default for encdec), and
+ * --layout the names adjoin-train has always taken for them.
  *
  *   mpiexec.mpich -n 4 adjoin-train --layout dist4 --epochs 10 --batch 256 --lr 0.001 --optimizer adam
+ *   mpiexec.mpich -n 4 adjoin-train --net networks/lenet5.net --placement fig7 --check
  *   mpiexec.mpich -n 4 adjoin-train --layout dp              (4 sequential replicas)
  *   mpiexec.mpich -n 8 adjoin-train --layout dist4 --replicas 2
  *   mpiexec.mpich -n 6 adjoin-train --model mlp --layout 2x3
  *   mpiexec.mpich -n 8 adjoin-train --model encdec --layout 2x2 --replicas 2
  *
+ * --check proves the network before it trains (network_check.h): its
+ * Jacobian dot-product test and distributed == sequential on the first batch
+ * of the training data, in float64; a failure stops the run.
+ *
  * Rank 0 prints a progress bar per epoch (plain lines when stdout is not a
  * terminal), a summary line per epoch, and as its last line the final test
  * accuracy as `test_accuracy=0.9812`.  Exit codes: 0 done, 1 a run-time error
- * (unreadable data, refused checkpoint, a metrics file that cannot be written;
- * the message names it), 2 bad or conflicting flags, 3 stopped on purpose by
- * --stop-after-batches (a simulated crash, even after the run's last batch). */
+ * (unreadable data or network file, refused checkpoint, a metrics file that
+ * cannot be written, a failed --check; the message names it), 2 bad or
+ * conflicting flags (a placement that does not exist or does not fit the
+ * ranks included), 3 stopped on purpose by --stop-after-batches (a simulated
+ * crash, even after the run's last batch). */
 #include <float.h>
 #include <getopt.h>
 #include <limits.h>
@@ -30,6 +38,7 @@
 #include "adjoin/adjoin.h"
 #include "tool_output.h"
 #include "report.h"
+#include "train_select.h"
 
 typedef struct train_options {
   const char *data;           /* directory of the four IDX files; NULL: the model's default */
@@ -39,8 +48,10 @@ typedef struct train_options {
   adj_lr_schedule lr_schedule;
   uint64_t seed;
   adj_dtype dtype;
-  const char *model;          /* "lenet", "mlp" or "encdec" */
-  const char *layout;         /* NULL: chosen from the rank count */
+  const char *model;          /* "lenet", "mlp", "encdec", or NULL with --net */
+  const char *net;            /* --net FILE */
+  const char *layout;         /* --layout or --placement; NULL: chosen from the rank count */
+  bool check;                 /* prove the network before training */
   const char *checkpoint;     /* NULL: none */
   bool resume;
   const char *metrics;        /* CSV path; the SVG plot goes beside it */
@@ -51,7 +62,8 @@ typedef struct train_options {
   int64_t micro_batches;      /* per step and replica */
   int64_t caps[2];            /* first and later gradient buckets, bytes */
   bool reduce_after_backward;
-  bool deep_halos;            /* LeNet-5: fuse the convolution blocks over one halo exchange */
+  bool deep_halos;            /* fuse runs of conv, pool and activation layers over one halo exchange */
+  bool per_replica_batchnorm; /* batch norm statistics of each replica's share alone, not SyncBN */
   const char *trace;          /* Chrome trace-event timeline of every rank; NULL: none */
   const char *trace_events;   /* event list of rank 0; NULL: none */
 } train_options;
@@ -69,17 +81,24 @@ static const char usage[] =
     "  --momentum M          SGD only, below 1 [0]      --weight-decay D  [0]\n"
     "  --seed S              initial parameters and shuffle [1]\n"
     "  --dtype f32|f64       [f32]\n"
-    "  --model lenet|mlp|encdec  LeNet-5, ShallowSpeed's MLP 784-128-127-126-125-124-123-10, or\n"
-    "                        the batch-norm encoder-decoder classifier (encdec.h) [lenet]\n"
-    "  --layout NAME         LeNet-5: sequential, dist2, dist4, dist8, hybrid4,\n"
-    "                        hybrid4-batch, or a grid RxC (rows x batch in the convolutions,\n"
-    "                        1.5D affine layers) [sequential on 1 rank, distN on N = 2, 4, 8];\n"
-    "                        MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN on N ranks];\n"
-    "                        encdec: sequential or a spatial grid P0xP1 (rows x columns,\n"
-    "                        1..7 each), e.g. 2x2 [Nx1 on N = 1..7 ranks];\n"
-    "                        either: dp (a sequential replica per rank)\n"
-    "  --deep-halos          LeNet-5 only: fuse conv1 .. the second ReLU into one deep halo layer\n"
-    "                        (one halo exchange instead of four; docs/deep-halos.md)\n"
+    "  --net FILE            the network to train, a .net description (docs/network-format.md)\n"
+    "  --placement P         where its layers run: a placement file, a name of networks/NET/*.place,\n"
+    "                        sequential, dp (a sequential replica per rank), RxC (rows x batch in\n"
+    "                        the convolutions, 1.5D fc layers; C > 1 runs as C replicas of Rx1) or\n"
+    "                        window=...,fc=... (docs/placement.md) [the file's own]\n"
+    "  --check               prove the network first: its Jacobian dot-product test and\n"
+    "                        distributed == sequential on the first batch, in float64\n"
+    "  --model lenet|mlp|encdec  the shipped LeNet-5, ShallowSpeed's MLP 784-128-127-126-125-124-123-10\n"
+    "                        or the batch-norm encoder-decoder (networks/*.net) [lenet]\n"
+    "  --layout NAME         --placement for --model: LeNet-5 sequential, dist2, dist4, dist8,\n"
+    "                        hybrid4, hybrid4-batch, fig7 or a grid RxC [sequential on 1 rank, distN\n"
+    "                        on N = 2, 4, 8]; MLP: sequential or a 1.5D grid PrxPc, e.g. 2x3 [1xN];\n"
+    "                        encdec: sequential or a spatial grid P0xP1 (rows x columns), e.g. 2x2\n"
+    "                        [Nx1]; any: dp\n"
+    "  --per-replica-batchnorm  with replicas, normalise by each replica's share of the batch\n"
+    "                        (default: synchronised batch norm over the replicas, SyncBN)\n"
+    "  --deep-halos          fuse each run of convolution, pool and activation layers into one deep\n"
+    "                        halo layer (one halo exchange per run; docs/deep-halos.md)\n"
     "  --replicas R          data parallel: R replicas of the layout, RANKS = R x its ranks [1]\n"
     "  --micro-batches N     gradient accumulation passes per step [1]; --batch is the global batch\n"
     "  --bucket-cap BYTES    gradient buckets (0 = one per parameter, 25M, unlimited) [25MiB]\n"
@@ -146,7 +165,8 @@ static int parse_choice(const char *flag, const char *text, const char *const na
 
 enum {
   OPT_MOMENTUM = 256, OPT_DECAY, OPT_EVERY, OPT_STOP, OPT_TRAIN_LIMIT, OPT_TEST_LIMIT, OPT_REPLICAS, OPT_MICRO,
-  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_TRACE_EVENTS, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE
+  OPT_CAP, OPT_FIRST_CAP, OPT_AFTER, OPT_TRACE, OPT_TRACE_EVENTS, OPT_MODEL, OPT_DEEP_HALOS, OPT_LR_SCHEDULE,
+  OPT_NET, OPT_PLACEMENT, OPT_CHECK, OPT_PER_REPLICA_BN
 };
 
 static const struct option long_options[] = {
@@ -171,6 +191,10 @@ static const struct option long_options[] = {
     {"model", required_argument, NULL, OPT_MODEL},
     {"deep-halos", no_argument, NULL, OPT_DEEP_HALOS},
     {"lr-schedule", required_argument, NULL, OPT_LR_SCHEDULE},
+    {"net", required_argument, NULL, OPT_NET},
+    {"placement", required_argument, NULL, OPT_PLACEMENT},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"per-replica-batchnorm", no_argument, NULL, OPT_PER_REPLICA_BN},
     {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
 
 /* A bucket cap; -1 (and the parser's message) on a bad one. */
@@ -199,7 +223,17 @@ static int apply_option(train_options *o, int c, const char *arg) {
     if (!adj_dtype_parse(arg, &o->dtype) && adj_dtype_is_float(o->dtype)) return 0;
     complain("--dtype is f32 or f64, got '%s'\n", arg);
     return -1;
-  case 'L': o->layout = arg; return 0;
+  case 'L':
+  case OPT_PLACEMENT:
+    if (o->layout) {
+      complain("give one of --layout and --placement, once\n");
+      return -1;
+    }
+    o->layout = arg;
+    return 0;
+  case OPT_NET: o->net = arg; return 0;
+  case OPT_CHECK: o->check = true; return 0;
+  case OPT_PER_REPLICA_BN: o->per_replica_batchnorm = true; return 0;
   case 'c': o->checkpoint = arg; return 0;
   case 'r': o->resume = true; return 0;
   case 'm': o->metrics = arg; return 0;
@@ -230,145 +264,8 @@ static int apply_option(train_options *o, int c, const char *arg) {
   }
 }
 
-static bool is_mlp(const train_options *o) { return !strcmp(o->model, "mlp"); }
-static bool is_encdec(const train_options *o) { return !strcmp(o->model, "encdec"); }
-
-static const char *model_name(const train_options *o) {
-  return is_mlp(o) ? "MLP" : is_encdec(o) ? "encoder-decoder" : "LeNet-5";
-}
-
-/* A grid layout "PrxPc", each 1 to 4096 (parse.h: "4294967297x1" is no
- * grid, never 1x1); false otherwise. */
-static bool grid_layout(const char *layout, int *rows, int *cols) {
-  int64_t grid[2];
-  if (adj_parse_int64_pair(layout, 'x', 1, 4096, "--layout", grid)) return false;
-  *rows = (int)grid[0], *cols = (int)grid[1];
-  return true;
-}
-
-/* An MLP layout: "sequential" (0 x 0) or a grid; false otherwise. */
-static bool mlp_grid(const char *layout, int *rows, int *cols) {
-  *rows = *cols = 0;
-  return !strcmp(layout, "sequential") || grid_layout(layout, rows, cols);
-}
-
-/* A grid P_r x P_c runs as P_c data-parallel replicas of P_r x 1: the same
- * split of batch and features, with the weight gradients summed over P_c by
- * the bucketed reducer, overlapped with the backward (issue 13 item 1). */
-static void grid_as_replicas(train_options *o) {
-  static char replica_layout[32];
-  int rows, cols;
-  /* The encoder-decoder's grid is spatial: rows and columns of the image. */
-  if (is_encdec(o) || !grid_layout(o->layout, &rows, &cols) || cols == 1) return;
-  snprintf(replica_layout, sizeof replica_layout, "%dx1", rows);
-  o->layout = replica_layout;
-  o->replicas = (o->replicas ? o->replicas : 1) * cols;
-}
-
-/* The layouts the model accepts, for messages. */
-static const char *layout_choices(const train_options *o) {
-  static char lenet[256];
-  if (is_mlp(o)) return "sequential, a grid PrxPc such as 2x3, or dp";
-  if (is_encdec(o)) return "sequential, a spatial grid P0xP1 with P0, P1 in 1..7 such as 2x2, or dp";
-  snprintf(lenet, sizeof lenet, "layouts: %s, dp", adj_lenet_layout_names());
-  return lenet;
-}
-
-/* Ranks the model's layout needs, 0 for an unknown layout (and a message).
- * A layout the user did not type (by_default) is named as the default for
- * the rank count, with the choices to give instead. */
-static int layout_ranks(const train_options *o, int ranks, bool by_default) {
-  int rows, cols, need = 0;
-  if (is_mlp(o)) need = mlp_grid(o->layout, &rows, &cols) ? (rows ? rows * cols : 1) : 0;
-  else if (is_encdec(o)) need = adj_encdec_layout_ranks(o->layout);
-  else need = adj_lenet_layout_ranks(o->layout);
-  if (need && is_mlp(o) && rows > 10) {
-    complain("MLP layout %s puts %d feature workers on the 10 classes (at most 10)\n", o->layout, rows);
-    return 0;
-  }
-  if (need) return need;
-  if (by_default)
-    complain("no default %s layout for %d ranks%s; give --layout (%s)\n", model_name(o), ranks,
-             o->replicas > 1 ? " per replica" : "", layout_choices(o));
-  else if (is_mlp(o) || is_encdec(o))
-    complain("no %s layout '%s' (%s)\n", is_mlp(o) ? "MLP" : "encdec", o->layout, layout_choices(o));
-  else complain("no layout '%s' (%s)\n", o->layout, layout_choices(o));
-  return 0;
-}
-
-/* The layout for a replica's rank count when --layout is not given:
- * sequential on 1 rank, else distN (LeNet-5), 1xN (MLP) or Nx1 (encdec),
- * which may not exist. */
-static const char *default_layout(const train_options *o, int ranks) {
-  static char name[16];
-  const char *grid = is_mlp(o) ? "1x%d" : is_encdec(o) ? "%dx1" : "dist%d";
-  if (ranks == 1) return "sequential";
-  snprintf(name, sizeof name, grid, ranks);
-  return name;
-}
-
-/* Every pass of a step (a micro-batch on a replica) takes a share of
- * --batch: more passes than samples would leave passes empty, and their
- * product is formed in int64 (replicas and micro-batches are at most
- * INT_MAX, a grid's columns 4096). */
-static int check_passes(const train_options *o) {
-  int64_t passes;
-  if (!adj_int64_mul(o->replicas, o->micro_batches, "replicas x micro-batches", &passes) && passes <= o->batch)
-    return 0;
-  complain("--micro-batches %lld on %lld replica%s makes more passes per step than the %lld samples of --batch\n",
-           (long long)o->micro_batches, (long long)o->replicas, o->replicas == 1 ? "" : "s", (long long)o->batch);
-  return -1;
-}
-
-/* The replicas as the user asked for them, for a message: "--replicas 3 of
- * layout 1x2 (6 replicas of 1x1: its 2 columns run as replicas)". */
-static const char *asked_replicas(const train_options *o, int64_t asked, const char *typed, char *text,
-                                  size_t size) {
-  int used = asked ? snprintf(text, size, "--replicas %lld of layout %s", (long long)asked, typed)
-                   : snprintf(text, size, "layout %s", typed);
-  if (used >= 0 && (size_t)used < size && strcmp(typed, o->layout))
-    snprintf(text + used, size - (size_t)used, " (%lld replicas of %s: its columns run as replicas)",
-             (long long)o->replicas, o->layout);
-  return text;
-}
-
-/* The layout against the ranks and replicas; 0 or -1 with a message. */
-static int check_layout(train_options *o, int ranks) {
-  bool by_default = !o->layout;
-  int replica_ranks = o->replicas && ranks % o->replicas == 0 ? ranks / (int)o->replicas : ranks;
-  if (by_default) o->layout = default_layout(o, replica_ranks);
-  if (strcmp(o->layout, "dp") == 0) {
-    if (o->replicas && o->replicas != ranks) {
-      complain("--layout dp makes one replica per rank (%d), not --replicas %lld\n", ranks, (long long)o->replicas);
-      return -1;
-    }
-    o->layout = "sequential", o->replicas = ranks;
-  }
-  int64_t asked = o->replicas;
-  const char *typed = o->layout;
-  char text[160];
-  grid_as_replicas(o);
-  if (!o->replicas) o->replicas = 1;
-  int need = layout_ranks(o, replica_ranks, by_default);
-  if (!need) return -1;
-  if (ranks % o->replicas) {
-    complain("%d ranks do not divide into %s\n", ranks, asked_replicas(o, asked, typed, text, sizeof text));
-    return -1;
-  }
-  if (need > ranks / o->replicas) {
-    complain("%s needs %d ranks per replica; run it with mpiexec.mpich -n %lld\n",
-             asked_replicas(o, asked, typed, text, sizeof text), need, (long long)(need * o->replicas));
-    return -1;
-  }
-  return check_passes(o);
-}
-
-/* Flags given with a model or optimizer that would ignore them. */
+/* Flags given with an optimizer that would ignore them. */
 static int check_conflicts(const train_options *o) {
-  if (o->deep_halos && strcmp(o->model, "lenet")) {
-    complain("--deep-halos fuses LeNet-5's convolution blocks; it does nothing for --model %s\n", o->model);
-    return -1;
-  }
   if (o->momentum > 0 && o->optimizer == ADJ_OPTIMIZER_ADAM) {
     complain("--momentum %g is SGD's; --optimizer adam would ignore it (give --optimizer sgd)\n", o->momentum);
     return -1;
@@ -378,8 +275,12 @@ static int check_conflicts(const train_options *o) {
 
 /* Flags that only make sense together, and the layout against the ranks. */
 static int check_options(train_options *o, int ranks) {
-  if (!o->data) o->data = is_encdec(o) ? "data/fashion-mnist" : "data/mnist";
-  if (check_layout(o, ranks)) return -1;
+  if (o->model && o->net) {
+    complain("--model names a shipped network; give --model or --net, not both\n");
+    return -1;
+  }
+  if (!o->net && !o->model) o->model = "lenet";
+  if (!o->data) o->data = o->model && !strcmp(o->model, "encdec") ? "data/fashion-mnist" : "data/mnist";
   if (!first_cap_given && o->caps[0] > o->caps[1]) o->caps[0] = o->caps[1];
   if ((o->resume || o->checkpoint_every) && !o->checkpoint) {
     complain("--resume and --checkpoint-every need --checkpoint PATH\n");
@@ -399,7 +300,7 @@ static int check_options(train_options *o, int ranks) {
 /* Parses argv identically on every rank, so every rank agrees on the
  * outcome; only rank 0 speaks.  Returns 0, 1 for --help, -1 on a bad flag. */
 static int parse_options(int argc, char **argv, int rank, int ranks, train_options *o) {
-  *o = (train_options){.model = "lenet", .epochs = 10, .batch = 256, .lr = 1e-3,
+  *o = (train_options){.epochs = 10, .batch = 256, .lr = 1e-3,
                        .optimizer = ADJ_OPTIMIZER_ADAM, .seed = 1, .dtype = ADJ_FLOAT32, .stop_after = -1,
                        .micro_batches = 1,
                        .caps = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES}};
@@ -427,6 +328,7 @@ typedef struct train_run {
   adj_optimizer *optimizer;
   adj_trainer *trainer;
   adj_replicas *replicas;
+  train_selection selection;  /* the description, placement and replicas */
   FILE *trace;
   adj_trace *timeline;
   report_row rows[REPORT_MAX_EPOCHS];
@@ -442,14 +344,6 @@ static int fail(const train_run *r, const char *what, const char *hint) {
 
 static void limit(adj_dataset *ds, int64_t n) {
   if (n > 0 && n < adj_dataset_count(ds)) adj_dataset_limit(ds, n);
-}
-
-/* The images' height and width: a sample's last two extents. */
-static void image_size(const adj_dataset *ds, int64_t *rows, int64_t *cols) {
-  int rank = adj_dataset_input_rank(ds);
-  const int64_t *shape = adj_dataset_input_shape(ds);
-  *rows = rank >= 2 ? shape[rank - 2] : 1;
-  *cols = rank >= 1 ? shape[rank - 1] : 1;
 }
 
 static bool same_samples(const adj_dataset *a, const adj_dataset *b) {
@@ -518,31 +412,21 @@ static int check_batch(const train_run *r) {
 /* The shuffle draws from another stream than the initial parameters. */
 static uint64_t shuffle_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15u; }
 
-/* ShallowSpeed's reference MLP (paper 004). */
-static const int64_t mlp_sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
-
 static int build_network(train_run *r, int64_t batch) {
   const train_options *o = &r->options;
-  MPI_Comm comm = adj_replicas_model_comm(r->replicas);
-  if (is_encdec(o)) {
-    adj_encdec_config ec = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch};
-    return adj_encdec_create(&ec, &r->net) ? fail(r, "building the encoder-decoder", NULL) : 0;
-  }
-  if (!is_mlp(o)) {
-    adj_lenet_config lc = {.comm = comm, .dtype = o->dtype, .layout = o->layout, .batch = batch,
-                           .deep_halos = o->deep_halos};
-    return adj_lenet_create(&lc, &r->net) ? fail(r, "building LeNet-5", NULL) : 0;
-  }
-  adj_mlp_config mc = {.comm = comm, .dtype = o->dtype, .batch = batch, .n_sizes = 8, .sizes = mlp_sizes};
-  image_size(r->train, &mc.rows, &mc.cols);
-  mlp_grid(o->layout, &mc.grid_rows, &mc.grid_cols);
-  return adj_mlp_create(&mc, &r->net) ? fail(r, "building the MLP", NULL) : 0;
+  adj_network_build_options bo = {.dtype = o->dtype, .batch = batch, .deep_halos = o->deep_halos,
+                                  .replicas = r->replicas, .per_replica_batchnorm = o->per_replica_batchnorm};
+  if (adj_network_build(r->selection.description, r->selection.placement, adj_replicas_model_comm(r->replicas), &bo,
+                        &r->net))
+    return fail(r, "building the network", NULL);
+  return 0;
 }
 
 static int build(train_run *r) {
   const train_options *o = &r->options;
-  if (adj_replicas_create(MPI_COMM_WORLD, (int)o->replicas, &r->replicas)) return fail(r, "splitting replicas", NULL);
-  int64_t passes = o->replicas * o->micro_batches, local = (o->batch + passes - 1) / passes;
+  int replicas = r->selection.replicas;
+  if (adj_replicas_create(MPI_COMM_WORLD, replicas, &r->replicas)) return fail(r, "splitting replicas", NULL);
+  int64_t passes = replicas * o->micro_batches, local = (o->batch + passes - 1) / passes;
   if (build_network(r, local)) return 1;
   if (adj_network_init_uniform(r->net, o->seed)) return fail(r, "initialising the parameters", NULL);
   /* The trainer's steps: one per global batch (adj_trainer_batches_per_epoch). */
@@ -557,7 +441,7 @@ static int build(train_run *r) {
     return 1;
   }
   if (o->trace && adj_trace_create(MPI_COMM_WORLD, o->trace, &r->timeline)) return fail(r, "--trace", NULL);
-  bool dp = o->replicas > 1;
+  bool dp = replicas > 1;
   adj_trainer_config tc = {.network = r->net, .optimizer = r->optimizer, .train = r->train,
                            .seed = shuffle_seed(o->seed), .replicas = dp ? r->replicas : NULL,
                            .micro_batches = (int)o->micro_batches, .global_batch = o->batch, .bucket_caps = o->caps,
@@ -594,17 +478,18 @@ static void print_header(const train_run *r) {
   const train_options *o = &r->options;
   if (r->rank != 0) return;
   printf("adjoin-train: %s, layout %s on %d rank%s, %s, %s lr %g%s, batch %lld, %lld epochs, seed %llu\n",
-         model_name(o), o->layout, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
+         r->selection.description->name, r->selection.placement_name, r->ranks, r->ranks == 1 ? "" : "s", adj_dtype_name(o->dtype),
          o->optimizer == ADJ_OPTIMIZER_ADAM ? "Adam" : "SGD", o->lr, o->lr_schedule == ADJ_LR_COSINE ? " (cosine)" : "",
          (long long)o->batch, (long long)o->epochs, (unsigned long long)o->seed);
   printf("data: %s (%lld training, %lld test images)\n", o->data, (long long)adj_dataset_count(r->train),
          (long long)adj_dataset_count(r->test));
   char advice[256];
   if (adj_blas_kernels_behind(advice, sizeof advice)) fprintf(stderr, "adjoin-train: note: %s\n", advice);
-  if (o->replicas > 1 || o->micro_batches > 1) {
+  int replicas = r->selection.replicas;
+  if (replicas > 1 || o->micro_batches > 1) {
     adj_gradient_reducer *red = adj_trainer_reducer(r->trainer);
     printf("data parallel: %lld replica%s of %s, %lld micro-batch%s per step, %d gradient bucket%s%s\n",
-           (long long)o->replicas, o->replicas == 1 ? "" : "s", o->layout, (long long)o->micro_batches,
+           (long long)replicas, replicas == 1 ? "" : "s", r->selection.placement_name, (long long)o->micro_batches,
            o->micro_batches == 1 ? "" : "es", red ? adj_gradient_reducer_buckets(red) : 0,
            red && adj_gradient_reducer_buckets(red) == 1 ? "" : "s",
            o->reduce_after_backward ? ", reduced after the backward" : ", overlapped with the backward");
@@ -678,15 +563,16 @@ static int report_epoch(train_run *r, const adj_train_stats *train, const adj_tr
                     .test_acc = (double)test->correct / (double)test->samples, .seconds = train->seconds,
                     .images_per_s = train->seconds > 0 ? (double)train->samples / train->seconds : 0};
   report_summary(&row, r->options.epochs);
-  if (r->options.replicas > 1 && train->batches)
+  if (r->selection.replicas > 1 && train->batches)
     printf("  gradient reducer per step: %.0f bytes in %.1f messages (all-reduce volume %.0f bytes per rank), "
            "wait %.3f ms, posts and pokes %.3f ms\n", (double)train->reduced_bytes / (double)train->batches,
            (double)train->reduced_messages / (double)train->batches, volume / (double)train->batches,
            1e3 * train->reduce_wait_seconds / (double)train->batches,
            1e3 * train->reduce_progress_seconds / (double)train->batches);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
-  char title[160];
-  snprintf(title, sizeof title, "%s %s, %d rank%s, %s", model_name(&r->options), r->options.layout, r->ranks, r->ranks == 1 ? "" : "s",
+  char title[320];
+  snprintf(title, sizeof title, "%s %s, %d rank%s, %s", r->selection.description->name, r->selection.placement_name,
+           r->ranks, r->ranks == 1 ? "" : "s",
            adj_dtype_name(r->options.dtype));
   return r->options.metrics && report_write(r->options.metrics, r->rows, r->n_rows, title) ? 1 : 0;
 }
@@ -703,6 +589,71 @@ static int run_epoch(train_run *r) {
   return rank0_status(r->rank == 0 ? report_epoch(r, &train, &test, volume) : 0);
 }
 
+/* The network the flags name, and what this trainer can train of it. */
+static int select_network(train_run *r) {
+  const train_options *o = &r->options;
+  train_choice c = {.model = o->model, .net = o->net, .placement = o->layout, .replicas = o->replicas,
+                    .passes = o->micro_batches, .batch = o->batch};
+  int status = train_select(&c, r->ranks, complain, &r->selection);
+  if (status) return status;
+  const adj_description *d = r->selection.description;
+  int loss = adj_description_loss(d);
+  if (loss < 0 || d->layers[loss].kind != ADJ_DESC_XENT) {
+    complain("%s: network %s ends in %s; adjoin-train trains networks ending in loss type=xent\n",
+             r->selection.net_path, d->name, loss < 0 ? "no loss" : adj_loss_kind_name(d->layers[loss].u.loss.kind));
+    return 1;
+  }
+  bool windows = false;
+  for (int i = 0; i < d->n; i++) windows |= d->layers[i].kind == ADJ_DESC_CONV || d->layers[i].kind == ADJ_DESC_POOL;
+  if (o->deep_halos && !windows) {
+    complain("--deep-halos fuses runs of convolution, pool and activation layers; network %s has no convolution "
+             "or pool\n", d->name);
+    return 2;
+  }
+  return 0;
+}
+
+/* The first `batch` training samples (the set repeated when it is smaller)
+ * as one float64 tensor, and their labels, for --check. */
+static int first_batch(adj_dataset *ds, int64_t batch, int64_t *indices, adj_tensor *x, int64_t *labels) {
+  adj_box box = {.rank = adj_dataset_input_rank(ds) + 1, .extent = {batch}};
+  for (int d = 1; d < box.rank; d++) box.extent[d] = adj_dataset_input_shape(ds)[d - 1];
+  for (int64_t i = 0; i < batch; i++) indices[i] = i % adj_dataset_count(ds);
+  int status = adj_tensor_create(x, ADJ_FLOAT64, box.rank, box.extent);
+  if (!status) status = adj_dataset_read_inputs(ds, indices, batch, &box, x);
+  return status ? status : adj_dataset_read_labels(ds, indices, batch, 0, batch, labels);
+}
+
+/* --check: the network proven on the first batch of the training data. */
+static int prove(train_run *r) {
+  const train_options *o = &r->options;
+  int64_t passes = (int64_t)r->selection.replicas * o->micro_batches, batch = (o->batch + passes - 1) / passes;
+  adj_tensor x = {0};
+  int64_t *labels = calloc((size_t)batch, sizeof *labels), *indices = calloc((size_t)batch, sizeof *indices);
+  if (!labels || !indices) {
+    free(labels), free(indices);
+    complain("--check: out of memory for a batch of %lld\n", (long long)batch);
+    return 1;
+  }
+  int status = first_batch(r->train, batch, indices, &x, labels);
+  adj_network_check_config c = {.description = r->selection.description, .placement = r->selection.placement,
+                                .comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT64, .batch = batch, .seed = o->seed,
+                                .deep_halos = o->deep_halos, .input = &x, .labels = labels};
+  adj_network_check_result res;
+  if (!status) status = adj_network_check(&c, &res);
+  adj_tensor_destroy(&x), free(labels), free(indices);
+  if (status) return fail(r, "--check", NULL);
+  if (r->rank == 0)
+    printf("check: %s at %s on %d rank%s, the first %lld training images, float64: Jacobian dot-product test "
+           "%.2e (tolerance %.0e); distributed vs sequential: loss %.2e, input gradient %.2e, parameter gradients "
+           "%.2e (tolerance %.0e): %s\n", r->selection.description->name, r->selection.placement_name, res.ranks,
+           res.ranks == 1 ? "" : "s", (long long)batch, res.jacobian.relative_error, res.jacobian_tolerance,
+           res.output_diff, res.input_gradient_diff, res.parameter_gradient_diff, res.tolerance,
+           res.passed ? "proven" : "FAILED");
+  if (!res.passed) complain("--check failed: the network is not trained\n");
+  return res.passed ? 0 : 1;
+}
+
 /* Exit 3 for --stop-after-batches, with the line that says so. */
 static int stopped(const train_run *r) {
   if (r->rank == 0)
@@ -713,9 +664,12 @@ static int stopped(const train_run *r) {
 
 static int run(train_run *r) {
   r->batches_left = r->options.stop_after;
-  if (check_output_paths(r) || load_data(r)) return 1;
-  int status = check_batch(r);
+  int status = select_network(r);
   if (status) return status;
+  if (check_output_paths(r) || load_data(r)) return 1;
+  status = check_batch(r);
+  if (status) return status;
+  if (r->options.check && prove(r)) return 1;
   if (build(r)) return 1;
   if (r->options.resume && resume(r)) return 1;
   print_header(r);
@@ -729,7 +683,7 @@ static int run(train_run *r) {
   if (r->timeline && adj_trace_write(r->timeline)) return fail(r, "writing the --trace timeline", NULL);
   uint64_t hash;
   if (adj_trainer_check_sync(r->trainer, &hash)) return fail(r, "checking the replicas", NULL);
-  if (r->rank == 0 && r->options.replicas > 1)
+  if (r->rank == 0 && r->selection.replicas > 1)
     printf("replicas in sync: every replica holds parameters with hash %016llx\n", (unsigned long long)hash);
   adj_train_stats test;
   if (adj_trainer_evaluate(r->trainer, r->test, &test)) return fail(r, "evaluating", NULL);
@@ -742,6 +696,7 @@ static void teardown(train_run *r) {
   adj_optimizer_destroy(&r->optimizer);
   adj_layer_destroy(&r->net);
   adj_replicas_destroy(&r->replicas);
+  train_selection_free(&r->selection);
   adj_trace_destroy(&r->timeline);
   adj_dataset_destroy(&r->train);
   adj_dataset_destroy(&r->test);

@@ -74,9 +74,9 @@ static void sleep_barrier(void) {
 static int build(const bench_setup *s, bool alone, bool after, bench_run *run) {
   MPI_Comm model = adj_replicas_model_comm(s->grid);
   int64_t batch = alone ? s->batch : (s->batch + s->replicas - 1) / s->replicas;
-  adj_lenet_config lc = {.comm = model, .dtype = ADJ_FLOAT32, .layout = s->layout, .batch = batch};
+  adj_network_build_options bo = {.dtype = ADJ_FLOAT32, .batch = batch};
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
-  int status = adj_lenet_create(&lc, &run->net);
+  int status = adj_network_build_file(model, BENCH_LENET5, s->layout, &bo, &run->net);
   if (!status) status = adj_network_init_uniform(run->net, 1);
   if (!status) status = adj_optimizer_create(run->net, &oc, &run->opt);
   adj_trainer_config tc = {.network = run->net, .optimizer = run->opt, .train = s->data, .seed = 1,
@@ -142,7 +142,7 @@ static void print_host(const bench_setup *s, int ranks, int64_t images, int epoc
   gethostname(host, sizeof host);
   bench_cpu_model(cpu, sizeof cpu);
   struct utsname un;
-  int m = adj_lenet_layout_ranks(s->layout);
+  int m = adj_network_file_ranks(MPI_COMM_WORLD, BENCH_LENET5, s->layout, 0);
   printf("bench-dp: host %s, CPU %s, kernels %s, Linux %s, %ld online cores\n", host, cpu, adj_kernels_isa(),
          uname(&un) ? "?" : un.release, sysconf(_SC_NPROCESSORS_ONLN));
   printf("  LeNet-5 float32, Adam, global batch %lld, %lld synthetic images per epoch, buckets %lld then %lld bytes, "
@@ -202,7 +202,7 @@ static int parse(int argc, char **argv, int ranks, bool say, bench_setup *s, lon
   int n = 0, parsed = bench_parse_arguments("bench-dp", usage, argc, argv, NULL, 0, 7, given, &n, say);
   if (parsed != BENCH_RUN) return parsed;
   s->layout = n > 0 ? given[0] : "sequential";
-  int m = adj_lenet_layout_ranks(s->layout);
+  int m = adj_network_file_ranks(MPI_COMM_WORLD, BENCH_LENET5, s->layout, 0);
   long long replicas = m ? ranks / m : 0, batch = 256;
   bool counted = (n <= 1 || bench_parse_count("bench-dp", "REPLICAS", given[1], 2, 1 << 20, say, &replicas)) &&
                  (n <= 2 || bench_parse_count("bench-dp", "IMAGES", given[2], 1, 1LL << 30, say, images)) &&
@@ -215,7 +215,7 @@ static int parse(int argc, char **argv, int ranks, bool say, bench_setup *s, lon
   if (bad && say)
     fprintf(stderr, "bench-dp: needs LAYOUT (%s) x REPLICAS >= 2 = %d ranks, IMAGES >= 1, 1 <= EPOCHS <= %d, "
             "BATCH >= REPLICAS, caps as adjoin-train's --bucket-cap; got %s x %d, %lld, %d, %lld\n%s\n",
-            adj_lenet_layout_names(), ranks, MAX_EPOCHS, s->layout, s->replicas, *images, (int)*epochs,
+            BENCH_LENET5_PLACEMENTS, ranks, MAX_EPOCHS, s->layout, s->replicas, *images, (int)*epochs,
             (long long)s->batch, usage);
   return bad ? 2 : BENCH_RUN;
 }

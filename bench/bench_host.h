@@ -83,4 +83,8 @@ int bench_repetitions(double seconds, double once, int least, int most);
 /* qsort's comparison of two doubles, ascending. */
 int bench_compare_doubles(const void *a, const void *b);
 
+/* The placements of networks/lenet5.net the LeNet-5 benchmarks name in
+ * their messages (files beside it and the schemes of placement.h). */
+#define BENCH_LENET5_PLACEMENTS "sequential, dist2, dist4, dist8, fig7, hybrid4, hybrid4-batch, RxC, window=...,fc=..."
+
 #endif

@@ -1,8 +1,9 @@
 /* bench-plan: the cost model against the machine.  For every P_r x P_c grid
- * of the run it builds two MLPs of 1.5D layers (784-512-256-10 and
- * 784-1024-1024-10) and LeNet-5 in the grid layout "RxC" of adj_lenet_create
- * (conv and pool rows over R, the batch over C, 1.5D affine layers on R x C;
- * R <= 5, pool2's output rows), batch 64, float32, and times the
+ * of the run it builds, from the same descriptions the planner reads
+ * (network_build.h), two MLPs of 1.5D layers (784-512-256-10 and
+ * 784-1024-1024-10, the input entering on the grid) and LeNet-5 at the
+ * placement "RxC" (conv and pool rows over R, the batch over C, 1.5D affine
+ * layers on R x C; R <= 5, pool2's output rows), batch 64, float32, and times the
  * communication of one training step per layer, then prints it next to the
  * planner's adjoin mode for the same layer and grid.
  *
@@ -147,21 +148,31 @@ static void report(const char *label, adj_layer *net, const adj_plan_network *pl
   release(&s);
 }
 
-static void bench_mlp(const char *label, const char *text, const int64_t *widths, int p_r, int p_c,
-                      const adj_plan_config *config, int repeats) {
+/* The network of a description text at a placement text, float32, without
+ * a loss. */
+static adj_layer *build(const char *label, const char *text, const char *placement_text) {
+  adj_description *d;
+  adj_placement *p;
+  adj_layer *net;
+  if (adj_description_parse(text, label, &d) || adj_placement_parse(placement_text, label, &p)) die("description");
+  adj_network_build_options o = {.dtype = ADJ_FLOAT32, .batch = BATCH, .logits_only = true};
+  if (adj_network_build(d, p, MPI_COMM_WORLD, &o, &net)) die(label);
+  adj_placement_destroy(&p);
+  adj_description_destroy(&d);
+  return net;
+}
+
+/* The MLP with its input entering on the grid, so its first layer has no
+ * input gradient, as the planner's first layer. */
+static void bench_mlp(const char *label, const char *text, int p_r, int p_c, const adj_plan_config *config,
+                      int repeats) {
   adj_plan_network *plan_net;
   if (adj_plan_network_parse(text, label, &plan_net)) die("network");
-  adj_partition *p;
-  adj_decomposition *in;
-  adj_layer *net;
-  if (adj_partition_create(MPI_COMM_WORLD, 2, (const int[2]){p_c, p_r}, p_r * p_c, NULL, &p)) die("partition");
-  if (adj_decomposition_create(p, 2, (const int64_t[2]){BATCH, 784}, &in)) die("decomposition");
-  adj_mlp15_config mc = {.dtype = ADJ_FLOAT32, .input = in, .layers = 3, .widths = widths};
-  if (adj_mlp15_create(&mc, &net)) die("mlp");
+  char placement[96];
+  snprintf(placement, sizeof placement, "input parts=%dx%d\nfc1 grid=%dx%d\n", p_c, p_r, p_r, p_c);
+  adj_layer *net = build(label, text, placement);
   report(label, net, plan_net, config, p_r, p_c, repeats);
   adj_layer_destroy(&net);
-  adj_decomposition_destroy(&in);
-  adj_partition_destroy(&p);
   adj_plan_network_destroy(&plan_net);
 }
 
@@ -172,12 +183,9 @@ static const char lenet_text[] = "input 1 28 28\nconv conv1 out=6 k=5 p=2\npool 
 static void bench_lenet(int p_r, int p_c, const adj_plan_config *config, int repeats) {
   adj_plan_network *plan_net;
   if (adj_plan_network_parse(lenet_text, "lenet5", &plan_net)) die("network");
-  char layout[24];
-  snprintf(layout, sizeof layout, "%dx%d", p_r, p_c);
-  adj_layer *net;
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT32, .layout = layout, .batch = BATCH,
-                         .logits_only = true};
-  if (adj_lenet_create(&lc, &net)) die("lenet");
+  char placement[96];
+  snprintf(placement, sizeof placement, "conv1 parts=%dx1x%dx1\nfc1 grid=%dx%d\n", p_c, p_r, p_r, p_c);
+  adj_layer *net = build("lenet5", lenet_text, placement);
   report("lenet5", net, plan_net, config, p_r, p_c, repeats);
   adj_layer_destroy(&net);
   adj_plan_network_destroy(&plan_net);
@@ -235,13 +243,12 @@ int main(int argc, char **argv) {
   adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = size, .batch = BATCH, .word_bytes = 4};
   adj_plan_calibration_apply(&cal, &config);
   if (!rank) print_header(size, repeats, &cal);
-  static const int64_t narrow[3] = {512, 256, 10}, wide[3] = {1024, 1024, 10};
   for (int p_r = 1; p_r <= size; p_r++) {
     if (size % p_r) continue;
-    bench_mlp("mlp-512-256-10", "input 784\nfc fc1 out=512\nfc fc2 out=256\nfc fc3 out=10\n", narrow, p_r,
-              size / p_r, &config, repeats);
-    bench_mlp("mlp-1024-1024-10", "input 784\nfc fc1 out=1024\nfc fc2 out=1024\nfc fc3 out=10\n", wide, p_r,
-              size / p_r, &config, repeats);
+    bench_mlp("mlp-512-256-10", "input 784\nfc fc1 out=512\nfc fc2 out=256\nfc fc3 out=10\n", p_r, size / p_r, &config,
+              repeats);
+    bench_mlp("mlp-1024-1024-10", "input 784\nfc fc1 out=1024\nfc fc2 out=1024\nfc fc3 out=10\n", p_r, size / p_r,
+              &config, repeats);
   }
   for (int p_r = 1; p_r <= size && p_r <= LENET_MAX_ROWS; p_r++)
     if (size % p_r == 0) bench_lenet(p_r, size / p_r, &config, repeats);

@@ -80,10 +80,9 @@ static void breakdown(adj_layer *net, int rank, int repetitions) {
 /* LeNet-5 in `layout` with Adam and a trainer over `data`. */
 static int setup(const char *layout, bool deep_halos, adj_dtype dtype, int64_t batch, adj_dataset *data,
                  adj_layer **net, adj_optimizer **opt, adj_trainer **trainer) {
-  adj_lenet_config lc = {
-      .comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch, .deep_halos = deep_halos};
+  adj_network_build_options bo = {.dtype = dtype, .batch = batch, .deep_halos = deep_halos};
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_ADAM, .learning_rate = 1e-3};
-  int status = adj_lenet_create(&lc, net);
+  int status = adj_network_build_file(MPI_COMM_WORLD, BENCH_LENET5, layout, &bo, net);
   if (!status) status = adj_network_init_uniform(*net, 1);
   if (!status) status = adj_optimizer_create(*net, &oc, opt);
   adj_trainer_config tc = {.network = *net, .optimizer = *opt, .train = data, .seed = 1};
@@ -128,8 +127,8 @@ static const char usage[] = "usage: bench-train [--deep-halos] [LAYOUT [IMAGES [
 
 /* The layout known and within the run's `size` ranks; false after saying why (when `say`). */
 static bool layout_fits(const char *layout, int size, bool say) {
-  int needs = adj_lenet_layout_ranks(layout);
-  if (!needs && say) fprintf(stderr, "bench-train: LAYOUT '%s' is not one of %s\n", layout, adj_lenet_layout_names());
+  int needs = adj_network_file_ranks(MPI_COMM_WORLD, BENCH_LENET5, layout, 0);
+  if (!needs && say) fprintf(stderr, "bench-train: LAYOUT '%s' is not one of %s\n", layout, BENCH_LENET5_PLACEMENTS);
   if (needs > size && say)
     fprintf(stderr, "bench-train: LAYOUT '%s' needs %d ranks, the run has %d\n", layout, needs, size);
   return needs && needs <= size;

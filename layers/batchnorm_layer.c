@@ -7,7 +7,9 @@
  *   jvp       sum dx, sum xhat dx + the owner's gamma and beta tangents
  *   backward  sum dy, sum xhat dy (gradients of beta and gamma, and the
  *             projection's means)
- * Inactive workers and workers holding no channel call it with zero volume. */
+ * Inactive workers and workers holding no channel call it with zero volume.
+ * Under SyncBN each also gathers the replicas' results over `across` (one
+ * small all-gather, combined in replica order). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,10 @@ typedef struct adj_batchnorm {
   adj_tensor running_mean, running_var; /* (c) float64 */
   adj_tensor x;           /* a view of the last forward's input: the kernels recompute xhat from it */
   double *work;           /* ADJ_BN_WORK arrays of c doubles */
+  int replicas;           /* SyncBN over `across` when > 1 */
+  MPI_Comm across;        /* the layer's duplicate; MPI_COMM_NULL without SyncBN */
+  adj_wait_policy wait;
+  double *own, *gathered; /* (3 c) this replica's statistics, replicas x (3 c) everyone's */
 } adj_batchnorm;
 
 /* The per-channel figures: statistics, parameters, the projection's means a
@@ -75,21 +81,43 @@ static void adj_bn_put_parameter(const adj_layer *l, const adj_batchnorm *b, int
   for (int64_t j = 0; j < b->c; j++) dst[j] = adj_tensor_get(t, j);
 }
 
-/* Chan's parallel combination of the groups' (count, mean, M2) in slot order:
- * the same bits on every member. */
-static void adj_bn_combine_slots(const adj_batchnorm *b, const double *slots, int64_t j, double *mean, double *m2) {
+/* Chan's parallel combination of `parts` (count, mean, M2) triples of
+ * channel j, laid out as 3 c values per part, in part order: the same bits
+ * on every worker that combines them.  *count (may be NULL) gets the total. */
+static void adj_bn_combine(int64_t c, int parts, const double *triples, int64_t j, double *count, double *mean,
+                           double *m2) {
   double n = 0, mu = 0, q = 0;
-  for (int g = 0; g < b->groups; g++) {
-    const double *s = slots + (int64_t)g * 3 * b->c;
-    double nb = s[j], mb = s[b->c + j], qb = s[2 * b->c + j];
+  for (int g = 0; g < parts; g++) {
+    const double *s = triples + (int64_t)g * 3 * c;
+    double nb = s[j], mb = s[c + j], qb = s[2 * c + j];
     if (nb <= 0) continue;
     double total = n + nb, delta = mb - mu;
     mu += delta * nb / total;
     q += qb + delta * delta * n * nb / total;
     n = total;
   }
+  if (count) *count = n;
   *mean = mu;
   *m2 = q;
+}
+
+/* SyncBN: the `width` c values of every replica gathered over `across` into
+ * b->gathered, replica by replica. */
+static int adj_bn_gather(adj_batchnorm *b, const double *mine, int width) {
+  MPI_Request r;
+  int count = width * (int)b->c;
+  ADJ_CALL_MPI(MPI_Iallgather(mine, count, MPI_DOUBLE, b->gathered, count, MPI_DOUBLE, b->across, &r));
+  return adj_wait_all(1, &r, b->wait);
+}
+
+/* SyncBN: (count, mean, M2) of the replica's channels, from its combined
+ * statistics, combined with every other replica's in replica order. */
+static int adj_bn_sync_statistics(adj_batchnorm *b, double *mean, double *m2, double *count) {
+  double *own = b->own;
+  for (int64_t j = 0; j < b->c; j++) own[j] = count[j], own[b->c + j] = mean[j], own[2 * b->c + j] = m2[j];
+  ADJ_CALL(adj_bn_gather(b, own, 3));
+  for (int64_t j = 0; j < b->c; j++) adj_bn_combine(b->c, b->replicas, b->gathered, j, &count[j], &mean[j], &m2[j]);
+  return ADJ_SUCCESS;
 }
 
 /* Batch statistics (or running ones), gamma and beta of the block's channels
@@ -109,16 +137,22 @@ static int adj_bn_statistics(adj_layer *l, adj_batchnorm *b, const adj_tensor *x
   ADJ_CALL(adj_bn_reduce(l, b->stats_op, &b->stats, "forward local", local));
   double *mean = adj_bn_work(b, ADJ_BN_MEAN), *inv = adj_bn_work(b, ADJ_BN_INV);
   double *gamma = adj_bn_work(b, ADJ_BN_GAMMA), *beta = adj_bn_work(b, ADJ_BN_BETA);
-  double *rm = b->running_mean.data, *rv = b->running_var.data, m = (double)b->count;
+  double *rm = b->running_mean.data, *rv = b->running_var.data;
+  /* Per channel: M2 in inv, the value count in scale, until they are set. */
+  double *m2 = inv, *count = adj_bn_work(b, ADJ_BN_SCALE);
+  for (int64_t j = 0; batch && j < b->c; j++) {
+    adj_bn_combine(b->c, b->groups, slots, j, NULL, &mean[j], &m2[j]);
+    count[j] = (double)b->count;
+  }
+  if (batch && b->replicas > 1) ADJ_CALL(adj_bn_sync_statistics(b, mean, m2, count));
   for (int64_t j = 0; j < b->c; j++) {
     double var;
     if (batch) {
-      double m2;
-      adj_bn_combine_slots(b, slots, j, &mean[j], &m2);
-      var = m2 / m;
+      double m = count[j];
+      var = m2[j] / m;
       if (b->training && b->track) {
         rm[j] = (1 - b->momentum) * rm[j] + b->momentum * mean[j];
-        rv[j] = (1 - b->momentum) * rv[j] + b->momentum * m2 / (m - 1);
+        rv[j] = (1 - b->momentum) * rv[j] + b->momentum * m2[j] / (m - 1);
       }
     } else {
       mean[j] = rm[j];
@@ -147,13 +181,26 @@ static int adj_batchnorm_forward(adj_layer *l, const adj_tensor *x, adj_tensor *
 }
 
 /* Per channel: a = mean(v), bb = mean(v xhat) over the whole tensor, from the
- * reduced sums (zero when the map does not project: evaluation statistics). */
-static void adj_bn_means(adj_batchnorm *b, const double *sums) {
+ * reduced sums (zero when the map does not project: evaluation statistics);
+ * under SyncBN over every replica's tensor, the replicas' sums added in
+ * replica order. */
+static int adj_bn_means(adj_batchnorm *b, const double *sums) {
   double *a = adj_bn_work(b, ADJ_BN_A), *bb = adj_bn_work(b, ADJ_BN_B), m = (double)b->count;
   for (int64_t j = 0; j < b->c; j++) {
     a[j] = b->batch_stats ? sums[j] / m : 0;
     bb[j] = b->batch_stats ? sums[b->c + j] / m : 0;
   }
+  if (b->replicas <= 1 || !b->batch_stats) return ADJ_SUCCESS;
+  ADJ_CALL(adj_bn_gather(b, sums, 2));
+  for (int64_t j = 0; j < b->c; j++) {
+    double sa = 0, sb = 0;
+    for (int r = 0; r < b->replicas; r++) {
+      sa += b->gathered[(int64_t)r * 2 * b->c + j];
+      sb += b->gathered[(int64_t)r * 2 * b->c + b->c + j];
+    }
+    a[j] = sa / (m * b->replicas), bb[j] = sb / (m * b->replicas);
+  }
+  return ADJ_SUCCESS;
 }
 
 /* sums[0..2c) = sum v, sum v xhat over this block (zeros for v NULL). */
@@ -185,7 +232,7 @@ static int adj_batchnorm_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy)
   adj_bn_put_parameter(l, b, 0, true, sums + 2 * b->c);
   adj_bn_put_parameter(l, b, 1, true, sums + 3 * b->c);
   ADJ_CALL(adj_bn_reduce(l, b->sums_op, &b->sums, "jvp local", &local));
-  adj_bn_means(b, sums);
+  ADJ_CALL(adj_bn_means(b, sums));
   const double *dg = b->affine ? sums + 2 * b->c : NULL, *db = b->affine ? sums + 3 * b->c : NULL;
   if (!local) local = adj_bn_project(b, dx, dg, db, dy);
   return local;
@@ -205,7 +252,7 @@ static int adj_batchnorm_backward(adj_layer *l, const adj_tensor *dy, adj_tensor
     }
   }
   if (!dx) return local;
-  adj_bn_means(b, sums);
+  ADJ_CALL(adj_bn_means(b, sums));
   if (!local) local = adj_bn_project(b, dy, NULL, NULL, dx);
   return local;
 }
@@ -216,6 +263,8 @@ static void adj_batchnorm_free(adj_batchnorm *b) {
   adj_tensor_destroy(&b->stats), adj_tensor_destroy(&b->sums);
   adj_tensor_destroy(&b->running_mean), adj_tensor_destroy(&b->running_var);
   free(b->work);
+  free(b->own), free(b->gathered);
+  if (b->across != MPI_COMM_NULL) MPI_Comm_free(&b->across);
   free(b);
 }
 
@@ -299,9 +348,24 @@ static int adj_batchnorm_buffers(adj_batchnorm *b, adj_dtype dtype, const adj_bo
   ADJ_CALL(adj_tensor_create(&b->running_mean, ADJ_FLOAT64, 1, &b->c));
   ADJ_CALL(adj_tensor_create(&b->running_var, ADJ_FLOAT64, 1, &b->c));
   b->work = calloc((size_t)(ADJ_BN_WORK * b->c + 1), sizeof *b->work);
-  ADJ_CHECK(b->work, ADJ_ERR_MEM, "batch norm layer: out of memory");
+  b->own = calloc((size_t)(3 * b->c + 1), sizeof *b->own);
+  b->gathered = calloc((size_t)(3 * b->c * b->replicas + 1), sizeof *b->gathered);
+  ADJ_CHECK(b->work && b->own && b->gathered, ADJ_ERR_MEM, "batch norm layer: out of memory");
   for (int64_t j = 0; j < b->c; j++) adj_tensor_set(&b->running_var, j, 1);
   return ADJ_SUCCESS;
+}
+
+/* SyncBN's own duplicate of `across`, which must hold one rank per replica.
+ * Collective over every replica's ranks (each rank's across communicator). */
+static int adj_batchnorm_across(const adj_batchnorm_layer_config *c, adj_batchnorm *b) {
+  int size = 0;
+  int status = MPI_Comm_size(c->across, &size) == MPI_SUCCESS && MPI_Comm_dup(c->across, &b->across) == MPI_SUCCESS
+                   ? ADJ_SUCCESS
+                   : adj_error_set(ADJ_ERR_MPI, "batch norm layer: the replicas' communicator cannot be used");
+  if (!status && size != b->replicas)
+    status = adj_error_set(ADJ_ERR_ARG, "batch norm layer: %d replicas, but their communicator has %d ranks",
+                           b->replicas, size);
+  return adj_layer_agree(c->input, status);
 }
 
 static int adj_batchnorm_plan(const adj_batchnorm_layer_config *c, adj_batchnorm **out) {
@@ -314,11 +378,15 @@ static int adj_batchnorm_plan(const adj_batchnorm_layer_config *c, adj_batchnorm
     b->affine = !c->no_affine;
     b->track = !c->no_running_stats;
     b->training = true;
+    b->across = MPI_COMM_NULL;
+    b->replicas = c->replicas > 1 ? c->replicas : 1;
+    b->wait = adj_partition_wait_policy(adj_decomposition_partition(c->input));
     adj_batchnorm_geometry(b, c->input);
     adj_box block = adj_decomposition_local_block(c->input);
     status = adj_batchnorm_buffers(b, c->dtype, &block);
   }
   status = adj_layer_agree(c->input, status);
+  if (!status && b->replicas > 1) status = adj_batchnorm_across(c, b);
   const adj_partition *p = adj_decomposition_partition(c->input);
   int rank = adj_decomposition_rank(c->input), dims[ADJ_MAX_RANK], nd = 0;
   for (int d = 0; d < rank; d++)

@@ -319,6 +319,39 @@ static double uniform_bound(const adj_parameter *p, int64_t *fan_in) {
   return 1.0 / sqrt((double)(*fan_in > 0 ? *fan_in : 1));
 }
 
+static const int64_t *global_shape(adj_layer *layer, int index) {
+  return adj_decomposition_global_shape(adj_layer_parameter(layer, index)->layout);
+}
+
+/* A phantom layer's parameters (phantom_layer.h: local L, compressor C
+ * (k, n_in), decompressor D (n_out, (p-1) k), bias), drawn so the layer
+ * starts like the dense n_out x n_in layer it stands for: each output's
+ * variance that of PyTorch's default, 1/(3 n_in) per weight times n_in
+ * inputs.  L takes the dense layer's bound 1/sqrt(n_in) (its n_in/p inputs
+ * give 1/p of that variance); C takes the fan-in of its own compressed input
+ * block, n_in/p, so each ghost keeps the scale its inputs give a dense
+ * output; D, whose (p-1) k ghosts must give the other (p-1)/p, takes
+ * sqrt(3/(p k)); the bias the dense layer's.  (The general rule would read
+ * L as one-dimensional, fan-in 1, and draw it from U(-1, 1).)  False for
+ * any other parameter. */
+static bool phantom_bound(adj_layer *layer, int index, double *bound, int64_t *fan_in) {
+  const char *name = adj_layer_parameter(layer, index)->name;
+  int count = adj_layer_parameter_count(layer), first = index;
+  if (!strcmp(name, "compressor")) first = index - 1;
+  else if (!strcmp(name, "decompressor")) first = index - 2;
+  else if (!strcmp(name, "bias") && index >= 3 && !strcmp(adj_layer_parameter(layer, index - 1)->name, "decompressor"))
+    first = index - 3;
+  else if (strcmp(name, "local")) return false;
+  if (first < 0 || first + 2 >= count || strcmp(adj_layer_parameter(layer, first)->name, "local")) return false;
+  int64_t k = global_shape(layer, first + 1)[0], n_in = global_shape(layer, first + 1)[1];
+  int64_t p = k > 0 ? global_shape(layer, first + 2)[1] / k + 1 : 1;
+  *fan_in = n_in;
+  if (!strcmp(name, "compressor")) *bound = 1 / sqrt((double)n_in / (double)p);
+  else if (!strcmp(name, "decompressor")) *bound = sqrt(3.0 / (double)(p * k));
+  else *bound = 1 / sqrt((double)n_in);
+  return true;
+}
+
 /* Whether parameter `index` of a network belongs to a batch norm stage. */
 static bool in_batchnorm(adj_layer *network, int index) {
   for (int i = 0; adj_layer_is_network(network) && i < adj_network_depth(network); i++) {
@@ -335,7 +368,8 @@ static bool in_batchnorm(adj_layer *network, int index) {
 static int init_parameter_uniform(adj_layer *network, int index, adj_rng *rng, int64_t *fan_in) {
   adj_parameter *p = adj_layer_parameter(network, index);
   bool constant = in_batchnorm(network, index);
-  double bound = constant ? 0 : uniform_bound(p, fan_in), value = strcmp(p->name, "weight") ? 0 : 1;
+  double bound = 0, value = strcmp(p->name, "weight") ? 0 : 1;
+  if (!constant && !phantom_bound(network, index, &bound, fan_in)) bound = uniform_bound(p, fan_in);
   adj_tensor whole = {0};
   int status = ADJ_SUCCESS;
   if (rng) {

@@ -4,7 +4,6 @@
  * for the all-gather, the layer input for dX), A4 (parameterised layers only;
  * no dX for the first), A7 (eq. 9's halo with X^{i+1} := the conv output),
  * A8 (no halo when P_r = 1) and A10 (no redistribution in paper modes). */
-#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 
 #include "adjoin/agree.h"
 #include "adjoin/decomposition.h"
+#include "adjoin/description.h"
 #include "adjoin/file.h"
 #include "adjoin/parse.h"
 #include "adjoin/plan.h"
@@ -24,224 +24,82 @@ const char *adj_plan_collective_name(int k) {
   return k >= 0 && k < ADJ_PLAN_COLLECTIVES ? names[k] : "invalid";
 }
 
-/* ---- parsing ------------------------------------------------------------------------------ */
+/* ---- networks from descriptions --------------------------------------------------------- */
 
-/* The largest extent, kernel, stride, padding or channel count a line may
- * give: far beyond any network, and small enough that a padded extent and a
- * window's arithmetic stay within int64. */
-#define ADJ_PLAN_MAX_EXTENT (INT64_C(1) << 40)
-
-typedef struct adj_plan_parser {
-  const char *source;
-  int line;
-  adj_plan_network *net;
-  int capacity;
-  int64_t c, h, w;    /* current activation shape */
-  int64_t parameters; /* so far: the total must fit int64 */
-  bool have_input;
-} adj_plan_parser;
-
-/* Reads key=value options of a layer line into the fields named by keys, and
- * mode=NAME into *mode when the layer takes one (mode not NULL). */
-static int adj_plan_options(adj_plan_parser *p, char *rest, const char *const *keys, int64_t **values, int nkeys,
-                            adj_padding_mode *mode) {
-  char *save = NULL;
-  for (char *tok = strtok_r(rest, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save)) {
-    char *eq = strchr(tok, '=');
-    ADJ_CHECK(eq, ADJ_ERR_IO, "%s:%d: option '%s' is not key=value", p->source, p->line, tok);
-    *eq = '\0';
-    if (mode && !strcmp(tok, "mode")) {
-      int status = adj_padding_mode_parse(eq + 1, mode);
-      ADJ_CHECK(!status, ADJ_ERR_IO, "%s:%d: unknown padding mode '%s' (zeros, reflect, replicate, circular)",
-                p->source, p->line, eq + 1);
-      continue;
-    }
-    int k = 0;
-    while (k < nkeys && strcmp(keys[k], tok)) k++;
-    ADJ_CHECK(k < nkeys, ADJ_ERR_IO, "%s:%d: unknown option '%s'", p->source, p->line, tok);
-    char what[512];
-    snprintf(what, sizeof what, "%s:%d: option %s", p->source, p->line, tok);
-    ADJ_CALL(adj_parse_int64(eq + 1, 0, ADJ_PLAN_MAX_EXTENT, what, values[k]));
+/* The planner's view of a description layer: conv, pool and fc layers with
+ * their shapes (the height is the split dimension; a 1-d layer's length is
+ * its height); false for the layers the models price nothing for. */
+static bool adj_plan_from_layer(const adj_desc_layer *l, adj_plan_layer *out) {
+  if (l->kind != ADJ_DESC_CONV && l->kind != ADJ_DESC_POOL && l->kind != ADJ_DESC_AFFINE) return false;
+  *out = (adj_plan_layer){.stride = 1, .groups = 1};
+  snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof out->name - 1, l->name);
+  if (l->kind == ADJ_DESC_AFFINE) {
+    out->kind = ADJ_PLAN_FC;
+    out->in_c = l->in_shape[0], out->in_h = out->in_w = 1;
+    out->out_c = l->out_shape[0], out->out_h = out->out_w = 1;
+    out->weights = out->in_c * out->out_c, out->biases = l->u.affine.bias ? out->out_c : 0;
+    return true;
   }
-  return ADJ_SUCCESS;
-}
-
-/* The volume of an activation C x H x W: every product the cost model forms
- * from a layer's extents is at most this, so none overflows once it fits. */
-static int adj_plan_volume(const adj_plan_parser *p, const char *name, int64_t c, int64_t h, int64_t w,
-                           int64_t *volume) {
-  char what[512];
-  snprintf(what, sizeof what, "%s:%d: %s: its %lldx%lldx%lld activation", p->source, p->line, name, (long long)c,
-           (long long)h, (long long)w);
-  ADJ_CALL(adj_int64_mul(c, h, what, volume));
-  ADJ_CALL(adj_int64_mul(*volume, w, what, volume));
-  return ADJ_SUCCESS;
-}
-
-static int adj_plan_add(adj_plan_parser *p, const adj_plan_layer *l) {
-  int64_t volume, parameters;
-  char what[512];
-  snprintf(what, sizeof what, "%s:%d: %s: the network's parameter count", p->source, p->line, l->name);
-  ADJ_CALL(adj_plan_volume(p, l->name, l->out_c, l->out_h, l->out_w, &volume));
-  ADJ_CALL(adj_int64_add(l->weights, l->biases, what, &parameters));
-  ADJ_CALL(adj_int64_add(p->parameters, parameters, what, &p->parameters));
-  if (p->net->n == p->capacity) {
-    int cap = p->capacity ? 2 * p->capacity : 16;
-    adj_plan_layer *grown = realloc(p->net->layers, sizeof *grown * (size_t)cap);
-    ADJ_CHECK(grown, ADJ_ERR_MEM, "%s: out of memory at layer %d", p->source, p->net->n);
-    p->net->layers = grown, p->capacity = cap;
+  const adj_window_geometry *w = l->kind == ADJ_DESC_CONV ? &l->u.conv.window : &l->u.pool.window;
+  out->kind = l->kind == ADJ_DESC_CONV ? ADJ_PLAN_CONV : ADJ_PLAN_POOL;
+  out->kernel = (w->dilation[0] > 1 ? w->dilation[0] : 1) * (w->kernel[0] - 1) + 1;
+  out->stride = w->stride[0] > 0 ? w->stride[0] : 1;
+  out->pad = w->padding_left[0];
+  out->padding_mode = l->kind == ADJ_DESC_CONV ? l->u.conv.padding_mode : l->u.pool.padding_mode;
+  out->in_c = l->in_shape[0], out->in_h = l->in_shape[1], out->in_w = l->in_rank > 2 ? l->in_shape[2] : 1;
+  out->out_c = l->out_shape[0], out->out_h = l->out_shape[1], out->out_w = l->out_rank > 2 ? l->out_shape[2] : 1;
+  for (int i = 0; i < l->n_parameters; i++) {
+    if (!strcmp(l->parameters[i].name, "weight")) out->weights = l->parameters[i].count;
+    else out->biases = l->parameters[i].count;
   }
-  p->net->layers[p->net->n++] = *l;
-  p->c = l->out_c, p->h = l->out_h, p->w = l->out_w;
-  return ADJ_SUCCESS;
+  if (l->kind == ADJ_DESC_CONV) out->groups = l->u.conv.groups;
+  return true;
 }
 
-/* extent + 2 pad, refused when it does not fit int64. */
-static int adj_plan_padded(const adj_plan_parser *p, const adj_plan_layer *l, int64_t extent, int64_t *padded) {
-  char what[512];
-  snprintf(what, sizeof what, "%s:%d: layer %s: the padded extent", p->source, p->line, l->name);
-  ADJ_CALL(adj_int64_mul(2, l->pad, what, padded));
-  ADJ_CALL(adj_int64_add(extent, *padded, what, padded));
-  return ADJ_SUCCESS;
-}
-
-static int adj_plan_window(adj_plan_parser *p, adj_plan_layer *l) {
-  ADJ_CHECK(l->kernel >= 1 && l->stride >= 1, ADJ_ERR_IO, "%s:%d: layer %s needs k >= 1 and s >= 1 (k=%lld s=%lld)",
-            p->source, p->line, l->name, (long long)l->kernel, (long long)l->stride);
-  int64_t padded_h, padded_w;
-  ADJ_CALL(adj_plan_padded(p, l, p->h, &padded_h));
-  ADJ_CALL(adj_plan_padded(p, l, p->w, &padded_w));
-  int64_t span_h = padded_h - l->kernel, span_w = padded_w - l->kernel;
-  ADJ_CHECK(span_h >= 0 && span_w >= 0, ADJ_ERR_IO, "%s:%d: layer %s: kernel %lld exceeds the padded input %lldx%lld",
-            p->source, p->line, l->name, (long long)l->kernel, (long long)padded_h, (long long)padded_w);
-  /* PyTorch's limits on what a padding mode can copy from. */
-  int64_t smaller = p->h < p->w ? p->h : p->w;
-  ADJ_CHECK(l->padding_mode != ADJ_PAD_REFLECT || l->pad < smaller, ADJ_ERR_IO,
-            "%s:%d: layer %s: reflect padding %lld must be < the input extent %lld", p->source, p->line, l->name,
-            (long long)l->pad, (long long)smaller);
-  ADJ_CHECK(l->padding_mode != ADJ_PAD_CIRCULAR || l->pad <= smaller, ADJ_ERR_IO,
-            "%s:%d: layer %s: circular padding %lld must be <= the input extent %lld", p->source, p->line, l->name,
-            (long long)l->pad, (long long)smaller);
-  l->in_c = p->c, l->in_h = p->h, l->in_w = p->w;
-  l->out_h = span_h / l->stride + 1, l->out_w = span_w / l->stride + 1;
-  return ADJ_SUCCESS;
-}
-
-/* A layer's weights, the product of `factors`, and its out_c biases. */
-static int adj_plan_weights(const adj_plan_parser *p, adj_plan_layer *l, const int64_t *factors, int n) {
-  char what[512];
-  snprintf(what, sizeof what, "%s:%d: %s %s: its weight count", p->source, p->line,
-           l->kind == ADJ_PLAN_CONV ? "conv" : "fc", l->name);
-  l->weights = 1;
-  for (int i = 0; i < n; i++) ADJ_CALL(adj_int64_mul(l->weights, factors[i], what, &l->weights));
-  l->biases = l->out_c;
-  return ADJ_SUCCESS;
-}
-
-/* "input C H W" or "input F": extents 1 to ADJ_PLAN_MAX_EXTENT. */
-static int adj_plan_input(adj_plan_parser *p, char *rest) {
-  int64_t shape[3] = {1, 1, 1};
-  int n = 0;
-  char *save = NULL, what[512];
-  for (char *tok = strtok_r(rest, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save), n++) {
-    ADJ_CHECK(n < 3, ADJ_ERR_IO, "%s:%d: input needs C H W or F, and '%s' follows them", p->source, p->line, tok);
-    snprintf(what, sizeof what, "%s:%d: input extent %d", p->source, p->line, n + 1);
-    ADJ_CALL(adj_parse_int64(tok, 1, ADJ_PLAN_MAX_EXTENT, what, &shape[n]));
+int adj_plan_network_from_description(const adj_description *d, adj_plan_network **network) {
+  ADJ_CHECK(network && d, ADJ_ERR_ARG, "plan: description or output pointer is NULL");
+  *network = NULL;
+  for (int i = 0; i < d->n; i++)
+    ADJ_CHECK(d->layers[i].kind == ADJ_DESC_AFFINE || d->layers[i].in_rank <= 3 ||
+                  (d->layers[i].kind != ADJ_DESC_CONV && d->layers[i].kind != ADJ_DESC_POOL),
+              ADJ_ERR_ARG, "%s:%d: plan: %s %s is 3-d; the cost model prices 1-d and 2-d windows", d->source,
+              d->layers[i].line, adj_desc_layer_keyword(&d->layers[i]), d->layers[i].name);
+  adj_plan_network *net = calloc(1, sizeof *net);
+  adj_plan_layer *layers = calloc((size_t)d->n + 1, sizeof *layers);
+  if (!net || !layers) {
+    free(net), free(layers);
+    return adj_error_set(ADJ_ERR_MEM, "plan: out of memory for %d layers", d->n);
   }
-  ADJ_CHECK(n == 1 || n == 3, ADJ_ERR_IO, "%s:%d: input needs C H W or F, got %d number%s", p->source, p->line, n,
-            n == 1 ? "" : "s");
-  int64_t volume;
-  ADJ_CALL(adj_plan_volume(p, "input", shape[0], shape[1], shape[2], &volume));
-  p->c = shape[0], p->h = shape[1], p->w = shape[2], p->have_input = true;
+  snprintf(net->name, sizeof net->name, "%s", d->name);
+  net->layers = layers;
+  for (int i = 0; i < d->n; i++)
+    if (adj_plan_from_layer(&d->layers[i], &layers[net->n])) net->n++;
+  if (net->n == 0) {
+    adj_plan_network_destroy(&net);
+    return adj_error_set(ADJ_ERR_ARG, "%s: plan: no conv, pool or fc layer to price", d->source);
+  }
+  *network = net;
   return ADJ_SUCCESS;
-}
-
-/* Whether a word sscanf's %Ns stopped at ends there: no silent truncation. */
-static bool adj_plan_word_ends(const char *after) { return !*after || isspace((unsigned char)*after); }
-
-static int adj_plan_line(adj_plan_parser *p, char *line) {
-  char *hash = strchr(line, '#');
-  if (hash) *hash = '\0';
-  char kind[16] = "", name[32] = "";
-  int used = 0;
-  if (sscanf(line, " %15s%n", kind, &used) != 1) return ADJ_SUCCESS; /* blank */
-  char *rest = line + used;
-  ADJ_CHECK(adj_plan_word_ends(rest), ADJ_ERR_IO, "%s:%d: unknown layer type '%s...' (conv, pool, fc)", p->source,
-            p->line, kind);
-  if (!strcmp(kind, "network")) {
-    ADJ_CHECK(sscanf(rest, " %63s%n", p->net->name, &used) == 1, ADJ_ERR_IO, "%s:%d: network needs a name", p->source,
-              p->line);
-    ADJ_CHECK(adj_plan_word_ends(rest + used), ADJ_ERR_IO, "%s:%d: network name '%s...' is longer than %d characters",
-              p->source, p->line, p->net->name, (int)sizeof p->net->name - 1);
-    return ADJ_SUCCESS;
-  }
-  if (!strcmp(kind, "input")) return adj_plan_input(p, rest);
-  ADJ_CHECK(p->have_input, ADJ_ERR_IO, "%s:%d: layer before the input line", p->source, p->line);
-  ADJ_CHECK(sscanf(rest, " %31s%n", name, &used) == 1 && !strchr(name, '='), ADJ_ERR_IO,
-            "%s:%d: %s layer needs a name", p->source, p->line, kind);
-  rest += used;
-  ADJ_CHECK(adj_plan_word_ends(rest), ADJ_ERR_IO, "%s:%d: layer name '%s...' is longer than %d characters", p->source,
-            p->line, name, (int)sizeof name - 1);
-  adj_plan_layer l = {.stride = 1, .groups = 1};
-  snprintf(l.name, sizeof l.name, "%s", name);
-  if (!strcmp(kind, "conv")) {
-    l.kind = ADJ_PLAN_CONV;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out", "k", "s", "p", "g"},
-                              (int64_t *[]){&l.out_c, &l.kernel, &l.stride, &l.pad, &l.groups}, 5, &l.padding_mode));
-    ADJ_CHECK(l.out_c >= 1 && l.groups >= 1 && p->c % l.groups == 0 && l.out_c % l.groups == 0, ADJ_ERR_IO,
-              "%s:%d: conv %s: out=%lld and g=%lld must divide the %lld input channels and the outputs", p->source,
-              p->line, l.name, (long long)l.out_c, (long long)l.groups, (long long)p->c);
-    ADJ_CALL(adj_plan_window(p, &l));
-    ADJ_CALL(adj_plan_weights(p, &l, (int64_t[]){l.out_c, p->c / l.groups, l.kernel, l.kernel}, 4));
-  } else if (!strcmp(kind, "pool")) {
-    l.kind = ADJ_PLAN_POOL;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"k", "s", "p"}, (int64_t *[]){&l.kernel, &l.stride, &l.pad},
-                              3, &l.padding_mode));
-    l.out_c = p->c;
-    ADJ_CALL(adj_plan_window(p, &l));
-  } else if (!strcmp(kind, "fc")) {
-    l.kind = ADJ_PLAN_FC;
-    ADJ_CALL(adj_plan_options(p, rest, (const char *const[]){"out"}, (int64_t *[]){&l.out_c}, 1, NULL));
-    ADJ_CHECK(l.out_c >= 1, ADJ_ERR_IO, "%s:%d: fc %s needs out >= 1", p->source, p->line, l.name);
-    ADJ_CALL(adj_plan_volume(p, l.name, p->c, p->h, p->w, &l.in_c));
-    l.in_h = l.in_w = 1, l.out_h = l.out_w = 1;
-    ADJ_CALL(adj_plan_weights(p, &l, (int64_t[]){l.out_c, l.in_c}, 2));
-  } else {
-    return adj_error_set(ADJ_ERR_IO, "%s:%d: unknown layer type '%s' (conv, pool, fc)", p->source, p->line, kind);
-  }
-  return adj_plan_add(p, &l);
 }
 
 int adj_plan_network_parse(const char *text, const char *source, adj_plan_network **network) {
   ADJ_CHECK(network && text, ADJ_ERR_ARG, "plan: network text or output pointer is NULL");
   *network = NULL;
-  adj_plan_parser p = {.source = source ? source : "network", .net = calloc(1, sizeof(adj_plan_network))};
-  char *copy = strdup(text);
-  int status = p.net && copy ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "plan: out of memory");
-  for (char *line = copy, *next; !status && line; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
-    p.line++;
-    status = adj_plan_line(&p, line);
-  }
-  if (!status && p.net->n == 0) status = adj_error_set(ADJ_ERR_IO, "%s: no layers", p.source);
-  if (!status && !p.net->name[0]) snprintf(p.net->name, sizeof p.net->name, "%s", p.source);
-  free(copy);
-  if (status) adj_plan_network_destroy(&p.net);
-  *network = p.net;
+  adj_description *d = NULL;
+  ADJ_CALL(adj_description_parse(text, source, &d));
+  int status = adj_plan_network_from_description(d, network);
+  adj_description_destroy(&d);
   return status;
 }
 
 int adj_plan_network_read(const char *path, adj_plan_network **network) {
   ADJ_CHECK(network && path, ADJ_ERR_ARG, "plan: path or output pointer is NULL");
   *network = NULL;
-  enum { MAX_TEXT = 1 << 20 };
-  char *text;
-  ADJ_CALL(adj_file_read_text(path, "plan: network file", MAX_TEXT, &text, NULL));
-  int status = adj_plan_network_parse(text, path, network);
-  free(text);
-  ADJ_CALL(status);
-  return ADJ_SUCCESS;
+  adj_description *d = NULL;
+  ADJ_CALL(adj_description_read(path, &d));
+  int status = adj_plan_network_from_description(d, network);
+  adj_description_destroy(&d);
+  return status;
 }
 
 void adj_plan_network_destroy(adj_plan_network **network) {
@@ -343,12 +201,25 @@ static void adj_plan_charge_parameters(const adj_plan_ctx *x, adj_plan_layer_cos
   adj_plan_charge(x, cost, ADJ_PLAN_WEIGHTS, 1, adj_plan_log2(q), adjoint * n);
 }
 
-/* adjoin mode, fc layer: the 1.5D layer's counted volumes on the worst worker. */
-static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, bool first, int p_r, int p_c,
-                               adj_plan_layer_cost *cost) {
+/* The smallest of an fc layer's p_r blocks of input features as the builder
+ * lays them out: after a conv or pool of C >= p_r channels the flatten
+ * splits the channels (placement_resolve.c), so the blocks are whole
+ * channels of C / p_r (balanced) times their spatial volume; else the
+ * features are balanced. */
+static int64_t adj_plan_fc_min_block(const adj_plan_layer *previous, int64_t f_in, int p_r) {
+  if (!previous || previous->kind == ADJ_PLAN_FC || previous->out_c < p_r ||
+      previous->out_c * previous->out_h * previous->out_w != f_in)
+    return adj_plan_min_block(f_in, p_r);
+  return adj_plan_min_block(previous->out_c, p_r) * previous->out_h * previous->out_w;
+}
+
+/* adjoin mode, fc layer: the 1.5D layer's counted volumes on the worst
+ * worker; `previous` is the layer before it (NULL for the first). */
+static void adj_plan_adjoin_fc(const adj_plan_ctx *x, const adj_plan_layer *l, const adj_plan_layer *previous,
+                               bool first, int p_r, int p_c, adj_plan_layer_cost *cost) {
   int64_t f_in = l->in_c, f_out = l->out_c;
   double n_c = (double)adj_plan_max_block(x->c->batch, p_c);
-  double gathered = (double)(f_in - adj_plan_min_block(f_in, p_r)) * n_c;
+  double gathered = (double)(f_in - adj_plan_fc_min_block(previous, f_in, p_r)) * n_c;
   adj_plan_charge(x, cost, ADJ_PLAN_FWD_GATHER, 1, adj_plan_log2(p_r), p_r > 1 ? gathered : 0);
   if (!first) adj_plan_charge(x, cost, ADJ_PLAN_BWD_DX, 1, adj_plan_log2(p_r), p_r > 1 ? gathered : 0);
   if (p_c > 1) {
@@ -494,7 +365,7 @@ int adj_plan_evaluate(const adj_plan_network *net, const adj_plan_config *c, int
     adj_plan_layer_cost *cost = &costs[i];
     *cost = (adj_plan_layer_cost){.p_r = lr, .p_c = lc};
     if (c->mode == ADJ_PLAN_ADJOIN) {
-      if (l->kind == ADJ_PLAN_FC) adj_plan_adjoin_fc(&x, l, first, lr, lc, cost);
+      if (l->kind == ADJ_PLAN_FC) adj_plan_adjoin_fc(&x, l, i ? l - 1 : NULL, first, lr, lc, cost);
       else adj_plan_adjoin_window(&x, l, lr, lc, cost), cost->domain = lr > 1;
     } else if (l->kind == ADJ_PLAN_FC) {
       adj_plan_paper_model(&x, l, first, lr, lc, cost);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The encoder-decoder's accuracy experiment (issue 16 item 7): for each seed,
-# the batch norm encoder-decoder (include/adjoin/encdec.h) trained on
+# the batch norm encoder-decoder (networks/encdec.net) trained on
 # Fashion-MNIST by adjoin sequentially (1 rank), by adjoin on a 2 x 2 spatial
 # grid (4 ranks) and by its PyTorch twin (tools/pytorch/encdec_pytorch.py), with the
 # same hyperparameters (Adam, learning rate 0.001, batch 256).  Prints each

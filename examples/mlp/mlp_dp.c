@@ -61,6 +61,23 @@ static int init_shallowspeed(adj_layer *net, uint64_t seed) {
   return 0;
 }
 
+/* The network, described as a .net file would (docs/network-format.md) and
+ * built sequentially on this replica's ranks. */
+static int build(MPI_Comm comm, const adj_dataset *data, int64_t batch, adj_layer **net) {
+  char text[512] = "network shallowspeed\ninput";
+  for (int d = 0; d < adj_dataset_input_rank(data); d++)
+    snprintf(text + strlen(text), sizeof text - strlen(text), " %lld", (long long)adj_dataset_input_shape(data)[d]);
+  snprintf(text + strlen(text), sizeof text - strlen(text),
+           "\nfc out=128\nrelu\nfc out=127\nrelu\nfc out=126\nrelu\nfc out=125\nrelu\nfc out=124\nrelu\n"
+           "fc out=123\nrelu\nfc out=10\nloss type=xent\n");
+  adj_description *d = NULL;
+  int status = adj_description_parse(text, "example-mlp-dp", &d);
+  adj_network_build_options o = {.dtype = ADJ_FLOAT32, .batch = batch};
+  if (!status) status = adj_network_build(d, NULL, comm, &o, net);
+  adj_description_destroy(&d);
+  return status;
+}
+
 static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed, int64_t images) {
   adj_dataset *train_set = NULL, *test_set = NULL;
   if (adj_dataset_open_dir(MPI_COMM_WORLD, dir, "train", 10, &train_set) ||
@@ -72,12 +89,9 @@ static int train(int rank, int ranks, const char *dir, int epochs, uint64_t seed
   adj_optimizer *opt = NULL;
   adj_trainer *trainer = NULL;
   int status = 1;
-  static const int64_t sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
   int64_t local = (GLOBAL_BATCH + ranks * MICRO_BATCHES - 1) / (ranks * MICRO_BATCHES);
   if (adj_replicas_create(MPI_COMM_WORLD, ranks, &replicas)) goto done;
-  adj_mlp_config mc = {.comm = adj_replicas_model_comm(replicas), .dtype = ADJ_FLOAT32, .batch = local,
-                       .rows = 28, .cols = 28, .n_sizes = 8, .sizes = sizes};
-  if (adj_mlp_create(&mc, &net) || init_shallowspeed(net, seed)) goto done;
+  if (build(adj_replicas_model_comm(replicas), train_set, local, &net) || init_shallowspeed(net, seed)) goto done;
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.006};
   if (adj_optimizer_create(net, &oc, &opt)) goto done;
   adj_trainer_config tc = {.network = net, .optimizer = opt, .train = train_set, .seed = seed,

@@ -43,12 +43,25 @@
  * (the projection is symmetric, so backward is the exact adjoint of jvp); in
  * evaluation the map is affine in x: dy = gamma/sigma dx + dgamma xhat + dbeta.
  *
+ * Synchronised batch norm (SyncBN): when the network is one of R data-
+ * parallel replicas (data_parallel.h), each on its own ranks, `replicas` = R
+ * and `across` = the ranks holding this layer's same block in every replica
+ * (adj_replicas_across_comm) make the batch statistics those of the whole
+ * replicated batch: each replica's combined (count, mean, M2) per channel
+ * are gathered over `across` and combined in replica order (the same bits
+ * in every replica, so the running statistics stay identical), and the
+ * backward's and jvp's projection means likewise.  The parameter gradients
+ * stay each replica's own (the trainer's reducer sums them over replicas).
+ * R <= 1: the replica's own batch (per-replica statistics).  Evaluation with
+ * running statistics communicates nothing.
+ *
  * Errors, the same message on every rank: momentum outside [0, 1], eps <= 0,
  * num_features that differs from the input's channel extent, an input rank
  * outside 2..5, and fewer than two values per channel (M < 2). */
 #ifndef ADJOIN_BATCHNORM_LAYER_H
 #define ADJOIN_BATCHNORM_LAYER_H
 
+#include <mpi.h>
 #include <stdbool.h>
 
 #include "adjoin/decomposition.h"
@@ -65,6 +78,8 @@ typedef struct adj_batchnorm_layer_config {
   double momentum;                /* in [0, 1] (PyTorch's default is 0.1) */
   bool no_affine;                 /* default: learnable gamma and beta */
   bool no_running_stats;          /* track_running_stats off: batch statistics in both modes */
+  int replicas;                   /* SyncBN over this many replicas (0 or 1: none) */
+  MPI_Comm across;                /* with replicas > 1: one rank per replica, duplicated by the layer */
 } adj_batchnorm_layer_config;
 
 int adj_batchnorm_layer_create(const adj_batchnorm_layer_config *config, adj_layer **layer);

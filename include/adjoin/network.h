@@ -73,7 +73,10 @@ int adj_network_flat_parameters(adj_layer *network, adj_tensor *values, adj_tens
 /* Initialises every parameter like PyTorch's default: uniform on
  * (-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the weight's input volume (C_in k k
  * or F_in; a bias uses its weight's); batch norm weights 1 and biases 0
- * (PyTorch's), drawing nothing.  The global values are drawn on rank 0
+ * (PyTorch's), drawing nothing; a phantom layer's parameters so that it
+ * starts like the dense layer it stands for (its local blocks with the dense
+ * fan-in n_in, its compressor with the fan-in of its own input block n_in/p,
+ * its decompressor with bound sqrt(3/(p k)): network.c says why).  The global values are drawn on rank 0
  * from `seed` in parameter order (float64, then rounded to the dtype) and
  * scattered onto each parameter's layout, so every layout starts from the same
  * global parameters.  Works for any network, and for a lone layer too (drawn

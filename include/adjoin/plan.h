@@ -38,6 +38,7 @@
 #include <mpi.h>
 
 #include "adjoin/affine15_layer.h"
+#include "adjoin/description.h"
 #include "adjoin/pad_layer.h"
 #include "adjoin/export.h"
 
@@ -63,15 +64,15 @@ typedef struct adj_plan_network {
   adj_plan_layer *layers;
 } adj_plan_network;
 
-/* Text format, one item per line, '#' starts a comment:
- *   network NAME
- *   input C H W            (or: input F)
- *   conv NAME out=C k=K [s=S] [p=P] [g=G] [mode=M]
- *   pool NAME k=K [s=S] [p=P] [mode=M]
- *   fc NAME out=F
- * fc flattens its input.  M is a padding mode (zeros, the default, reflect,
- * replicate, circular; PyTorch's limits on p apply).  `source` names the text
- * in error messages. */
+/* The planner reads networks through description.h (the .net format of
+ * docs/network-format.md, one parser in the tree): its conv, pool and fc
+ * layers, in order, with the shapes the description infers; activations,
+ * flattens, batch norm, upsampling, padding, phantom layers and losses carry
+ * no communication the models price and are left out.  A window's kernel,
+ * stride and padding are those of its first spatial dimension (the one the
+ * grid splits), its kernel dilated; 3-d windows are refused.  `source`
+ * names the text in error messages. */
+int adj_plan_network_from_description(const adj_description *description, adj_plan_network **network);
 int adj_plan_network_parse(const char *text, const char *source, adj_plan_network **network);
 int adj_plan_network_read(const char *path, adj_plan_network **network);
 void adj_plan_network_destroy(adj_plan_network **network);

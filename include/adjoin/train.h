@@ -1,6 +1,7 @@
 /* Training loop: epochs of shuffled mini-batches through a network whose last
  * stage is a loss layer: the softmax cross-entropy of xent_layer.h or any
- * reduced loss of loss_layers.h (mean, sum or batchmean; not none).
+ * reduced loss of loss_layers.h (mean, sum or batchmean; not none), as
+ * adj_network_build builds a description ending in a `loss` line.
  *
  * Each step: every rank reads from the data set (dataset.h) only the block
  * of the batch its input layout holds (adj_layer_input_layout of the

@@ -143,7 +143,7 @@ expect_exit "bench-plan missing file" 1 "bench-plan: calibration: .*none.cal" "$
 grep -q "sequential float32 *[0-9]* images/s" "$work/out" || fail "a good bench-train call printed no rate: $(cat "$work/out")"
 "$mpiexec" -n 2 "$train" --deep-halos dist2 64 1 32 f32 > "$work/out" 2>&1 ||
   fail "a good bench-train --deep-halos call failed: $(cat "$work/out")"
-grep -q "LeNet-5 dist2 (deep halos)" "$work/out" && grep -q "conv blocks (deep halo)" "$work/out" &&
+grep -q "LeNet-5 dist2 (deep halos)" "$work/out" && grep -q "conv1 \.\. relu (deep halo)" "$work/out" &&
   grep -q "dist2 *float32 *[0-9]* images/s" "$work/out" ||
   fail "bench-train --deep-halos did not say so, fuse the blocks or print a rate: $(cat "$work/out")"
 

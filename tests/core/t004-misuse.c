@@ -73,8 +73,12 @@ static void null_arguments(adj_test *t) {
          "path and network are required");
   expect(t, "adj_checkpoint_save(network = NULL)", adj_checkpoint_save("x.ckpt", NULL, NULL, NULL, NULL), ADJ_ERR_ARG,
          "path, network and position are required");
-  expect(t, "adj_lenet_create(out = NULL)", adj_lenet_create(&(adj_lenet_config){.comm = t->comm}, NULL), ADJ_ERR_ARG,
-         "output network pointer are required");
+  expect(t, "adj_network_build(out = NULL)", adj_network_build(NULL, NULL, t->comm, NULL, NULL), ADJ_ERR_ARG,
+         "output network pointer is NULL");
+  expect(t, "adj_description_parse(out = NULL)", adj_description_parse("input 1", "x", NULL), ADJ_ERR_ARG,
+         "output pointer is NULL");
+  expect(t, "adj_placement_parse(out = NULL)", adj_placement_parse("", "x", NULL), ADJ_ERR_ARG,
+         "output pointer is NULL");
   expect(t, "adj_network_create(out = NULL)", adj_network_create("n", 0, NULL, NULL), ADJ_ERR_ARG,
          "output network pointer is NULL");
   adj_optimizer *opt = NULL;

@@ -107,3 +107,26 @@ void adj_test_fill_global_index(adj_tensor *t, const adj_box *box, const int64_t
     adj_tensor_set(t, i, (double)(1 + flat));
   }
 }
+
+int adj_test_mlp15(adj_dtype dtype, const adj_decomposition *input, int layers, const int64_t *widths,
+                   adj_layer **net) {
+  enum { MAX_LAYERS = 16 };
+  *net = NULL;
+  if (layers < 1 || layers > MAX_LAYERS) return ADJ_ERR_ARG;
+  adj_layer *stages[2 * MAX_LAYERS] = {0};
+  int n = 0, status = ADJ_SUCCESS;
+  const adj_decomposition *x = input;
+  for (int i = 0; i < layers && !status; i++) {
+    adj_affine15_layer_config ac = {.dtype = dtype, .input = x, .out_features = widths[i]};
+    status = adj_affine15_layer_create(&ac, &stages[n]);
+    if (status) break;
+    x = adj_layer_output_layout(stages[n++]);
+    if (i + 1 == layers) break;
+    adj_activation_layer_config rc = {.dtype = dtype, .input = x, .activation = {ADJ_RELU, 0}};
+    status = adj_activation_layer_create(&rc, &stages[n]);
+    if (!status) x = adj_layer_output_layout(stages[n++]);
+  }
+  if (!status) status = adj_network_create("mlp15", n, stages, net);
+  for (int i = 0; i < n; i++) adj_layer_destroy(&stages[i]);
+  return status;
+}

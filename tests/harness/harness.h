@@ -67,4 +67,11 @@ double adj_test_max_rel_diff(const adj_tensor *a, const adj_tensor *b);
  * value = 1 + flat global index (exactly representable below 2^24). */
 void adj_test_fill_global_index(adj_tensor *t, const adj_box *box, const int64_t *global);
 
+/* affine, ReLU, affine, ..., affine: `layers` 1.5D affine layers
+ * (affine15_layer.h) of the given output widths on the input's P_c x P_r
+ * partition, composed into one network (network.h), so a test can give the
+ * input any cuts (uneven or empty batch blocks).  Collective. */
+int adj_test_mlp15(adj_dtype dtype, const adj_decomposition *input, int layers, const int64_t *widths,
+                   adj_layer **net);
+
 #endif

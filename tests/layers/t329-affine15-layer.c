@@ -51,11 +51,11 @@ static int relu(adj_dtype dtype, const adj_layer *before, adj_layer **layer) {
 }
 
 /* affine F0->F1, ReLU, affine F1->F2, ReLU, affine F2->F3: the 1.5D network
- * of mlp15.h, or its sequential twin of plain affine layers. */
+ * (adj_test_mlp15), or its sequential twin of plain affine layers. */
 static int mlp(adj_dtype dtype, const adj_decomposition *in, bool distributed, adj_layer **net) {
   static const int64_t widths[3] = {F1, F2, F3};
   if (distributed)
-    return adj_mlp15_create(&(adj_mlp15_config){.dtype = dtype, .input = in, .layers = 3, .widths = widths}, net);
+    return adj_test_mlp15(dtype, in, 3, widths, net);
   adj_layer *l[5] = {0};
   int status = ADJ_SUCCESS;
   const adj_decomposition *x = in;

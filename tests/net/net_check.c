@@ -17,13 +17,58 @@ int nc_run_create(const char *layout, adj_dtype dtype, int64_t batch, adj_datase
   return nc_run_create_model("lenet", layout, dtype, batch, data, seed, run);
 }
 
+const char *nc_network_file(const char *model) {
+  static char path[1024];
+  const char *file = !strcmp(model, "encdec") ? "encdec.net" : !strcmp(model, "mlp") ? "shallowspeed.net" : "lenet5.net";
+  snprintf(path, sizeof path, "%s/%s", NC_NETWORKS_DIR, file);
+  return path;
+}
+
+/* The placement name a test's layout means: the encoder-decoder's grids
+ * are spatial. */
+static const char *nc_placement_name(const char *model, const char *layout, char *buf, size_t size) {
+  int rows, cols;
+  char tail;
+  if (!strcmp(model, "encdec") && sscanf(layout, "%dx%d%c", &rows, &cols, &tail) == 2)
+    snprintf(buf, size, "window=1x1x%dx%d", rows, cols);
+  else snprintf(buf, size, "%s", layout);
+  return buf;
+}
+
+int nc_build_network(const char *model, const char *layout, const adj_network_build_options *options,
+                     adj_layer **net) {
+  return nc_build_network_on(MPI_COMM_WORLD, model, layout, options, net);
+}
+
+int nc_build_network_on(MPI_Comm comm, const char *model, const char *layout, const adj_network_build_options *options,
+                        adj_layer **net) {
+  char name[128];
+  return adj_network_build_file(comm, nc_network_file(model), nc_placement_name(model, layout, name, sizeof name),
+                                options, net);
+}
+
+int nc_build_text(const char *text, const char *placement, const adj_network_build_options *options, adj_layer **net) {
+  *net = NULL;
+  adj_description *d = NULL;
+  adj_placement *p = NULL;
+  int status = adj_description_parse(text, "test network", &d);
+  if (!status) status = adj_placement_find(MPI_COMM_WORLD, d, NULL, placement, &p);
+  if (!status) status = adj_network_build(d, p, MPI_COMM_WORLD, options, net);
+  adj_placement_destroy(&p);
+  adj_description_destroy(&d);
+  return status;
+}
+
+int nc_layout_ranks(const char *model, const char *layout) {
+  char name[128];
+  int ranks = adj_network_file_ranks(MPI_COMM_WORLD, nc_network_file(model),
+                                     nc_placement_name(model, layout, name, sizeof name), 0);
+  adj_clear_error();
+  return ranks;
+}
+
 static int nc_build(const char *model, const char *layout, adj_dtype dtype, int64_t batch, adj_layer **net) {
-  if (!strcmp(model, "encdec")) {
-    adj_encdec_config ec = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
-    return adj_encdec_create(&ec, net);
-  }
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = dtype, .layout = layout, .batch = batch};
-  return adj_lenet_create(&lc, net);
+  return nc_build_network(model, layout, &(adj_network_build_options){.dtype = dtype, .batch = batch}, net);
 }
 
 int nc_run_create_model(const char *model, const char *layout, adj_dtype dtype, int64_t batch,
@@ -112,7 +157,7 @@ int nc_layouts_fitting(int size, const char **layouts) {
                                                       "hybrid4-batch", "dist8", "4x2"};
   int n = 0;
   for (int i = 0; i < NC_MAX_LAYOUTS - 1; i++)
-    if (adj_lenet_layout_ranks(all[i]) <= size) layouts[n++] = all[i];
+    if (nc_layout_ranks("lenet", all[i]) <= size) layouts[n++] = all[i];
   layouts[n] = NULL;
   return n;
 }

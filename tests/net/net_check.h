@@ -11,10 +11,24 @@
  * labels in [0, 10), the same on every rank for a given seed. */
 adj_dataset *nc_synthetic(int64_t count, uint64_t seed);
 
+/* The shipped network file of `model` ("lenet", "encdec", "mlp"), and the
+ * network built from it at `layout` (a placement name; the encoder-
+ * decoder's grids P0xP1 are spatial) on MPI_COMM_WORLD; the ranks a layout
+ * of the model needs, 0 for an unknown one. */
+const char *nc_network_file(const char *model);
+int nc_build_network(const char *model, const char *layout, const adj_network_build_options *options,
+                     adj_layer **net);
+/* A description's text at a placement name, on MPI_COMM_WORLD. */
+int nc_build_text(const char *text, const char *placement, const adj_network_build_options *options, adj_layer **net);
+/* The same on another communicator (a replica's). */
+int nc_build_network_on(MPI_Comm comm, const char *model, const char *layout, const adj_network_build_options *options,
+                        adj_layer **net);
+int nc_layout_ranks(const char *model, const char *layout);
+
 /* LeNet-5 (with loss) in `layout`, initialised from `seed`, with Adam
  * (learning rate 1e-3) and a trainer shuffling with `seed` over `data`.
  * nc_run_create_model does the same for `model` "lenet" or "encdec"
- * (encdec.h). */
+ * (networks/encdec.net). */
 typedef struct nc_run {
   adj_layer *net;
   adj_optimizer *opt;

@@ -1,5 +1,5 @@
-/* t352: LeNet-5 built with deep halos (adj_lenet_config.deep_halos: conv1 ..
- * the second ReLU fused into one deep halo layer) against the same layout
+/* t352: LeNet-5 built with deep halos (adj_network_build_options.deep_halos:
+ * conv1 .. the second ReLU fused into one deep halo layer) against the same layout
  * built layer by layer, each layout at the rank count it needs (sequential,
  * dist2, 3x1, dist4, hybrid4-batch, 5x1, 6x1, 7x1, dist8; 7 rows over 7
  * workers leave a pooled block empty):
@@ -31,9 +31,9 @@ enum { N_ALGORITHMS = sizeof algorithms / sizeof algorithms[0] };
 
 static adj_layer *lenet(adj_test *t, const char *layout, bool fused, bool logits_only) {
   adj_layer *net = NULL;
-  adj_lenet_config lc = {.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout, .batch = BATCH,
-                         .logits_only = logits_only, .deep_halos = fused};
-  ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
+  adj_network_build_options o = {.dtype = ADJ_FLOAT64, .batch = BATCH, .logits_only = logits_only,
+                                 .deep_halos = fused};
+  ADJ_TEST_OK(t, nc_build_network("lenet", layout, &o, &net));
   if (net) ADJ_TEST_OK(t, adj_network_init_uniform(net, 352));
   return net;
 }
@@ -138,7 +138,7 @@ static void dottest(adj_test *t, const char *layout) {
   adj_layer *net = lenet(t, layout, true, false);
   if (!net) return;
   const int64_t labels[BATCH] = {7, 2, 9};
-  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH));
+  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_network_build_loss(net), labels, BATCH));
   adj_dottest_result r = {0};
   ADJ_TEST_OK(t, adj_dottest_layer(net, 352, &r));
   adj_test_report(t, "  lenet5 %-13s deep halos + loss: dot test relative error %.3e", layout, r.relative_error);
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
   adj_test t;
   adj_test_begin(&t, &argc, &argv, "t352-lenet-deep-halo");
   for (int i = 0; i < N_LAYOUTS; i++) {
-    if (adj_lenet_layout_ranks(layouts[i]) != t.size) continue; /* each layout at its own rank count */
+    if (nc_layout_ranks("lenet", layouts[i]) != t.size) continue; /* each layout at its own rank count */
     for (int a = 0; a < N_ALGORITHMS; a++) compare(&t, layouts[i], algorithms[a]);
     dottest(&t, layouts[i]);
   }

@@ -13,12 +13,12 @@ enum { BATCH = 3 };
 
 static void check_layout(adj_test *t, const char *layout, adj_dtype dtype, bool logits_only) {
   adj_layer *net = NULL;
-  adj_lenet_config lc = {.comm = t->comm, .dtype = dtype, .layout = layout, .batch = BATCH, .logits_only = logits_only};
-  ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
+  adj_network_build_options o = {.dtype = dtype, .batch = BATCH, .logits_only = logits_only};
+  ADJ_TEST_OK(t, nc_build_network("lenet", layout, &o, &net));
   if (!net) return;
   const int64_t labels[BATCH] = {7, 2, 9};
-  if (!logits_only) ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH - 1));
-  ADJ_TEST_CHECK(t, !logits_only || !adj_lenet_loss(net), "%s: the logits-only network has a loss stage", layout);
+  if (!logits_only) ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_network_build_loss(net), labels, BATCH - 1));
+  ADJ_TEST_CHECK(t, !logits_only || !adj_network_build_loss(net), "%s: the logits-only network has a loss stage", layout);
   char label[96];
   snprintf(label, sizeof label, "lenet5 %-10s %s batch %d", layout, logits_only ? "logits" : "loss  ", BATCH);
   nc_check_jacobian(t, net, 400, dtype, label);
@@ -29,8 +29,8 @@ static void check_layout(adj_test *t, const char *layout, adj_dtype dtype, bool 
  * must succeed). */
 static void expect_failure(adj_test *t, const char *layout, const char *phrase) {
   adj_layer *net = NULL;
-  adj_lenet_config lc = {.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout, .batch = BATCH};
-  int status = adj_lenet_create(&lc, &net);
+  int status = nc_build_network("lenet", layout, &(adj_network_build_options){.dtype = ADJ_FLOAT64, .batch = BATCH},
+                                &net);
   if (phrase) {
     char label[200];
     snprintf(label, sizeof label, "layout %s", layout);
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
     check_layout(&t, layouts[i], ADJ_FLOAT32, false);
   }
   check_layout(&t, layouts[n - 1], ADJ_FLOAT64, true);
-  expect_failure(&t, "dist3", "unknown layout 'dist3'");
+  expect_failure(&t, "dist3", "placement 'dist3'");
   expect_failure(&t, "dist8", t.size < 8 ? "needs 8 ranks" : NULL);
   return adj_test_finish(&t);
 }

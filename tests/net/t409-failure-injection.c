@@ -20,12 +20,11 @@ int main(int argc, char **argv) {
   int n = nc_layouts_fitting(t.size, layouts);
   const char *layout = layouts[n - 1];
   adj_layer *net = NULL;
-  ADJ_TEST_OK(&t, adj_lenet_create(&(adj_lenet_config){.comm = t.comm, .dtype = ADJ_FLOAT64, .layout = layout,
-                                                        .batch = BATCH},
+  ADJ_TEST_OK(&t, nc_build_network("lenet", layout, &(adj_network_build_options){.dtype = ADJ_FLOAT64, .batch = BATCH},
                                    &net));
   if (!net) return adj_test_finish(&t);
   ADJ_TEST_OK(&t, adj_network_init_uniform(net, 5));
-  ADJ_TEST_OK(&t, adj_xent_layer_set_labels(adj_lenet_loss(net), (const int64_t[BATCH]){7, 2, 9}, BATCH));
+  ADJ_TEST_OK(&t, adj_xent_layer_set_labels(adj_network_build_loss(net), (const int64_t[BATCH]){7, 2, 9}, BATCH));
   fc_run r;
   if (fc_run_begin(&t, &r, net)) fc_inject_stages(&t, &r);
 

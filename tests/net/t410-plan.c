@@ -201,13 +201,13 @@ static void test_errors(adj_test *t) {
   expect_error(t, "unknown layer type", adj_plan_network_parse("input 8\nlstm a out=3\n", "x.net", &bad),
                "x.net:2: unknown layer type 'lstm'");
   expect_error(t, "malformed option", adj_plan_network_parse("input 8\nfc a out=x3\n", "x.net", &bad),
-               "x.net:2: option out 'x3' is not an integer");
+               "x.net:2: fc a out 'x3' is not an integer");
   expect_error(t, "no key=value", adj_plan_network_parse("input 8\nfc a 3\n", "x.net", &bad),
                "option '3' is not key=value");
   expect_error(t, "layer before input", adj_plan_network_parse("fc a out=3\n", "x.net", &bad),
                "x.net:1: layer before the input line");
   expect_error(t, "kernel larger than input", adj_plan_network_parse("input 1 4 4\nconv c out=2 k=7\n", "x.net", &bad),
-               "kernel 7 exceeds the padded input 4x4");
+               "x.net:2: conv c: kernel 7 (dilation 1) exceeds the padded input 4");
   expect_error(t, "missing file", adj_plan_network_read("/nonexistent/x.net", &bad), "network file /nonexistent/x.net: cannot open it");
   ADJ_TEST_CHECK(t, bad == NULL, "a failed parse must leave no network");
   /* Calibration files: a round trip, then a non-positive alpha. */
@@ -252,12 +252,12 @@ static void test_padding_modes(adj_test *t) {
   }
   adj_plan_network *bad = NULL;
   expect_error(t, "mode=symmetric", adj_plan_network_parse("input 1 6 6\npool q k=2 mode=symmetric\n", "x.net", &bad),
-               "x.net:2: unknown padding mode 'symmetric'");
+               "x.net:2: pool q mode 'symmetric' is not one of zeros, reflect, replicate, circular");
   expect_error(t, "reflect p=4 of 4", adj_plan_network_parse("input 1 4 6\nconv c out=2 k=5 p=4 mode=reflect\n",
                                                               "x.net", &bad),
-               "x.net:2: layer c: reflect padding 4 must be < the input extent 4");
+               "x.net:2: conv c: reflect padding 4 must be < the input extent 4");
   expect_error(t, "fc with a mode", adj_plan_network_parse("input 8\nfc a out=3 mode=reflect\n", "x.net", &bad),
-               "x.net:2: unknown option 'mode'");
+               "x.net:2: fc a: unknown option 'mode'");
   ADJ_TEST_CHECK(t, bad == NULL, "a failed parse must leave no network");
 }
 

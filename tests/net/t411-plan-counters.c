@@ -1,5 +1,5 @@
 /* t411: the planner's adjoin mode against what the operators count.  An MLP
- * of three 1.5D layers (mlp15.h, 7 samples, 11 -> 13 -> 9 -> 7) runs one
+ * of three 1.5D layers (adj_test_mlp15, 7 samples, 11 -> 13 -> 9 -> 7) runs one
  * forward and one backward (no input gradient, as for a network's first
  * layer) on every P_r x P_c grid of the run, balanced and with a quadratic
  * batch cut; then for every layer and every worker:
@@ -22,8 +22,6 @@
 
 #include "adjoin/conv_layer.h"
 #include "adjoin/pool_layer.h"
-#include "adjoin/lenet.h"
-#include "adjoin/mlp15.h"
 #include "adjoin/plan.h"
 #include "harness.h"
 
@@ -102,8 +100,7 @@ static void check_grid(adj_test *t, adj_plan_network *plan_net, int p_r, int p_c
     ADJ_TEST_OK(t, adj_decomposition_create_explicit(p, 2, (const int64_t[2]){N, F0},
                                                      (const int64_t *[2]){quadratic ? cuts : NULL, NULL}, &in));
   if (in)
-    ADJ_TEST_OK(t, adj_mlp15_create(&(adj_mlp15_config){.dtype = ADJ_FLOAT64, .input = in, .layers = 3, .widths = widths},
-                                    &net));
+    ADJ_TEST_OK(t, adj_test_mlp15(ADJ_FLOAT64, in, 3, widths, &net));
   adj_plan_result plan = {0};
   adj_plan_config config = {.mode = ADJ_PLAN_ADJOIN, .p = p_r * p_c, .batch = N, .alpha = 1, .beta = 1, .word_bytes = 8};
   ADJ_TEST_OK(t, adj_plan_evaluate(plan_net, &config, p_r, p_c, &plan));
@@ -274,9 +271,8 @@ static void check_lenet_grid(adj_test *t, const adj_plan_network *plan_net, int 
   char layout[32];
   snprintf(layout, sizeof layout, "%dx%d", p_r, p_c);
   adj_layer *net = NULL;
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT32, .layout = layout, .batch = LENET_BATCH,
-                         .logits_only = true};
-  ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
+  adj_network_build_options o = {.dtype = ADJ_FLOAT32, .batch = LENET_BATCH, .logits_only = true};
+  ADJ_TEST_OK(t, adj_network_build_file(MPI_COMM_WORLD, NC_NETWORKS_DIR "/lenet5.net", layout, &o, &net));
   lenet_counts k = {0};
   int modelled = net ? lenet_modelled(net, &k) : 0;
   ADJ_TEST_CHECK(t, !net || modelled == LENET_MODELLED, "lenet %s: %d modelled stages, expected %d", layout,

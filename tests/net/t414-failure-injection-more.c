@@ -5,7 +5,7 @@
  * every rank, never a hang (the test's timeout), and a clean pass succeeds
  * afterwards.  Each site fails once on rank 0 and once on the last rank
  * (fault_check.h).  The layers, in:
- *   - the encoder-decoder (encdec.h: conv, batch norm, ReLU, max pool,
+ *   - the encoder-decoder (networks/encdec.net: conv, batch norm, ReLU, max pool,
  *     upsample, flatten, repartition, affine, softmax cross-entropy),
  *     sequential (every other rank holds nothing) and on the spatial grids
  *     Nx1 and 2x2 that fit;
@@ -33,7 +33,7 @@ static void network_case(adj_test *t, adj_layer *net, const char *what) {
   if (!net) return;
   ADJ_TEST_OK(t, adj_network_init_uniform(net, 5));
   int64_t batch = adj_layer_input_shape(net)[0];
-  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, batch));
+  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_network_build_loss(net), labels, batch));
   fc_run r;
   if (fc_run_begin(t, &r, net)) fc_inject_stages(t, &r);
   adj_test_report(t, "%s on %d ranks: %d failure sites, each alike on every rank", what, t->size, r.sites);
@@ -42,9 +42,8 @@ static void network_case(adj_test *t, adj_layer *net, const char *what) {
 
 static void encdec_case(adj_test *t, const char *layout) {
   adj_layer *net = NULL;
-  ADJ_TEST_OK(t, adj_encdec_create(&(adj_encdec_config){.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout,
-                                                         .batch = BATCH},
-                                   &net));
+  ADJ_TEST_OK(t, nc_build_network("encdec", layout, &(adj_network_build_options){.dtype = ADJ_FLOAT64, .batch = BATCH},
+                                  &net));
   char what[64];
   snprintf(what, sizeof what, "encdec %s", layout);
   network_case(t, net, what);
@@ -54,12 +53,11 @@ static void lenet_deep_halo_case(adj_test *t) {
   const char *layouts[NC_MAX_LAYOUTS];
   const char *layout = layouts[nc_layouts_fitting(t->size, layouts) - 1];
   adj_layer *net = NULL;
-  ADJ_TEST_OK(t, adj_lenet_create(&(adj_lenet_config){.comm = t->comm, .dtype = ADJ_FLOAT64, .layout = layout,
-                                                       .batch = BATCH, .deep_halos = true},
-                                  &net));
+  adj_network_build_options o = {.dtype = ADJ_FLOAT64, .batch = BATCH, .deep_halos = true};
+  ADJ_TEST_OK(t, nc_build_network("lenet", layout, &o, &net));
   if (!net) return;
   ADJ_TEST_OK(t, adj_network_init_uniform(net, 5));
-  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH));
+  ADJ_TEST_OK(t, adj_xent_layer_set_labels(adj_network_build_loss(net), labels, BATCH));
   fc_run r;
   if (fc_run_begin(t, &r, net)) {
     fc_inject_stages(t, &r);
@@ -78,10 +76,10 @@ static void mlp_grid_case(adj_test *t) {
   /* P_r x P_c over every rank: 2 x 2 at 4, else size x 1. */
   int grid_rows = t->size == 4 ? 2 : t->size, grid_cols = t->size == 4 ? 2 : 1;
   adj_layer *net = NULL;
-  ADJ_TEST_OK(t, adj_mlp_create(&(adj_mlp_config){.comm = t->comm, .dtype = ADJ_FLOAT64, .batch = 4, .rows = 4,
-                                                  .cols = 4, .n_sizes = 3, .sizes = (const int64_t[3]){16, 12, 10},
-                                                  .grid_rows = grid_rows, .grid_cols = grid_cols},
-                                &net));
+  char grid[32];
+  snprintf(grid, sizeof grid, "%dx%d", grid_rows, grid_cols);
+  adj_network_build_options o = {.dtype = ADJ_FLOAT64, .batch = 4};
+  ADJ_TEST_OK(t, nc_build_text("input 1 4 4\nfc out=12\nrelu\nfc out=10\nloss type=xent\n", grid, &o, &net));
   char what[64];
   snprintf(what, sizeof what, "mlp 16-12-10 on a %dx%d grid", grid_rows, grid_cols);
   network_case(t, net, what);

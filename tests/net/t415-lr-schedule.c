@@ -24,12 +24,13 @@
 enum { T = 12 };
 static const double LR = 0.01;
 
+/* A 4-5-3 MLP on 2x2 images, the batch over every rank (1.5D, P_r = 1). */
 static adj_layer *small_mlp(adj_test *t) {
-  static const int64_t sizes[] = {4, 5, 3};
-  adj_mlp_config mc = {.comm = t->comm, .dtype = ADJ_FLOAT64, .batch = 2 * t->size, .rows = 2, .cols = 2, .n_sizes = 3,
-                       .sizes = sizes, .grid_rows = 1, .grid_cols = t->size};
   adj_layer *net = NULL;
-  ADJ_TEST_OK(t, adj_mlp_create(&mc, &net));
+  char grid[32];
+  snprintf(grid, sizeof grid, "1x%d", t->size);
+  adj_network_build_options o = {.dtype = ADJ_FLOAT64, .batch = 2 * t->size};
+  ADJ_TEST_OK(t, nc_build_text("input 1 2 2\nfc out=5\nrelu\nfc out=3\nloss type=xent\n", grid, &o, &net));
   if (net) ADJ_TEST_OK(t, adj_network_init_uniform(net, 415));
   return net;
 }

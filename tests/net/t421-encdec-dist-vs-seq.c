@@ -1,5 +1,5 @@
 /* Distributed equals sequential for the batch norm encoder-decoder
- * (encdec.h), in each spatial layout that needs more than half the ranks
+ * (networks/encdec.net), in each spatial layout that needs more than half the ranks
  * (2x1 and 1x2 on 2, 3x1 and 2x2 on 4, 2x2 and 3x2 on 6):
  *  - one forward and backward on the same padded batch from the same global
  *    parameters: loss and every gathered gradient within
@@ -27,7 +27,7 @@ static int one_pass(adj_layer *net, double *loss) {
   if (!status) status = adj_rng_create(421, &rng);
   if (!status) adj_rng_fill_uniform(rng, &x, 0, 1);
   const int64_t labels[BATCH] = {3, 1, 4, 1, 5, 9};
-  if (!status) status = adj_xent_layer_set_labels(adj_lenet_loss(net), labels, BATCH - 1);
+  if (!status) status = adj_xent_layer_set_labels(adj_network_build_loss(net), labels, BATCH - 1);
   adj_layer_zero_grad(net);
   if (!status) status = adj_layer_forward(net, &x, &y);
   for (int64_t e = 0; e < adj_tensor_volume(&dy); e++) adj_tensor_set(&dy, e, 1);
@@ -40,10 +40,9 @@ static int one_pass(adj_layer *net, double *loss) {
 
 static void compare_gradients(adj_test *t, const char *layout, adj_dtype dtype) {
   adj_layer *seq = NULL, *dist = NULL;
-  adj_encdec_config sc = {.comm = t->comm, .dtype = dtype, .layout = "sequential", .batch = BATCH};
-  adj_encdec_config dc = {.comm = t->comm, .dtype = dtype, .layout = layout, .batch = BATCH};
-  ADJ_TEST_OK(t, adj_encdec_create(&sc, &seq));
-  ADJ_TEST_OK(t, adj_encdec_create(&dc, &dist));
+  adj_network_build_options o = {.dtype = dtype, .batch = BATCH};
+  ADJ_TEST_OK(t, nc_build_network("encdec", "sequential", &o, &seq));
+  ADJ_TEST_OK(t, nc_build_network("encdec", layout, &o, &dist));
   if (seq && dist) {
     double ls = 0, ld = 0;
     ADJ_TEST_OK(t, adj_network_init_uniform(seq, 4210));
@@ -115,7 +114,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; data && i < sizeof layouts / sizeof layouts[0]; i++) {
     /* The grids that need more than half the ranks: each rank count of the
      * test adds its own, and together they cover them all. */
-    int ranks = adj_encdec_layout_ranks(layouts[i]);
+    int ranks = nc_layout_ranks("encdec", layouts[i]);
     if (ranks > t.size || 2 * ranks <= t.size) continue;
     compare_gradients(&t, layouts[i], ADJ_FLOAT64);
     compare_gradients(&t, layouts[i], ADJ_FLOAT32);

@@ -7,7 +7,7 @@
  *  - two runs with the same seed, layout and dtype are bit-identical, and a
  *    run with another seed is not.
  * With the argument "encdec" the same checks run on the batch norm
- * encoder-decoder (encdec.h; registered as t520-encdec-resume) in layout 2x2
+ * encoder-decoder (networks/encdec.net; registered as t520-encdec-resume) in layout 2x2
  * (sequential below 4 ranks), and "bit-identical" covers the running
  * statistics too (nc_parameter_diff). */
 #include <stdio.h>

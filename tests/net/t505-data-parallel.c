@@ -43,16 +43,11 @@ typedef struct dp_options {
   FILE *trace;
 } dp_options;
 
-/* LeNet-5 in a layout, or the MLP, on comm with this batch. */
+/* LeNet-5 in a layout, or the sequential MLP, on comm with this batch. */
 static int build(MPI_Comm comm, const char *layout, adj_dtype dtype, int64_t batch, adj_layer **net) {
-  if (strcmp(layout, "mlp")) {
-    adj_lenet_config lc = {.comm = comm, .dtype = dtype, .layout = layout, .batch = batch};
-    return adj_lenet_create(&lc, net);
-  }
-  static const int64_t sizes[] = {784, 128, 127, 126, 125, 124, 123, 10};
-  adj_mlp_config mc = {.comm = comm, .dtype = dtype, .batch = batch, .rows = 28, .cols = 28, .n_sizes = 8,
-                       .sizes = sizes};
-  return adj_mlp_create(&mc, net);
+  bool mlp = !strcmp(layout, "mlp");
+  adj_network_build_options o = {.dtype = dtype, .batch = batch};
+  return nc_build_network_on(comm, mlp ? "mlp" : "lenet", mlp ? "sequential" : layout, &o, net);
 }
 
 static adj_optimizer_config sgd(void) {

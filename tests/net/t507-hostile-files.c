@@ -314,11 +314,11 @@ static void hostile_idx(adj_test *t, const char *dir) {
 /* A run whose output bias holds a NaN (as a diverged step leaves it):
  * the next loss is NaN and the run must stop at once, on every rank. */
 static void divergence(adj_test *t, const char *layout, adj_dataset *data) {
-  adj_lenet_config lc = {.comm = MPI_COMM_WORLD, .dtype = ADJ_FLOAT32, .layout = layout, .batch = BATCH};
+  adj_network_build_options o = {.dtype = ADJ_FLOAT32, .batch = BATCH};
   adj_layer *net = NULL;
   adj_optimizer *opt = NULL;
   adj_trainer *trainer = NULL;
-  ADJ_TEST_OK(t, adj_lenet_create(&lc, &net));
+  ADJ_TEST_OK(t, nc_build_network("lenet", layout, &o, &net));
   if (net) ADJ_TEST_OK(t, adj_network_init_uniform(net, 7));
   adj_optimizer_config oc = {.kind = ADJ_OPTIMIZER_SGD, .learning_rate = 0.1};
   if (net) ADJ_TEST_OK(t, adj_optimizer_create(net, &oc, &opt));

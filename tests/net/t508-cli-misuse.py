@@ -91,8 +91,7 @@ code, out = run([train, "-h"])
 expect("-h", code, out, 0, "usage: mpiexec.mpich -n RANKS adjoin-train")
 
 # Flags the chosen model or optimizer would ignore are refused, not dropped.
-for args, phrase in ((["--model", "mlp", "--deep-halos"], "--deep-halos fuses LeNet-5's convolution blocks"),
-                     (["--model", "encdec", "--deep-halos"], "it does nothing for --model encdec"),
+for args, phrase in ((["--model", "mlp", "--deep-halos"], "network shallowspeed has no convolution or pool"),
                      (["--optimizer", "adam", "--momentum", "0.9"], "--momentum 0.9 is SGD's")):
     code, out = run([*small, *args])
     expect(" ".join(args), code, out, 2, phrase)
@@ -105,8 +104,8 @@ check(not os.path.exists(unused), "the refused run left a checkpoint")
 
 # Without --layout, a rank count with no default layout says so, rather than
 # naming a layout the user never typed.
-for model, ranks, phrase in (("lenet", 3, "no default LeNet-5 layout for 3 ranks; give --layout"),
-                             ("encdec", 8, "no default encoder-decoder layout for 8 ranks; give --layout")):
+for model, ranks, phrase in (("lenet", 3, "no default lenet5 layout for 3 ranks; give --layout"),
+                             ("encdec", 8, "no default encdec layout for 8 ranks; give --layout")):
     code, out = run([*small, "--model", model], ranks=ranks)
     expect(f"--model {model} on {ranks} ranks, no --layout", code, out, 2, phrase)
 
@@ -230,6 +229,14 @@ for args, want, phrase in ((["--min-ranks", "abc"], 2, "--min-ranks 'abc' is not
                            (["--filter", "no-such-case"], 1, "no case matches")):
     code, out = run([dottest, *args])
     expect(f"adjoin-dottest {' '.join(args)}", code, out, want, phrase)
+
+# adjoin-dottest --net --placement all on 2 ranks proves the 1-rank
+# placements with rank 1 waiting: every rank exits 0 when all pass.
+tiny = f"{work}/tiny.net"
+with open(tiny, "w") as f:
+    f.write("input 6\nfc a out=4\nrelu\nfc b out=3\nloss type=xent\n")
+code, out = run([dottest, "--net", tiny, "--placement", "all"], ranks=2)
+expect("adjoin-dottest --net --placement all (2 ranks)", code, out, 0, " passed, 0 failed")
 
 # --openblas-coretype answers without mpiexec: the kernels a training run's
 # note advises (one OpenBLAS name) or nothing when it advises none, and

@@ -5,8 +5,10 @@ Both models (--model lenet, --model mlp) in float64 with Adam on 300 of the
 provisioned digits, global batch 40 (8 batches, the last of 20), one epoch:
 the sequential run against the grids 2x1 (rows or features over 2 workers),
 1x2 and 2x2 (2 data-parallel replicas of 2x1, the weight gradients summed by
-the bucketed reducer), and the library's hybrid4-batch LeNet-5 (rows x batch
-inside the layers).  Each final checkpoint (parameters and Adam moments) must
+the bucketed reducer), 3x1 (16 channels and 400 features over 3 workers,
+unevenly), the library's hybrid4-batch LeNet-5 (rows x batch inside the
+layers) and paper 001's Fig. 7 (networks/lenet5/fig7.place: convolutions
+batch-parallel over 4 workers, the affine layers on a 2x2 grid).  Each final checkpoint (parameters and Adam moments) must
 be within 1e-12 relative of the sequential one, with the same test accuracy.
 Also: a grid with more feature workers than the MLP's 10 classes, and
 malformed grids, are refused with a message naming them.
@@ -21,7 +23,7 @@ from train_cli import arguments, Checks, read_checkpoint, relative_difference, r
 
 mpiexec, train, data = arguments("t513")
 TOLERANCE = 1e-12
-GRIDS = {"lenet": [("2x1", 2), ("1x2", 2), ("2x2", 4), ("hybrid4-batch", 4)],
+GRIDS = {"lenet": [("2x1", 2), ("1x2", 2), ("3x1", 3), ("2x2", 4), ("hybrid4-batch", 4), ("fig7", 4)],
          "mlp": [("2x1", 2), ("1x2", 2), ("2x2", 4)]}
 work = tempfile.mkdtemp(prefix="adjoin-t513-")
 checks = Checks("t513")
@@ -53,9 +55,9 @@ for model, grids in GRIDS.items():
         checks.check(diff < TOLERANCE, f"{model} {layout}: relative difference {diff:.3e} >= {TOLERANCE:g}")
         checks.check(got_accuracy == reference_accuracy, f"{model} {layout}: {got_accuracy} != {reference_accuracy}")
 
-for model, layout, ranks, phrase in [("mlp", "11x1", 2, "puts 11 feature workers on the 10 classes"),
-                                     ("mlp", "2x", 2, "no MLP layout '2x'"),
-                                     ("lenet", "0x2", 2, "no layout '0x2'")]:
+for model, layout, ranks, phrase in [("mlp", "11x1", 2, "grid=11x1 puts 11 row workers on 123 input and 10 output"),
+                                     ("mlp", "2x", 2, "placement '2x' of"),
+                                     ("lenet", "0x2", 2, "placement '0x2': entry 1 '0' is out of range 1..4096")]:
     code, out = run(mpiexec, min(ranks, 4), [*common, "--model", model, "--layout", layout])
     print(f"t513: {model} --layout {layout}: exit {code}: {out.strip().splitlines()[0] if out.strip() else ''}")
     checks.check(code != 0 and phrase in out, f"{model} --layout {layout}: exit {code}, wanted '{phrase}' in\n{out}")

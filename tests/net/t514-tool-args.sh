@@ -91,8 +91,8 @@ fi
 results=$work/results
 expect 1 err "lenet-accuracy.sh, layouts foo bar" "^lenet-accuracy: 2 of 2 runs failed" \
   env ADJOIN_TRAIN="$train" RESULTS="$results" sh "$tools/lenet-accuracy.sh" mnist 1 "foo bar"
-also err "no layout 'foo'"
-also err "no layout 'bar'"
+also err "placement 'foo' of"
+also err "placement 'bar' of"
 # A stub in adjoin-train's place says how many ranks mpiexec gave it and fails.
 stub=$work/adjoin-train-stub
 # shellcheck disable=SC2016 # the stub expands them

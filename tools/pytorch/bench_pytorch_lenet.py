@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch twin of adjoin's LeNet-5, for side-by-side speed and accuracy.
 
-The same architecture as include/adjoin/lenet.h (conv 1->6 5x5 pad 2, ReLU,
+The same architecture as networks/lenet5.net (conv 1->6 5x5 pad 2, ReLU,
 max-pool 2, conv 6->16 5x5, ReLU, max-pool 2, affine 400->120->84->10 with
 ReLU, logits into cross-entropy), the same batch size, Adam, and PyTorch's
 default initialisation, trained on the same IDX files.

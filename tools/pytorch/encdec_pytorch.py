@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch twin of adjoin's encoder-decoder classifier (include/adjoin/encdec.h).
+"""PyTorch twin of adjoin's encoder-decoder classifier (networks/encdec.net).
 
 The same network: conv 3x3 1->16 (no bias), BatchNorm2d, ReLU, max-pool 2;
 conv 3x3 16->32 (no bias), BatchNorm2d, ReLU, max-pool 2; nearest upsample x2,

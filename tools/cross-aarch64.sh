@@ -8,6 +8,8 @@
 #
 #   sh tools/cross-aarch64.sh                        every test but the slow suite
 #   sh tools/cross-aarch64.sh --suite unit           meson test's arguments
+#   TESTS="--suite unit" sh tools/cross-aarch64.sh --suite unit
+#                                                    building only what those need
 #
 # The arm64 libraries are unpacked into SYSROOT (default build-aarch64-sysroot),
 # not installed: several of their -dev packages cannot sit beside the host's.
@@ -82,8 +84,9 @@ cpu = 'aarch64'
 endian = 'little'
 INI
 
-# tools/build.sh (warnings as errors, the log's end on failure); the cross
-# file is an option of the first setup alone.
+# tools/build.sh (warnings as errors, the log's end on failure; TESTS, from
+# the environment, limits the targets); the cross file is an option of the
+# first setup alone.
 if [ -f "$dir/build.ninja" ]; then BUILD_DIR=$dir sh tools/build.sh
 else BUILD_DIR=$dir sh tools/build.sh --cross-file "$root/cross.ini"; fi
 

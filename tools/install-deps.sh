@@ -19,7 +19,18 @@ done
 if [ -n "$missing" ]; then
   echo "install-deps: installing$missing"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  # One package index update serves the calls of the next hour (CI's scripts
+  # call this once per step); an install that fails on an index that old
+  # updates it and tries again.
+  stamp=${TMPDIR:-/tmp}/adjoin-apt-updated
+  apt_install() {
+    # shellcheck disable=SC2086 # a list of package names
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  }
+  if [ -n "$(find "$stamp" -mmin -60 2>/dev/null)" ] && apt_install; then
+    exit 0
+  fi
   $SUDO apt-get update -qq
-  # shellcheck disable=SC2086 # a list of package names
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  touch "$stamp"
+  apt_install
 fi

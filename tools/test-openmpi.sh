@@ -1,11 +1,15 @@
 #!/bin/sh
-# The mpi suite under Open MPI: Debian's Open MPI installed beside MPICH, a
-# second build in build-openmpi against it (-Dmpi=ompi-c, the kernels at the
-# baseline level to keep the build short), and its unit and mpi suites at 1-4
-# ranks (the default setup's tests: a --suite given to meson test overrides
-# its exclusion of 'slow', hence --no-suite slow) run through Open MPI's
-# launcher (tools/mpiexec-openmpi.sh, which meson.build picks from the
-# library's own mpi.h).  Extra arguments go to `meson test`.
+# The unit and mpi suites under Open MPI: Debian's Open MPI installed beside
+# MPICH, a second build in build-openmpi against it (-Dmpi=ompi-c, the
+# kernels at the baseline level to keep the build short), and the tests that
+# TESTS selects (tools/test-select.py's arguments; by default the unit and
+# mpi suites at 1 and 2 ranks and the primitives at 4, never 'slow'), built
+# alone and run through Open MPI's launcher (tools/mpiexec-openmpi.sh, which
+# meson.build picks from the library's own mpi.h).  Extra arguments go to
+# `meson test`.
+#
+#   sh tools/test-openmpi.sh
+#   TESTS="--suite unit --suite mpi" sh tools/test-openmpi.sh    at 1-4 ranks
 #
 # Installing Open MPI switches Debian's default mpicc, mpirun and mpi.pc
 # alternatives to it; they are set back to MPICH where MPICH is installed,
@@ -19,7 +23,11 @@ if [ -x /usr/bin/mpicc.mpich ] && [ "$(id -u)" -eq 0 ]; then
   triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)
   update-alternatives --quiet --set "mpi-$triplet" "/usr/include/$triplet/mpich"
 fi
-BUILD_DIR=build-openmpi sh tools/build.sh -Dmpi=ompi-c -Dkernel_isa=baseline
+select=${TESTS:-"--suite unit --suite mpi --ranks 1,2 --also primitives=4"}
+BUILD_DIR=build-openmpi TESTS=$select sh tools/build.sh -Dmpi=ompi-c -Dkernel_isa=baseline
 grep -q "Open MPI" build-openmpi/meson-logs/meson-log.txt ||
   { echo "test-openmpi: build-openmpi did not find Open MPI"; exit 1; }
-meson test -C build-openmpi --no-rebuild --print-errorlogs --num-processes 2 --suite unit --suite mpi --no-suite slow "$@"
+# shellcheck disable=SC2086 # the selection's words
+names=$(python3 tools/test-select.py build-openmpi $select)
+# shellcheck disable=SC2086 # one test name per word
+meson test -C build-openmpi --no-rebuild --print-errorlogs --num-processes 2 $names "$@"

@@ -230,6 +230,14 @@ for args, want, phrase in ((["--min-ranks", "abc"], 2, "--min-ranks 'abc' is not
     code, out = run([dottest, *args])
     expect(f"adjoin-dottest {' '.join(args)}", code, out, want, phrase)
 
+# adjoin-dottest --net --placement all on 2 ranks proves the 1-rank
+# placements with rank 1 waiting: every rank exits 0 when all pass.
+tiny = f"{work}/tiny.net"
+with open(tiny, "w") as f:
+    f.write("input 6\nfc a out=4\nrelu\nfc b out=3\nloss type=xent\n")
+code, out = run([dottest, "--net", tiny, "--placement", "all"], ranks=2)
+expect("adjoin-dottest --net --placement all (2 ranks)", code, out, 0, " passed, 0 failed")
+
 # --openblas-coretype answers without mpiexec: the kernels a training run's
 # note advises (one OpenBLAS name) or nothing when it advises none, and
 # nothing once OPENBLAS_CORETYPE is set, since the user's choice stands.

@@ -275,9 +275,10 @@ int adj_layer_times_save(const adj_layer_times *t, const char *path) {
   adj_plan_make_parent(path);
   FILE *f = NULL;
   ADJ_CALL(adj_file_open_output(path, "layer time table", &f));
+  /* %.17g: the very doubles measured read back, as adj_machine_write's. */
   fprintf(f, "# adjoin: forward and backward seconds of each local computation, measured here\n");
   for (int i = 0; i < t->n; i++)
-    fprintf(f, "%.6e %.6e %s\n", t->entries[i].forward, t->entries[i].backward, t->entries[i].key);
+    fprintf(f, "%.17g %.17g %s\n", t->entries[i].forward, t->entries[i].backward, t->entries[i].key);
   return adj_file_close_output(f, path, "layer time table");
 }
 

@@ -166,17 +166,19 @@ int adj_machine_read(const char *path, adj_machine *machine) {
   return status;
 }
 
+/* Rates in %.17g: a cached machine reads back the very doubles measured, so
+ * a plan from the cache is the measuring run's plan. */
 int adj_machine_write(const adj_machine *m, FILE *out) {
   ADJ_CHECK(m && out, ADJ_ERR_ARG, "machine: machine or stream is NULL");
   int bad = fprintf(out, "machine %s\ncores %d\n", m->name[0] ? m->name : "unnamed", m->cores) < 0;
   if (m->ranks_per_node) bad |= fprintf(out, "ranks_per_node %d\n", m->ranks_per_node) < 0;
   if (m->memory) bad |= fprintf(out, "memory %lld\n", (long long)m->memory) < 0;
   bad |= fprintf(out, "baseline %lld\n", (long long)m->baseline) < 0;
-  if (m->flops) bad |= fprintf(out, "flops %.6e\n", m->flops) < 0;
-  if (m->bandwidth) bad |= fprintf(out, "bandwidth %.6e\n", m->bandwidth) < 0;
+  if (m->flops) bad |= fprintf(out, "flops %.17g\n", m->flops) < 0;
+  if (m->bandwidth) bad |= fprintf(out, "bandwidth %.17g\n", m->bandwidth) < 0;
   for (int k = 0; k < ADJ_COMM_KINDS; k++)
     if (m->comm[k].ranks >= 2)
-      bad |= fprintf(out, "%s %.6e %.6e %d\n", adj_comm_kind_names[k], m->comm[k].alpha, m->comm[k].beta,
+      bad |= fprintf(out, "%s %.17g %.17g %d\n", adj_comm_kind_names[k], m->comm[k].alpha, m->comm[k].beta,
                      m->comm[k].ranks) < 0;
   ADJ_CHECK(!bad, ADJ_ERR_IO, "machine: writing failed");
   return ADJ_SUCCESS;

@@ -93,17 +93,27 @@ void step_charge(const step_walk *w, adj_step_stage *s, adj_step_phase phase, co
   step_record(s, &op);
 }
 
-void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q,
-                    double bytes) {
-  if (bytes > 0) step_charge(w, s, phase, what, ADJ_COMM_BROADCAST, q, bytes, 0);
+/* The summing algorithm broadcast.c chooses: forced, measured, or the fixed
+ * rule (reduce below 64 KB, all-reduce below 1 MB, reduce-scatter above);
+ * 1 reduce, 2 all-reduce, 3 reduce-scatter, 4 chain. */
+static int step_sum_algorithm(const step_walk *w, int q, double bytes) {
+  int a = w->m->forced ? w->m->forced : adj_algorithm_table_choose(&w->m->algorithms, q, (int64_t)bytes);
+  return a ? a : bytes >= (1 << 20) ? 3 : bytes >= 65536 ? 2 : 1;
 }
 
-/* The summing algorithm broadcast.c chooses: forced, measured, or the fixed
- * rule (reduce below 64 KB, all-reduce below 1 MB, reduce-scatter above). */
+/* The operator is made with its summing plan: under an all-reduce or a
+ * reduce-scatter its root, rank 0, keeps a scratch copy of the block. */
+void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q,
+                    double bytes) {
+  if (bytes <= 0 || q <= 1) return;
+  step_charge(w, s, phase, what, ADJ_COMM_BROADCAST, q, bytes, 0);
+  int a = step_sum_algorithm(w, q, bytes);
+  if (a == 2 || a == 3) s->memory[ADJ_STEP_MEMORY_BUFFERS] += (int64_t)bytes;
+}
+
 void step_sum(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q, double bytes) {
   if (q <= 1 || bytes <= 0) return;
-  int a = w->m->forced ? w->m->forced : adj_algorithm_table_choose(&w->m->algorithms, q, (int64_t)bytes);
-  if (!a) a = bytes >= (1 << 20) ? 3 : bytes >= 65536 ? 2 : 1;
+  int a = step_sum_algorithm(w, q, bytes);
   static const adj_comm_kind pattern[] = {ADJ_COMM_REDUCE, ADJ_COMM_REDUCE, ADJ_COMM_ALLREDUCE,
                                           ADJ_COMM_REDUCE_SCATTER, ADJ_COMM_P2P};
   /* The chain: q - 1 hops of 64 KB segments, pipelined. */

@@ -53,7 +53,8 @@ int step_stage_new(step_walk *w, int layer, const char *kind, const char *name, 
  * q members on `bytes` (the busiest member's), `messages` for p2p. */
 void step_charge(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, adj_comm_kind kind,
                  int q, double bytes, double messages);
-/* A block broadcast over q members, and the sum of q copies onto one, by the
+/* A block broadcast over q members (and, at rank 0, the root, the scratch
+ * block its summing plan keeps), and the sum of q copies onto one, by the
  * algorithm the operator will choose. */
 void step_broadcast(const step_walk *w, adj_step_stage *s, adj_step_phase phase, const char *what, int q,
                     double bytes);

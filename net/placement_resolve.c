@@ -66,11 +66,10 @@ static int place_check_parts(const place_state *s, int i, const int *parts, int 
   ADJ_CHECK(s->batch <= 0 || parts[0] <= s->batch, ADJ_ERR_ARG, "%s: the batch of %lld is split over %d workers",
             place_where(s, i, where, sizeof where), (long long)s->batch, parts[0]);
   for (int k = 1; k < ndim; k++) {
-    /* A window layer's spatial split must fit its output too; channels and
-     * features are split on the input side only. */
+    /* Every worker holds part of the input; a window layer that shrinks
+     * the extent below the split leaves some workers an empty output block,
+     * which the operators carry (nothing to send, nothing to compute). */
     int64_t extent = l->in_shape[k - 1];
-    bool features = k == 1 && (l->kind == ADJ_DESC_CONV || l->kind == ADJ_DESC_AFFINE || l->kind == ADJ_DESC_PHANTOM);
-    if (l->out_rank == l->in_rank && !features && l->out_shape[k - 1] < extent) extent = l->out_shape[k - 1];
     ADJ_CHECK(parts[k] <= extent, ADJ_ERR_ARG, "%s: dimension %d of extent %lld is split over %d workers",
               place_where(s, i, where, sizeof where), k, (long long)extent, parts[k]);
   }

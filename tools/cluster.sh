@@ -83,13 +83,15 @@ cluster_namespaces() {
   ip netns list | sed -n "s/^\(adjoin-$1-[a-z0-9]*\)\( .*\)\{0,1\}$/\1/p"
 }
 
+# Its own variable for the name: `up` reaps dead owners' clusters before it
+# makes its own, and must keep the name it was given.
 take_down() {
-  name=$1
-  for ns in $(cluster_namespaces "$name"); do
+  down_name=$1
+  for ns in $(cluster_namespaces "$down_name"); do
     end_processes "$ns"
     ip netns del "$ns" 2>/dev/null || true
   done
-  rm -rf "${state_root:?}/$name"
+  rm -rf "${state_root:?}/$down_name"
 }
 
 reap() {

@@ -579,7 +579,7 @@ static int report_epoch(train_run *r, const adj_train_stats *train, const adj_tr
            1e3 * train->reduce_wait_seconds / (double)train->batches,
            1e3 * train->reduce_progress_seconds / (double)train->batches);
   if (r->n_rows < REPORT_MAX_EPOCHS) r->rows[r->n_rows++] = row;
-  char title[320];
+  char title[sizeof r->selection.placement_name + 128];
   snprintf(title, sizeof title, "%s %s, %d rank%s, %s", r->selection.description->name, r->selection.placement_name,
            r->ranks, r->ranks == 1 ? "" : "s",
            adj_dtype_name(r->options.dtype));

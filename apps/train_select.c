@@ -94,7 +94,7 @@ static int select_planned(const train_choice *c, int ranks, train_complain_fn *c
   s->placement = list.plans[0].placement, list.plans[0].placement = NULL;
   s->prediction = list.plans[0].prediction, list.plans[0].prediction = (adj_step_prediction){0};
   s->replicas = s->prediction.replicas, s->planned = true;
-  snprintf(s->placement_name, sizeof s->placement_name, "auto: %.110s", list.plans[0].summary);
+  snprintf(s->placement_name, sizeof s->placement_name, "auto: %s", list.plans[0].summary);
   adj_plan_list_free(&list);
   return 0;
 }

@@ -29,7 +29,7 @@ typedef struct train_selection {
   adj_description *description;
   adj_placement *placement;
   char net_path[1024];
-  char placement_name[128]; /* as the user named it (the header prints it) */
+  char placement_name[544]; /* as the user named it, or "auto: " and the plan (the header prints it) */
   char translated[128];     /* what it means: "2x1" for a grid 2x3 run as 3 replicas */
   int replicas;
   int ranks;                /* of one replica */

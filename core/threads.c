@@ -48,6 +48,11 @@ int adj_threads_get(void) {
   return adj_threads_chosen = adj_threads_per_rank(ranks > 0 ? ranks : 1);
 }
 
+int adj_threads_requested(void) {
+  adj_threads_get(); /* reads ADJ_NUM_THREADS once */
+  return adj_threads_from_env ? adj_threads_chosen : 0;
+}
+
 int adj_threads_share_node(int ranks_on_node) {
   ADJ_CHECK(ranks_on_node >= 1, ADJ_ERR_ARG, "adj_threads_share_node: %d ranks on the node", ranks_on_node);
   adj_threads_get(); /* reads ADJ_NUM_THREADS once */

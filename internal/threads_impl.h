@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The count ADJ_NUM_THREADS fixed, or 0 when the environment leaves it to
+ * adjoin (cores / ranks on the node). */
+int adj_threads_requested(void);
+
 /* Below this many elements (or multiply-adds) a call runs on the calling
  * thread: waking a team costs microseconds. */
 enum { ADJ_TEAM_MIN_WORK = 1 << 16 };

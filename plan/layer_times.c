@@ -407,6 +407,8 @@ static int adj_optimizer_time(const adj_compute_twin *twin, int rounds, double *
   return ADJ_SUCCESS;
 }
 
+enum { ADJ_LAYER_TIME_PASSES = 2 };
+
 /* The slowest rank's figures. */
 static int adj_times_slowest(MPI_Comm comm, adj_wait_policy policy, double *pair) {
   double mine[2] = {pair[0], pair[1]};
@@ -420,18 +422,29 @@ int adj_layer_times_measure(adj_layer_times *t, MPI_Comm comm, double round_seco
   adj_wait_policy policy;
   ADJ_CALL(adj_wait_policy_resolve(comm, ADJ_WAIT_AUTO, &policy));
   int threads = adj_threads_get(), status = ADJ_SUCCESS;
-  for (int i = 0; i < t->n_missing && !status; i++) {
-    const adj_compute_twin *twin = &t->missing[i];
-    status = adj_threads_set(twin->threads);
-    double pair[2] = {0, 0};
-    int r = rounds > 0 ? rounds : 7;
-    if (!status && twin->optimizer) status = adj_optimizer_time(twin, r, &pair[0], &pair[1]);
-    else if (!status) status = adj_twin_time(twin, round_seconds > 0 ? round_seconds : 0.01, r, &pair[0], &pair[1]);
-    status = adj_status_agree(comm, status, policy);
-    if (!status) status = adj_times_slowest(comm, policy, pair);
-    char key[ADJ_LAYER_TIME_KEY];
-    if (!status) status = adj_layer_times_set(t, adj_compute_twin_key(twin, key, sizeof key), pair[0], pair[1]);
+  /* Two passes over the list, each twin's figures the faster pass's: a
+   * shared host's slow spells last longer than one twin's rounds. */
+  double *best = calloc(2 * (size_t)t->n_missing + 2, sizeof *best);
+  if (!best) status = adj_error_set(ADJ_ERR_MEM, "layer times: no memory for %d measurements", t->n_missing);
+  status = adj_status_agree(comm, status, policy);
+  for (int pass = 0; pass < ADJ_LAYER_TIME_PASSES; pass++) {
+    for (int i = 0; i < t->n_missing && !status; i++) {
+      const adj_compute_twin *twin = &t->missing[i];
+      status = adj_threads_set(twin->threads);
+      double pair[2] = {0, 0};
+      int r = rounds > 0 ? rounds : 7;
+      if (!status && twin->optimizer) status = adj_optimizer_time(twin, r, &pair[0], &pair[1]);
+      else if (!status) status = adj_twin_time(twin, round_seconds > 0 ? round_seconds : 0.01, r, &pair[0], &pair[1]);
+      status = adj_status_agree(comm, status, policy);
+      if (!status) status = adj_times_slowest(comm, policy, pair);
+      for (int k = 0; k < 2 && !status; k++) best[2 * i + k] = pass ? fmin(best[2 * i + k], pair[k]) : pair[k];
+    }
   }
+  for (int i = 0; i < t->n_missing && !status; i++) {
+    char key[ADJ_LAYER_TIME_KEY];
+    status = adj_layer_times_set(t, adj_compute_twin_key(&t->missing[i], key, sizeof key), best[2 * i], best[2 * i + 1]);
+  }
+  free(best);
   adj_threads_set(threads);
   ADJ_CALL(status);
   t->n_missing = 0;

@@ -20,6 +20,7 @@
 #include "adjoin/wait.h"
 #include "error_impl.h"
 #include "plan_impl.h"
+#include "threads_impl.h"
 
 static const char *const adj_comm_kind_names[ADJ_COMM_KINDS] = {"p2p",       "broadcast",      "reduce",
                                                                   "allreduce", "reduce-scatter", "allgather"};
@@ -62,6 +63,8 @@ double adj_machine_comm_time(const adj_machine *m, adj_comm_kind kind, int q, do
 }
 
 int adj_machine_threads(const adj_machine *m, int ranks) {
+  int requested = adj_threads_requested();
+  if (requested > 0) return requested;
   int on_node = m && m->ranks_per_node > 0 ? m->ranks_per_node : ranks;
   int cores = m && m->cores > 0 ? m->cores : 1;
   int threads = on_node > 0 ? cores / on_node : cores;

@@ -90,7 +90,8 @@ typedef struct adj_machine {
 double adj_machine_comm_time(const adj_machine *machine, adj_comm_kind kind, int q, double bytes, double messages);
 
 /* The kernels' threads a rank has on this machine when `ranks` ranks run
- * (cores / ranks on a node, at least 1). */
+ * (cores / ranks on a node, at least 1), or ADJ_NUM_THREADS where it is set:
+ * the count the run's ranks will use, so the layers are timed at it. */
 int adj_machine_threads(const adj_machine *machine, int ranks);
 
 /* Parses the text format above; `source` names it in messages. */

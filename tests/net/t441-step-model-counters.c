@@ -12,7 +12,10 @@
  *     entries (nested rounds, corners relayed), the broadcasts of the input,
  *     the weights and the bias (a member receives the block), the sum of
  *     partial outputs (a member sends the block, whatever the algorithm), the
- *     1.5D layer's gather (its own block sent and the others' received).
+ *     1.5D layer's gather (its own block sent and the others' received);
+ *   - the stages after the first with parameters, and only they, compute
+ *     their input gradient, with a positive backward time (compute and
+ *     communication).
  * float64, a batch of 8. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +109,7 @@ static void check_placement(adj_test *t, const adj_description *d, const adj_pla
   int compared = 0, depth = adj_network_depth(net);
   ADJ_TEST_CHECK(t, !net || depth == pred.n, "%s: the builder made %d stages, the model %d", where, depth, pred.n);
   if (net && depth == pred.n) {
+    bool trained = false;
     ADJ_TEST_OK(t, forward_once(net));
     for (int i = 0; i < depth; i++) {
       adj_layer *stage = adj_network_layer(net, i);
@@ -116,6 +120,16 @@ static void check_placement(adj_test *t, const adj_description *d, const adj_pla
       ADJ_TEST_CHECK(t, strcmp(s->kind, "conv") || !strcmp(adj_layer_name(stage), s->name),
                      "%s: stage %d is %s built, conv %s modelled", where, i, adj_layer_name(stage), s->name);
       compared += compare_stage(t, where, stage, s);
+      /* From the stage after the first with parameters on, the network's
+       * backward computes every stage's input gradient (network.h). */
+      double backward = s->compute[ADJ_STEP_BACKWARD] + s->comm[ADJ_STEP_BACKWARD];
+      ADJ_TEST_CHECK(t, s->input_gradient == trained && (!trained || backward > 0),
+                     "%s: stage %d (%s): the model's input gradient %d, backward %.3e s; a stage with parameters "
+                     "before it: %d", where, i, s->name, s->input_gradient, backward, trained);
+      int first = 0, count = 0;
+      ADJ_TEST_OK(t, adj_network_stage_parameters(net, i, &first, &count));
+      MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      trained |= count > 0;
     }
   }
   adj_test_report(t, "  %-58.58s %2d stages, %2d operators compared", where, depth, compared);

@@ -182,7 +182,7 @@ static int adj_bcast_count(const char *name, int rank, const int64_t *shape, int
  * to one root measured 3-6x slower than its all-reduce at 1-8 MB (issue 18),
  * and calibrations on 2, 3 and 4 ranks of a 2-core host timed
  * reduce-scatter + gather below the all-reduce at every size from 1 to 64 MB
- * (bench/RESULTS.md, fourteenth session).  The chain, often fastest alone,
+ * (bench/RESULTS.md, 2026-11-27).  The chain, often fastest alone,
  * is left to a table: chosen for small blocks it slowed dist4 training. */
 enum { ADJ_SUM_ALLREDUCE_FROM = 65536, ADJ_SUM_REDUCE_SCATTER_FROM = 1 << 20 };
 

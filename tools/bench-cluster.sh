@@ -7,7 +7,7 @@
 #   sh tools/bench-cluster.sh [BUILD_DIR]
 #
 # Environment: RATES (default "1gbit 10gbit"), MODEL (mlp; encdec), BATCH
-# (global batch, 256), IMAGES (training images per epoch, 4096), EPOCHS (3:
+# (global batch, 256), IMAGES (training images per epoch, 32768), EPOCHS (5:
 # the first is a warm-up, the figures are the later epochs' median), CAPS
 # ("16K 64K": first and later bucket caps), DATA (data/mnist; encdec takes
 # data/fashion-mnist), PROGRESS (the progress modes compared, "poll thread
@@ -21,12 +21,15 @@
 #            overlap / after and dp2 / alone;
 #   ceiling: what raw MPI on the same link allows: one all-reduce of the
 #            gradient by the calibrated all-reduce fit, against the step's
-#            reduction as the after-backward run measured it.
+#            reduction as the after-backward run measured it;
+#   compute: what the two cores compute side by side with no link at all:
+#            two one-rank runs of half the batch at once, their images/s
+#            together against one rank alone, and dp2 against that.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
-rates=${RATES:-"1gbit 10gbit"} model=${MODEL:-mlp} batch=${BATCH:-256} images=${IMAGES:-4096}
-epochs=${EPOCHS:-3} caps=${CAPS:-"16K 64K"} modes=${PROGRESS:-"poll thread mpi"}
+rates=${RATES:-"1gbit 10gbit"} model=${MODEL:-mlp} batch=${BATCH:-256} images=${IMAGES:-32768}
+epochs=${EPOCHS:-5} caps=${CAPS:-"16K 64K"} modes=${PROGRESS:-"poll thread mpi"}
 data=${DATA:-data/mnist}
 [ "$model" = encdec ] && data=${DATA:-data/fashion-mnist}
 train=$build/apps/adjoin-train plan=$build/apps/adjoin-plan
@@ -65,15 +68,39 @@ dp_run() {
     --trace "$work/$label.json" "$@" >"$work/$label.out" 2>&1
 }
 
+# Two one-rank runs of half the global batch at once, on the host (no link):
+# the compute two ranks of this machine can do side by side.
+side_by_side() {
+  # shellcheck disable=SC2086 # word lists
+  for k in 0 1; do
+    timeout "${RUN_SECONDS:-300}" "$mpiexec" -n 1 "$train" $common --batch $((batch / 2)) \
+      >"$work/half-$k.out" 2>&1 &
+  done
+  wait
+}
+
+# The compute row: the side-by-side runs' images/s together, against one
+# rank alone, and dp2 overlapped against them.
+compute_row() {
+  awk -v rate="$1" -v alone="$2" -v a="$3" -v b="$4" -v dp="$5" 'BEGIN {
+    both = a + b
+    printf "| %s | compute | two one-rank runs of half the batch at once: %.0f img/s together = %.3f x one rank alone; dp2 overlap / that %.3f |\n",
+      rate, both, (alone > 0 ? both / alone : 0), (both > 0 ? dp / both : 0) }'
+}
+
 bench_rate() {
   rate=$1
   sh tools/cluster.sh up 2 --rate "$rate" --name "$name" >/dev/null
-  # A run that has not ended after RUN_SECONDS (900) is ended; its row then
-  # shows what it printed before.
-  run() { timeout "${RUN_SECONDS:-900}" sh tools/cluster-run.sh --cluster "$name" --mpiexec "$mpiexec" "$@" || true; }
+  # A run that has not ended after RUN_SECONDS (300) is ended; its row then
+  # shows what it printed before.  MPICH's UCX over TCP now and then spins
+  # in MPI_Finalize after the run's last line (UCX's TCP transport stops
+  # progressing an endpoint that the peer's flush waits for: openucx/ucx
+  # issue 8738), so a hung finalize costs this long and no figure.
+  run() { timeout "${RUN_SECONDS:-300}" sh tools/cluster-run.sh --cluster "$name" --mpiexec "$mpiexec" "$@" || true; }
   run -n 2 "$plan" --calibrate "$work/calibration" >/dev/null
   # shellcheck disable=SC2086 # word lists
   run -n 1 "$train" $common >"$work/alone.out" 2>&1
+  side_by_side
   dp_run poll after --reduce-after-backward
   link=--link
   for mode in $modes; do
@@ -84,6 +111,8 @@ bench_rate() {
     python3 tools/bench-cluster-table.py $link "$rate" "$mode" "$work/calibration" "$(rate_of "$work/alone.out")" \
       "$(rate_of "$work/overlap-$mode.out")" "$(rate_of "$work/after.out")" "$hidden" "$bytes" \
       "$(wait_of "$work/after.out")"
+    [ -n "$link" ] && compute_row "$rate" "$(rate_of "$work/alone.out")" "$(rate_of "$work/half-0.out")" \
+      "$(rate_of "$work/half-1.out")" "$(rate_of "$work/overlap-$mode.out")"
     link=
   done
   sh tools/cluster.sh down --name "$name"

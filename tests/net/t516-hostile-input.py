@@ -52,14 +52,22 @@ echo "t516-rank $r exit $s" >&2; : > "$d/rank-$r"
 i=0; while [ "$(ls "$d" | wc -l)" -lt "$n" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; exit $s"""
 
 
-def run(args, ranks=0, env=None, limit=None, timeout=60):
+# Mounts a tmpfs of one 4 KB page at $0 (in a mount namespace of the
+# command's own: unshare -m) and runs the rest.
+FULL_DISK = 'mount -t tmpfs -o size=4k adjoin-t516 "$0" && exec "$@"'
+
+
+def run(args, ranks=0, env=None, limit=None, timeout=60, disk=None):
     """(exit status, output, seconds, per-rank statuses) of args, under
     mpiexec -n ranks when ranks > 0.  limit: a file size limit in 512-byte
     blocks on each rank (not on the launcher, whose runtime writes files of
-    its own), SIGXFSZ ignored so a write past it fails with EFBIG."""
+    its own), SIGXFSZ ignored so a write past it fails with EFBIG.  disk: a
+    directory that is a one-page tmpfs while the command runs."""
     wrapper = (f'trap "" XFSZ; ulimit -f {limit}; ' if limit else "") + RANK_STATUS
     reported = tempfile.mkdtemp(prefix="ranks-", dir=work)
     cmd = [mpiexec, "-n", str(ranks), "sh", "-c", wrapper, "sh", reported, *args] if ranks else list(args)
+    if disk:
+        cmd = ["unshare", "-m", "sh", "-c", FULL_DISK, disk, *cmd]
     start = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     seconds = time.monotonic() - start
@@ -69,10 +77,10 @@ def run(args, ranks=0, env=None, limit=None, timeout=60):
     return r.returncode, shown, seconds, statuses
 
 
-def expect(label, args, want, phrases, ranks=0, env=None, limit=None, most_seconds=None, absent=()):
+def expect(label, args, want, phrases, ranks=0, env=None, limit=None, most_seconds=None, absent=(), disk=None):
     """args exits `want` (on every rank), its output holds every phrase (one
     rank speaks: the first phrase appears once), none of `absent`."""
-    code, out, seconds, statuses = run(args, ranks, env, limit)
+    code, out, seconds, statuses = run(args, ranks, env, limit, disk=disk)
     if most_seconds is None:
         most_seconds = 1.0 if not ranks else 30.0
     first = out.count(phrases[0])
@@ -173,14 +181,23 @@ expect("train --trace /dev/full", [*small, "--trace", "/dev/full"], 1,
 expect("train --trace FIFO without a reader", [*small, "--trace", fifo], 1,
        [f"--trace {fifo}: exists and is a FIFO, not a regular file"], ranks=2, absent=["test_accuracy="])
 check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO named by --trace was replaced")
-# An event-list write that fails mid-run (a 2,048-byte file size limit; the run's
-# trace is about 7 KB): every rank exits 1, naming the file and the reason.
-# MPICH, UCX and Open MPI back shared memory with files the limit would
-# refuse: TCP.
-tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1", OMPI_MCA_btl="self,tcp")
-trace = f"{work}/limited-trace.txt"
-expect("train --trace-events failing mid-run", [*small, "--layout", "dp", "--trace-events", trace], 1,
-       [f"--trace-events {trace}: writing it failed: File too large"], ranks=2, env=tcp, limit=4)
+# An event-list write that fails mid-run (the run's trace is about 7 KB): every
+# rank exits 1, naming the file and the reason.  The trace goes to a one-page
+# tmpfs where a mount namespace can be made (root).  Elsewhere a 2,048-byte
+# file size limit fails it; MPICH, UCX and Open MPI back shared memory with
+# files the limit would refuse, so those runs talk over TCP, where MPICH's
+# UCX now and then spins in MPI_Finalize (openucx/ucx issue 8738).
+disk = f"{work}/full-disk"
+os.mkdir(disk)
+if subprocess.run(["unshare", "-m", "sh", "-c", FULL_DISK, disk, "true"], capture_output=True).returncode == 0:
+    trace = f"{disk}/limited-trace.txt"
+    expect("train --trace-events failing mid-run", [*small, "--layout", "dp", "--trace-events", trace], 1,
+           [f"--trace-events {trace}: writing it failed: No space left on device"], ranks=2, disk=disk)
+else:
+    tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1", OMPI_MCA_btl="self,tcp")
+    trace = f"{work}/limited-trace.txt"
+    expect("train --trace-events failing mid-run", [*small, "--layout", "dp", "--trace-events", trace], 1,
+           [f"--trace-events {trace}: writing it failed: File too large"], ranks=2, env=tcp, limit=4)
 for name, path, kind in (("FIFO", fifo, "is a FIFO"), ("/dev/zero", "/dev/zero", "is a character device"),
                          ("directory", work, "is a directory")):
     expect(f"plan: network file is a {name}", [plan, "--procs", "4", "--batch", "64", path], 1,

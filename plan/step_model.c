@@ -279,18 +279,6 @@ static bool step_moves(const step_layout *a, const step_layout *b) {
            a->from[0] == b->from[0]);
 }
 
-static int step_layer_stages(step_walk *w, int i);
-
-/* Layer i's stages; from the first stage with parameters on, every stage
- * computes its input gradient. */
-static int step_layer_stage(step_walk *w, int i) {
-  int first = w->p->n;
-  ADJ_CALL(step_layer_stages(w, i));
-  for (int k = first; k < w->p->n; k++)
-    if (w->p->stages[k].parameters > 0) w->trainable_seen = true;
-  return ADJ_SUCCESS;
-}
-
 static int step_layer_stages(step_walk *w, int i) {
   const adj_desc_layer *l = &w->d->layers[i];
   const adj_layer_layout *ll = &w->layout->layers[i];
@@ -312,6 +300,16 @@ static int step_layer_stages(step_walk *w, int i) {
   case ADJ_DESC_PAD: return step_pad(w, i, l->u.pad.mode, l->u.pad.padding);
   default: return step_pointwise(w, i);
   }
+}
+
+/* Layer i's stages; from the first stage with parameters on, every stage
+ * computes its input gradient. */
+static int step_layer_stage(step_walk *w, int i) {
+  int first = w->p->n;
+  ADJ_CALL(step_layer_stages(w, i));
+  for (int k = first; k < w->p->n; k++)
+    if (w->p->stages[k].parameters > 0) w->trainable_seen = true;
+  return ADJ_SUCCESS;
 }
 
 /* network_build.c's pass: a ReLU before a max pool that takes its input

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+import train_cli
+
 mpiexec, train, dottest, halo = sys.argv[1:5]
 errors = 0
 
@@ -136,29 +138,25 @@ for ranks in (1, 2):
 
 
 # A metrics write that fails mid-run fails the run on every rank, naming the
-# file and the reason.  The metrics go to a tmpfs of one 4 KB page, mounted in
-# a mount namespace of the run's own (unshare -m, root): the CSV fits, the
-# plot (about 4 KB) does not.  A file-size limit (ulimit -f) would also bind
-# the files MPICH, UCX and Open MPI back their shared memory with, and over
-# TCP instead MPICH's UCX now and then spins in MPI_Finalize (openucx/ucx
-# issue 8738); the limit is used for one rank only where no namespace can be
-# made.
-FULL_DISK = 'mount -t tmpfs -o size=4k adjoin-t508 "$0" && exec "$@"'
+# file and the reason.  The metrics go to a tmpfs of one 4 KB page
+# (train_cli.full_disk): the CSV fits, the plot (about 4 KB) does not.  A
+# file-size limit (ulimit -f) would also bind the files MPICH, UCX and Open
+# MPI back their shared memory with, and over TCP instead MPICH's UCX now and
+# then spins in MPI_Finalize (openucx/ucx issue 8738); the limit is used for
+# one rank only where no namespace can be made.
 SMALL_FILES = 'trap "" XFSZ; ulimit -f 4; exec "$@"'
 disk = f"{work}/full-disk"
-os.mkdir(disk)
-probe = subprocess.run(["unshare", "-m", "sh", "-c", FULL_DISK, disk, "true"], capture_output=True, text=True)
+prefix, why = train_cli.full_disk(disk)
 for ranks in (1, 2):
     label = f"--metrics write failing mid-run ({ranks} rank{'s' if ranks > 1 else ''})"
-    if probe.returncode == 0:
-        cmd = ["unshare", "-m", "sh", "-c", FULL_DISK, disk, mpiexec, "-n", str(ranks), *small,
-               "--metrics", f"{disk}/limited.csv"]
+    if prefix:
+        cmd = [*prefix, mpiexec, "-n", str(ranks), *small, "--metrics", f"{disk}/limited.csv"]
         reason = f"cannot write the plot {disk}/limited.svg: No space left on device"
     elif ranks == 1:
         cmd = [mpiexec, "-n", "1", "sh", "-c", SMALL_FILES, "sh", *small, "--metrics", f"{work}/limited.csv"]
         reason = f"cannot write the plot {work}/limited.svg: File too large"
     else:
-        print(f"{label}: skipped: no mount namespace here ({probe.stderr.strip()})")
+        print(f"{label}: skipped: no mount namespace here ({why})")
         continue
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     expect(label, r.returncode, r.stdout + r.stderr, 1, reason)

@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+import train_cli
+
 mpiexec, train, dottest, halo, plan, phantom, networks = sys.argv[1:8]
 errors = 0
 lenet = os.path.join(networks, "lenet5.net")
@@ -52,22 +54,16 @@ echo "t516-rank $r exit $s" >&2; : > "$d/rank-$r"
 i=0; while [ "$(ls "$d" | wc -l)" -lt "$n" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; exit $s"""
 
 
-# Mounts a tmpfs of one 4 KB page at $0 (in a mount namespace of the
-# command's own: unshare -m) and runs the rest.
-FULL_DISK = 'mount -t tmpfs -o size=4k adjoin-t516 "$0" && exec "$@"'
-
-
-def run(args, ranks=0, env=None, limit=None, timeout=60, disk=None):
+def run(args, ranks=0, env=None, limit=None, timeout=60, prefix=()):
     """(exit status, output, seconds, per-rank statuses) of args, under
     mpiexec -n ranks when ranks > 0.  limit: a file size limit in 512-byte
     blocks on each rank (not on the launcher, whose runtime writes files of
-    its own), SIGXFSZ ignored so a write past it fails with EFBIG.  disk: a
-    directory that is a one-page tmpfs while the command runs."""
+    its own), SIGXFSZ ignored so a write past it fails with EFBIG.  prefix:
+    words run before the command (train_cli.full_disk's)."""
     wrapper = (f'trap "" XFSZ; ulimit -f {limit}; ' if limit else "") + RANK_STATUS
     reported = tempfile.mkdtemp(prefix="ranks-", dir=work)
     cmd = [mpiexec, "-n", str(ranks), "sh", "-c", wrapper, "sh", reported, *args] if ranks else list(args)
-    if disk:
-        cmd = ["unshare", "-m", "sh", "-c", FULL_DISK, disk, *cmd]
+    cmd = [*prefix, *cmd]
     start = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     seconds = time.monotonic() - start
@@ -77,10 +73,10 @@ def run(args, ranks=0, env=None, limit=None, timeout=60, disk=None):
     return r.returncode, shown, seconds, statuses
 
 
-def expect(label, args, want, phrases, ranks=0, env=None, limit=None, most_seconds=None, absent=(), disk=None):
+def expect(label, args, want, phrases, ranks=0, env=None, limit=None, most_seconds=None, absent=(), prefix=()):
     """args exits `want` (on every rank), its output holds every phrase (one
     rank speaks: the first phrase appears once), none of `absent`."""
-    code, out, seconds, statuses = run(args, ranks, env, limit, disk=disk)
+    code, out, seconds, statuses = run(args, ranks, env, limit, prefix=prefix)
     if most_seconds is None:
         most_seconds = 1.0 if not ranks else 30.0
     first = out.count(phrases[0])
@@ -188,11 +184,11 @@ check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO named by --trace was repla
 # files the limit would refuse, so those runs talk over TCP, where MPICH's
 # UCX now and then spins in MPI_Finalize (openucx/ucx issue 8738).
 disk = f"{work}/full-disk"
-os.mkdir(disk)
-if subprocess.run(["unshare", "-m", "sh", "-c", FULL_DISK, disk, "true"], capture_output=True).returncode == 0:
+prefix, _ = train_cli.full_disk(disk)
+if prefix:
     trace = f"{disk}/limited-trace.txt"
     expect("train --trace-events failing mid-run", [*small, "--layout", "dp", "--trace-events", trace], 1,
-           [f"--trace-events {trace}: writing it failed: No space left on device"], ranks=2, disk=disk)
+           [f"--trace-events {trace}: writing it failed: No space left on device"], ranks=2, prefix=prefix)
 else:
     tcp = dict(os.environ, UCX_TLS="self,tcp", MPIR_CVAR_NOLOCAL="1", OMPI_MCA_btl="self,tcp")
     trace = f"{work}/limited-trace.txt"

@@ -1,7 +1,7 @@
-"""Helpers of the tests that drive adjoin-train end to end (t510, t511, t522):
-a run under mpiexec, a checkpoint read back (docs/checkpoint.md, versions 2
-and 3), and an error count that becomes the exit code; the arguments every
-script takes."""
+"""Helpers of the tests that drive adjoin-train end to end (t508, t510, t511,
+t516, t522, ...): a run under mpiexec, a checkpoint read back
+(docs/checkpoint.md, versions 2 and 3), an error count that becomes the exit
+code, a directory that is a full disk; the arguments every script takes."""
 import os
 import struct
 import subprocess
@@ -36,6 +36,18 @@ class Checks:
     def finish(self):
         print(f"{self.name}: {'Found %d errors' % self.errors if self.errors else 'No Errors'}")
         return 1 if self.errors else 0
+
+
+def full_disk(directory):
+    """(prefix, why): a command prefix under which DIRECTORY (made here) is a
+    tmpfs of one 4 KB page, mounted in a mount namespace of the command's own
+    (unshare -m; needs root), so a file written there past 4 KB fails with
+    ENOSPC while the MPI library's shared memory works as ever; (None, the
+    reason) where no namespace can be made."""
+    os.makedirs(directory, exist_ok=True)
+    prefix = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=4k adjoin-test "$0" && exec "$@"', directory]
+    probe = subprocess.run([*prefix, "true"], capture_output=True, text=True)
+    return (prefix, "") if probe.returncode == 0 else (None, probe.stderr.strip())
 
 
 def run(mpiexec, ranks, args, timeout=600):

@@ -2,7 +2,12 @@
 #include <math.h>
 
 #include "adjoin/activation.h"
+#include "kernel_table.h"
 #include "kernels_impl.h"
+
+/* tanh and sigmoid run a chunk of this many elements at a time through the
+ * vector math, its values on the stack (4 KiB in float64). */
+enum { ADJ_ACTIVATION_CHUNK = 512 };
 
 #define ADJ_TYPED_FILE "activation_typed.inc"
 #include "instantiate.h"

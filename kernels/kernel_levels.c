@@ -1,4 +1,4 @@
-/* The direct convolution's kernels for one instruction-set level.
+/* The direct convolution's kernels, and the vector math, for one instruction-set level.
  *
  * kernels/meson.build compiles this file once per level it builds, with
  * ADJ_KERNEL_LEVEL set to 4 (x86-64-v4: AVX-512, 32 zmm registers), 3
@@ -122,6 +122,7 @@ enum { ADJ_SUM_VECTORS = 2 };
 
 #define ADJ_TYPED_FILE "conv_direct_typed.inc"
 #include "instantiate.h"
+#include "vector_math_level.inc"
 
 const adj_kernel_table ADJ_LEVEL_TABLE = {
     .isa = ADJ_LEVEL_NAME,
@@ -137,4 +138,8 @@ const adj_kernel_table ADJ_LEVEL_TABLE = {
     .deinterleave = {deinterleave_f32, deinterleave_f64},
     .transpose = {transpose_f32, transpose_f64},
     .rows_sum_add = {rows_sum_add_f32, rows_sum_add_f64},
+    .vector_math = {[ADJ_VECTOR_EXP] = {vector_exp_F32, vector_exp_F64},
+                    [ADJ_VECTOR_LOG] = {vector_log_F32, vector_log_F64},
+                    [ADJ_VECTOR_LOG1P] = {vector_log1p_F32, vector_log1p_F64},
+                    [ADJ_VECTOR_TANH] = {vector_tanh_F32, vector_tanh_F64}},
 };

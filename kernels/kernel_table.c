@@ -25,3 +25,7 @@ const adj_kernel_table *adj_kernel_table_select(void) {
   __atomic_store_n(&chosen, k, __ATOMIC_RELEASE);
   return k;
 }
+
+void adj_vector_math(adj_vector_function f, size_t element_bytes, const void *x, void *y, int64_t n) {
+  adj_kernel_table_select()->vector_math[f][element_bytes == sizeof(double)](x, y, n);
+}

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vector_math_impl.h"
+
 /* For each vector v of positions, at in_at[v] on the input and out_at[v] on
  * the output (both v * vector length when the tables are NULL), lanes l:
  *   out[o * out_stride + out_at[v] + l] = bias[o] (0 without)
@@ -104,6 +106,9 @@ typedef struct adj_kernel_table {
   void (*transpose[2])(int64_t rows, int64_t cols, const void *in, void *out);
   /* b[r] += sum_c y[r * ld + c]: the bias gradient, for every algorithm (adj_rows_sum_add) */
   void (*rows_sum_add[2])(const void *y, int64_t rows, int64_t cols, int64_t ld, void *b);
+  /* y[i] = f(x[i]) for i < n (x and y the same array or apart), every element through the level's
+   * vector routine, so its value does not depend on its place in the array */
+  void (*vector_math[ADJ_VECTOR_FUNCTIONS][2])(const void *x, void *y, int64_t n);
 } adj_kernel_table;
 
 /* One table per level built (kernel_levels.c). */

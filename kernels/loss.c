@@ -2,9 +2,20 @@
  * mean or sum reduction.  The loss is a scalar, so its jvp returns a number and
  * its backward takes the scalar seed dloss. */
 #include <math.h>
+#include <string.h>
 
 #include "adjoin/loss.h"
 #include "kernels_impl.h"
+#include "vector_math_impl.h"
+
+/* Cross-entropy's rows go through the vector math a chunk at a time, their
+ * sums in this many lanes (a fixed order of addition), their maxima in
+ * vectors of ADJ_XENT_BYTES (a register at v3, half one at v4, two at the
+ * baseline). */
+enum { ADJ_XENT_CHUNK = 256, ADJ_XENT_LANES = 8, ADJ_XENT_BYTES = 32 };
+
+/* The most threads a cross-entropy call splits its rows over. */
+enum { ADJ_XENT_TEAM = 64 };
 
 #define ADJ_TYPED_FILE "loss_typed.inc"
 #include "instantiate.h"
@@ -34,12 +45,44 @@ static int adj_xent_check(const char *who, const adj_tensor *logits, const int64
   return ADJ_SUCCESS;
 }
 
+/* Cross-entropy's rows split over a team: each member's share of the rows
+ * (the loss's partial sums, one per member, added in member order), or of the
+ * gradient's rows (independent). */
+typedef struct adj_xent_work {
+  const adj_tensor *logits;
+  const int64_t *labels;
+  double scale;
+  void *dlogits;          /* backward: the gradient; forward: NULL */
+  double partial[ADJ_XENT_TEAM];
+} adj_xent_work;
+
+static void adj_xent_share(void *arg, int64_t first, int64_t count, int member) {
+  adj_xent_work *w = arg;
+  adj_dtype dtype = w->logits->dtype;
+  int64_t c = w->logits->shape[1];
+  const void *z = adj_at_const(w->logits->data, dtype, first * c);
+  if (w->dlogits)
+    ADJ_DISPATCH(dtype, xent_backward, z, w->labels + first, count, c, w->scale, adj_at(w->dlogits, dtype, first * c));
+  else w->partial[member] = ADJ_DISPATCH(dtype, xent_forward, z, w->labels + first, count, c);
+}
+
+/* The forward's sum over the rows, or the backward's gradient, over a team. */
+static double adj_xent_run(const adj_tensor *logits, const int64_t *labels, double scale, void *dlogits) {
+  int64_t n = logits->shape[0];
+  adj_xent_work w = {logits, labels, scale, dlogits, {0}};
+  int team = adj_team_size(n, n * logits->shape[1]);
+  team = team < ADJ_XENT_TEAM ? team : ADJ_XENT_TEAM;
+  adj_team_run(team, n, adj_xent_share, &w);
+  double sum = 0;
+  for (int m = 0; m < team; m++) sum += w.partial[m];
+  return sum;
+}
+
 int adj_softmax_xent_forward(const adj_tensor *logits, const int64_t *labels, adj_reduction reduction,
                              double *loss) {
   ADJ_CALL(adj_xent_check("softmax cross-entropy forward", logits, labels, reduction));
   ADJ_CHECK(loss, ADJ_ERR_ARG, "softmax cross-entropy forward: loss is NULL");
-  int64_t n = logits->shape[0], c = logits->shape[1];
-  *loss = adj_reduction_scale(reduction, n) * ADJ_DISPATCH(logits->dtype, xent_forward, logits->data, labels, n, c);
+  *loss = adj_reduction_scale(reduction, logits->shape[0]) * adj_xent_run(logits, labels, 0, NULL);
   return ADJ_SUCCESS;
 }
 
@@ -60,9 +103,14 @@ int adj_softmax_xent_backward(const adj_tensor *logits, const int64_t *labels, a
   static const char who[] = "softmax cross-entropy backward";
   ADJ_CALL(adj_xent_check(who, logits, labels, reduction));
   ADJ_CALL(adj_check_tensor(who, "gradient dlogits", dlogits, logits->dtype, 2, logits->shape));
-  int64_t n = logits->shape[0], c = logits->shape[1];
-  double scale = dloss * adj_reduction_scale(reduction, n);
-  ADJ_DISPATCH(logits->dtype, xent_backward, logits->data, labels, n, c, scale, dlogits->data);
+  adj_xent_run(logits, labels, dloss * adj_reduction_scale(reduction, logits->shape[0]), dlogits->data);
+  return ADJ_SUCCESS;
+}
+
+int adj_softmax_xent_correct(const adj_tensor *logits, const int64_t *labels, int64_t *correct) {
+  ADJ_CALL(adj_xent_check("softmax cross-entropy accuracy", logits, labels, ADJ_REDUCE_SUM));
+  ADJ_CHECK(correct, ADJ_ERR_ARG, "softmax cross-entropy accuracy: correct is NULL");
+  *correct = ADJ_DISPATCH(logits->dtype, xent_correct, logits->data, labels, logits->shape[0], logits->shape[1]);
   return ADJ_SUCCESS;
 }
 

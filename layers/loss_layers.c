@@ -15,49 +15,8 @@
 #include "adjoin/loss_layers.h"
 #include "dist_layer_impl.h"
 #include "fault_impl.h"
+#include "loss_pointwise_impl.h"
 #include "op_after_impl.h"
-
-typedef struct adj_loss_point {
-  adj_loss_kind kind;
-  bool log_target, linear_input, full;
-  double eps;
-} adj_loss_point;
-
-/* log clamped at -100, as PyTorch's BCE does, so x = 0 or 1 stays finite. */
-static double adj_clamped_log(double v) { return v > 0 ? fmax(log(v), -100.0) : -100.0; }
-
-static double adj_loss_value(const adj_loss_point *p, double x, double t) {
-  switch (p->kind) {
-  case ADJ_LOSS_L1: return fabs(x - t);
-  case ADJ_LOSS_MSE: return (x - t) * (x - t);
-  case ADJ_LOSS_BCE: return -(t * adj_clamped_log(x) + (1 - t) * adj_clamped_log(1 - x));
-  case ADJ_LOSS_BCE_WITH_LOGITS: return fmax(x, 0) - x * t + log1p(exp(-fabs(x)));
-  case ADJ_LOSS_KL_DIV:
-    if (p->log_target) return exp(t) * (t - x);
-    return (t > 0 ? t * log(t) : 0) - t * x;
-  case ADJ_LOSS_POISSON_NLL: {
-    double f = p->linear_input ? x - t * log(x + p->eps) : exp(x) - t * x;
-    if (p->full && t > 1) f += t * log(t) - t + 0.5 * log(6.283185307179586 * t);
-    return f;
-  }
-  default: return 0;
-  }
-}
-
-static double adj_loss_slope(const adj_loss_point *p, double x, double t) {
-  switch (p->kind) {
-  case ADJ_LOSS_L1: return x > t ? 1 : x < t ? -1 : 0;
-  case ADJ_LOSS_MSE: return 2 * (x - t);
-  case ADJ_LOSS_BCE: return (x - t) / fmax((1 - x) * x, 1e-12);
-  case ADJ_LOSS_BCE_WITH_LOGITS: return (x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x))) - t;
-  case ADJ_LOSS_KL_DIV: return p->log_target ? -exp(t) : -t;
-  case ADJ_LOSS_POISSON_NLL: return p->linear_input ? 1 - t / (x + p->eps) : exp(x) - t;
-  default: return 0;
-  }
-}
-
-#define ADJ_TYPED_FILE "losses_typed.inc"
-#include "instantiate.h"
 
 typedef struct adj_loss_layer {
   adj_loss_point point;
@@ -146,8 +105,7 @@ static double adj_loss_local_values(const adj_layer *l, const adj_loss_layer *s,
   if (s->point.kind == ADJ_LOSS_NLL) return -adj_nll_pick(s, x, out);
   int64_t n = adj_loss_counted_elements(s, out);
   void *o = out ? out->data : NULL;
-  return l->dtype == ADJ_FLOAT32 ? loss_values_f32(&s->point, x->data, s->target.data, n, o)
-                                 : loss_values_f64(&s->point, x->data, s->target.data, n, o);
+  return adj_loss_point_values(&s->point, l->dtype, x->data, s->target.data, n, o);
 }
 
 static double adj_loss_local_slopes(const adj_layer *l, const adj_loss_layer *s, const adj_tensor *v, double scale,
@@ -156,20 +114,18 @@ static double adj_loss_local_slopes(const adj_layer *l, const adj_loss_layer *s,
   int64_t n = adj_loss_counted_elements(s, out);
   const void *vd = v ? v->data : NULL;
   void *o = out ? out->data : NULL;
-  return l->dtype == ADJ_FLOAT32 ? loss_slopes_f32(&s->point, x->data, s->target.data, n, vd, scale, o)
-                                 : loss_slopes_f64(&s->point, x->data, s->target.data, n, vd, scale, o);
+  return adj_loss_point_slopes(&s->point, l->dtype, x->data, s->target.data, n, vd, scale, o);
 }
 
 /* BCE takes probabilities: an input outside [0, 1] fails on every rank. */
 static int adj_loss_check_input(const adj_layer *l, const adj_loss_layer *s, const adj_tensor *x) {
   if (s->point.kind != ADJ_LOSS_BCE) return ADJ_SUCCESS;
   int status = ADJ_SUCCESS;
-  for (int64_t i = 0; i < adj_tensor_volume(x) && !status; i++) {
-    double v = adj_tensor_get(x, i);
-    if (!(v >= 0 && v <= 1))
-      status = adj_error_set(ADJ_ERR_ARG, "%s: input %g (local element %lld) is outside [0, 1]; BCE takes "
-                             "probabilities (use BCE with logits for scores)", l->name, v, (long long)i);
-  }
+  int64_t i = adj_loss_first_outside_unit(x->dtype, x->data, adj_tensor_volume(x));
+  if (i >= 0)
+    status = adj_error_set(ADJ_ERR_ARG, "%s: input %g (local element %lld) is outside [0, 1]; BCE takes "
+                           "probabilities (use BCE with logits for scores)", l->name, adj_tensor_get(x, i),
+                           (long long)i);
   return adj_status_agree(l->comm, status, l->wait);
 }
 

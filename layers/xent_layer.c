@@ -31,17 +31,6 @@ static adj_tensor adj_xent_rows(const adj_xent_layer *x, const adj_tensor *t) {
   return rows;
 }
 
-static int64_t adj_xent_count_correct(const adj_xent_layer *x) {
-  int64_t classes = x->z.shape[1], correct = 0, rows = adj_tensor_volume(&x->z) ? x->count : 0;
-  for (int64_t i = 0; i < rows; i++) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; c++)
-      if (adj_tensor_get(&x->z, i * classes + c) > adj_tensor_get(&x->z, i * classes + best)) best = c;
-    correct += best == x->labels[i];
-  }
-  return correct;
-}
-
 static int adj_xent_layer_forward(adj_layer *l, const adj_tensor *in, adj_tensor *y) {
   adj_xent_layer *x = l->impl;
   ADJ_CALL(adj_op_alias_output(x->gather, ADJ_FORWARD, in, &x->z_buffer, &x->z));
@@ -49,7 +38,7 @@ static int adj_xent_layer_forward(adj_layer *l, const adj_tensor *in, adj_tensor
   if (!adj_tensor_volume(y)) return ADJ_SUCCESS;
   adj_tensor rows = adj_xent_rows(x, &x->z);
   ADJ_CALL(adj_softmax_xent_forward(&rows, x->labels, ADJ_REDUCE_MEAN, &x->loss));
-  x->correct = adj_xent_count_correct(x);
+  ADJ_CALL(adj_softmax_xent_correct(&rows, x->labels, &x->correct));
   adj_tensor_set(y, 0, x->loss);
   return ADJ_SUCCESS;
 }

@@ -14,9 +14,11 @@ import sys
 
 
 def count(path):
-    """(passed, failed, skipped, seconds) of one log."""
+    """(passed, failed, skipped, seconds, failures) of one log; failures lists
+    a line for each test that did not pass: result, name, time, last words."""
     passed = failed = skipped = 0
     seconds = 0.0
+    failures = []
     with open(path) as log:
         for line in log:
             if not line.strip():
@@ -30,7 +32,10 @@ def count(path):
                 skipped += 1
             else:
                 failed += 1
-    return passed, failed, skipped, seconds
+                output = (test.get("stdout") or "").strip().splitlines()
+                last = output[-1][:160] if output else ""
+                failures.append(f"    {result} {test['name']} ({test.get('duration', 0.0):.0f} s): {last}")
+    return passed, failed, skipped, seconds, failures
 
 
 def main(arguments):
@@ -38,13 +43,15 @@ def main(arguments):
     for argument in arguments:
         label, _, path = argument.rpartition("=")
         try:
-            passed, failed, skipped, seconds = count(path)
+            passed, failed, skipped, seconds, failures = count(path)
         except OSError as error:
             print(f"  {label or path}: no test log ({error.strerror}): counted as 1 failed")
             totals[1] += 1
             continue
         print(f"  {label or path}: {passed} passed, {failed} failed, {skipped} skipped "
               f"({seconds / 60:.1f} min of tests)")
+        for line in failures:
+            print(line)
         totals = [totals[0] + passed, totals[1] + failed, totals[2] + skipped]
     print(f"{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
     return 1 if totals[1] else 0

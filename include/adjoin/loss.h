@@ -33,6 +33,11 @@ int adj_softmax_xent_backward(const adj_tensor *logits, /* (N, C) */
                               const int64_t *labels,    /* (N) */
                               adj_reduction reduction, double dloss,
                               adj_tensor *dlogits);     /* (N, C) overwritten */
+/* correct = the samples whose largest logit (the first, on a tie) is at their
+ * label: the accuracy's numerator. */
+int adj_softmax_xent_correct(const adj_tensor *logits, /* (N, C) */
+                             const int64_t *labels,    /* (N) */
+                             int64_t *correct);
 
 /* loss = reduce (y - target)^2 over every element; the target is data (no gradient). */
 int adj_mse_forward(const adj_tensor *y, const adj_tensor *target, adj_reduction reduction, double *loss);

@@ -37,6 +37,7 @@ typedef struct adj_pad {
   adj_padding_mode mode;
   int stages;
   adj_pad_stage stage[3];
+  adj_box inner; /* zeros: where this worker's input block lies in its output block */
 } adj_pad;
 
 static const char *const adj_padding_mode_names[] = {"zeros", "reflect", "replicate", "circular"};
@@ -128,8 +129,18 @@ static int adj_pad_stage_adjoint(const adj_pad *p, adj_pad_stage *s, const adj_t
   return ADJ_SUCCESS;
 }
 
+/* Zero padding moves nothing between workers: the output is zeros around the
+ * input block, written in one pass instead of a copy per stage. */
+static bool adj_pad_direct(const adj_pad *p) { return p->mode == ADJ_PAD_ZEROS && p->stages; }
+
 static int adj_pad_apply(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_pad *p = l->impl;
+  if (adj_pad_direct(p)) {
+    adj_box whole = adj_box_whole(x->rank, x->shape);
+    adj_tensor_zero(y);
+    adj_tensor_copy_box(y, &p->inner, x, &whole, ADJ_UNPACK_COPY);
+    return ADJ_SUCCESS;
+  }
   const adj_tensor *in = x;
   for (int k = 0; k < p->stages; k++) {
     adj_tensor *out = k == p->stages - 1 ? y : &p->stage[k].out;
@@ -153,6 +164,11 @@ static int adj_pad_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) 
   adj_pad *p = l->impl;
   if (!dx) return ADJ_SUCCESS;
   if (!p->stages) adj_tensor_copy_flat(dx, dy);
+  if (adj_pad_direct(p)) {
+    adj_box whole = adj_box_whole(dx->rank, dx->shape);
+    adj_tensor_copy_box(dx, &whole, dy, &p->inner, ADJ_UNPACK_COPY);
+    return ADJ_SUCCESS;
+  }
   const adj_tensor *dout = dy;
   for (int k = p->stages - 1; k >= 0; k--) {
     adj_tensor *din = k == 0 ? dx : &p->stage[k - 1].out;
@@ -332,6 +348,9 @@ static int adj_pad_plan(adj_pad *p, const adj_pad_layer_config *c, adj_decomposi
     in = out;
   }
   if (status) adj_decomposition_destroy(&in);
+  adj_box block = adj_decomposition_local_block(c->input);
+  p->inner = adj_box_whole(block.rank, block.extent);
+  for (int k = 0; k < p->stages; k++) p->inner.start[p->stage[k].dim] = p->stage[k].bulk.start[p->stage[k].dim];
   *output = in;
   return status;
 }

@@ -49,7 +49,12 @@ typedef struct adj_bn_stats {
 
 static void adj_bn_channels(void *arg, int64_t first, int64_t count, int member) {
   const adj_bn_stats *w = arg;
-  if (!w->mean)
+  if (w->s == 1 && !w->mean)
+    ADJ_DISPATCH(w->x->dtype, bn_moments_features, w->x->data, w->n, w->c, first, count, w->first, w->second);
+  else if (w->s == 1)
+    ADJ_DISPATCH(w->x->dtype, bn_sums_features, w->v->data, w->x->data, w->n, w->c, first, count, w->mean, w->inv,
+                 w->first, w->second);
+  else if (!w->mean)
     ADJ_DISPATCH(w->x->dtype, bn_moments, w->x->data, w->n, w->c, w->s, first, count, w->first, w->second);
   else
     ADJ_DISPATCH(w->x->dtype, bn_sums, w->v->data, w->x->data, w->n, w->c, w->s, first, count, w->mean, w->inv,
@@ -92,7 +97,10 @@ typedef struct adj_bn_map_work {
 
 static void adj_bn_planes(void *arg, int64_t first, int64_t count, int member) {
   const adj_bn_map_work *w = arg;
-  ADJ_DISPATCH(w->x->dtype, bn_apply, w->v ? w->v->data : NULL, w->x->data, w->c, w->s, first, count, w->map,
+  if (w->s == 1)
+    ADJ_DISPATCH(w->x->dtype, bn_apply_features, w->v ? w->v->data : NULL, w->x->data, w->c, first, count, w->map,
+                 w->out->data);
+  else ADJ_DISPATCH(w->x->dtype, bn_apply, w->v ? w->v->data : NULL, w->x->data, w->c, w->s, first, count, w->map,
                w->out->data);
 }
 

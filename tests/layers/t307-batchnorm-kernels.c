@@ -2,7 +2,8 @@
  * naive long double reference kept here (two-pass moments, sums, the map),
  * float32 and float64, at block shapes whose per-row lengths leave every
  * remainder of the kernels' 8 lanes (S = 1, 13, 99, 60, 64, 49, 100) and ranks
- * 2-5, one large enough to be split over a team;
+ * 2-5, one large enough to be split over a team; (N, C) blocks run along the
+ * channels, one of 300 x 223 split over a team mid-row;
  * one block with a large offset (mean 1e4, spread 1), whose variance a
  * float32 or uncentred sum would lose.  The kernels' results are the same
  * bits for 1 and 3 threads (their sums depend on the shape alone), the map
@@ -24,6 +25,7 @@ typedef struct bn_shape {
 static const bn_shape shapes[] = {
     {2, {5, 7}, 0},          {3, {3, 4, 13}, 0},     {4, {2, 3, 9, 11}, 0}, {5, {2, 2, 3, 4, 5}, 0},
     {4, {4, 3, 8, 8}, 0},    {4, {6, 5, 7, 7}, 0},   {4, {3, 2, 10, 10}, 1e4}, {4, {8, 6, 40, 40}, 0},
+    {2, {300, 223}, 0},      {2, {40, 17}, 1e4},
 };
 
 typedef struct bn_data {

@@ -115,32 +115,16 @@ typedef struct bench_run {
   adj_optimizer *optimizer;
   adj_gradient_reducer *reducer;
   adj_tensor x, y, dy;
-  int nparams;
 } bench_run;
 
-/* A stage's parameter gradients are final after its backward; the reducer
- * lists them last parameter first. */
 static int bench_hook(void *ctx, int index, adj_backward_event event) {
   bench_run *r = ctx;
-  int first, count;
-  if (event != ADJ_BACKWARD_END) return ADJ_SUCCESS;
-  int status = adj_network_stage_parameters(r->net, index, &first, &count);
-  for (int k = 0; k < count && !status; k++) status = adj_gradient_reducer_ready(r->reducer, r->nparams - 1 - first - k);
-  return status ? status : adj_gradient_reducer_poke(r->reducer);
+  return event == ADJ_BACKWARD_END ? adj_replicas_reducer_stage_done(r->net, r->reducer, index) : ADJ_SUCCESS;
 }
 
 static int bench_reducer(bench_run *r) {
-  r->nparams = adj_layer_parameter_count(r->net);
-  adj_tensor **grads = calloc((size_t)r->nparams + 1, sizeof *grads);
-  if (!grads) return 1;
-  for (int k = 0; k < r->nparams; k++) grads[r->nparams - 1 - k] = &adj_layer_parameter(r->net, k)->grad;
-  adj_gradient_reducer_config c = {.dtype = adj_layer_dtype(r->net), .partition = adj_replicas_partition(r->replicas),
-                                   .ndims = 1, .dims = (const int[]){0}, .n = r->nparams, .tensors = grads,
-                                   .first_bucket_bytes = ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES,
-                                   .bucket_bytes = ADJ_REDUCER_DEFAULT_BUCKET_BYTES};
-  int status = adj_gradient_reducer_create(&c, &r->reducer);
-  free(grads);
-  return status || adj_network_set_backward_hook(r->net, bench_hook, r);
+  return adj_replicas_reducer_create(r->replicas, r->net, NULL, NULL, NULL, &r->reducer) ||
+         adj_network_set_backward_hook(r->net, bench_hook, r);
 }
 
 /* Synthetic inputs, the loss's labels (class 0) or targets (0.5), and the

@@ -134,3 +134,35 @@ int adj_replicas_check_sync(const adj_replicas *r, adj_layer *network, uint64_t 
   if (!status && hash) *hash = combined;
   return status;
 }
+
+int adj_replicas_reducer_create(const adj_replicas *r, adj_layer *network, const int64_t *bucket_caps,
+                                void (*event)(void *ctx, adj_reducer_event event, int bucket), void *event_ctx,
+                                adj_gradient_reducer **reducer) {
+  ADJ_CHECK(r && network && reducer, ADJ_ERR_ARG, "replicas reducer: replicas, network or reducer is NULL");
+  int n = adj_layer_parameter_count(network);
+  adj_tensor **grads = calloc((size_t)n + 1, sizeof *grads);
+  int status = grads ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "replicas reducer: out of memory");
+  status = adj_status_agree(r->comm, status, r->wait);
+  if (status) {
+    free(grads);
+    return status;
+  }
+  for (int k = 0; k < n; k++) grads[n - 1 - k] = &adj_layer_parameter(network, k)->grad;
+  const int64_t defaults[2] = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES};
+  const int64_t *cap = bucket_caps ? bucket_caps : defaults;
+  status = adj_gradient_reducer_create(
+      &(adj_gradient_reducer_config){.dtype = adj_layer_dtype(network), .partition = r->grid, .ndims = 1,
+                                     .dims = (const int[]){0}, .n = n, .tensors = grads,
+                                     .first_bucket_bytes = cap[0], .bucket_bytes = cap[1], .event = event,
+                                     .event_ctx = event_ctx},
+      reducer);
+  free(grads);
+  return status;
+}
+
+int adj_replicas_reducer_stage_done(adj_layer *network, adj_gradient_reducer *reducer, int index) {
+  int first, count, n = adj_layer_parameter_count(network);
+  ADJ_CALL(adj_network_stage_parameters(network, index, &first, &count));
+  for (int k = first; k < first + count; k++) ADJ_CALL(adj_gradient_reducer_ready(reducer, n - 1 - k));
+  return adj_gradient_reducer_poke(reducer);
+}

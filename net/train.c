@@ -47,7 +47,6 @@ struct adj_trainer {
   int64_t global_batch;    /* batch_size x replicas x micro-batches */
   int replicas, replica, micro;
   adj_gradient_reducer *reducer; /* NULL without replicas */
-  int nparams;
   bool reducing;           /* the backward under way marks gradients final */
   double t0;               /* trace clock origin */
   adj_tensor x;            /* this rank's block of the input */
@@ -100,10 +99,7 @@ static int trainer_backward_hook(void *ctx, int index, adj_backward_event event)
   trainer_span(t, ADJ_TRACE_COMPUTE,
                event == ADJ_BACKWARD_BEGIN ? adj_layer_name(adj_network_layer(t->config.network, index)) : NULL, index);
   if (event != ADJ_BACKWARD_END || !t->reducing) return ADJ_SUCCESS;
-  int first, count;
-  ADJ_CALL(adj_network_stage_parameters(t->config.network, index, &first, &count));
-  for (int k = first; k < first + count; k++) ADJ_CALL(adj_gradient_reducer_ready(t->reducer, t->nparams - 1 - k));
-  return adj_gradient_reducer_poke(t->reducer);
+  return adj_replicas_reducer_stage_done(t->config.network, t->reducer, index);
 }
 
 /* Replicas start from replica 0's parameters (or must already agree), and a
@@ -113,25 +109,8 @@ static int trainer_replicas(adj_trainer *t) {
   const adj_trainer_config *c = &t->config;
   if (c->require_equal_start) ADJ_CALL(adj_replicas_check_sync(c->replicas, c->network, NULL));
   else ADJ_CALL(adj_replicas_broadcast_parameters(c->replicas, c->network, 0));
-  t->nparams = adj_layer_parameter_count(c->network);
-  adj_tensor **grads = calloc((size_t)t->nparams + 1, sizeof *grads);
-  int status = grads ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "trainer: out of memory");
-  status = adj_status_agree(t->comm, status, ADJ_WAIT_YIELD);
-  if (status) {
-    free(grads);
-    return status;
-  }
-  for (int k = 0; k < t->nparams; k++) grads[t->nparams - 1 - k] = &adj_layer_parameter(c->network, k)->grad;
-  const int64_t caps[2] = {ADJ_REDUCER_DEFAULT_FIRST_BUCKET_BYTES, ADJ_REDUCER_DEFAULT_BUCKET_BYTES};
-  const int64_t *cap = c->bucket_caps ? c->bucket_caps : caps;
-  status = adj_gradient_reducer_create(
-      &(adj_gradient_reducer_config){.dtype = adj_layer_dtype(c->network), .partition = adj_replicas_partition(c->replicas),
-                                     .ndims = 1, .dims = (const int[]){0}, .n = t->nparams, .tensors = grads,
-                                     .first_bucket_bytes = cap[0], .bucket_bytes = cap[1],
-                                     .event = trainer_reducer_event, .event_ctx = t},
-      &t->reducer);
-  free(grads);
-  ADJ_CALL(status);
+  ADJ_CALL(adj_replicas_reducer_create(c->replicas, c->network, c->bucket_caps, trainer_reducer_event, t,
+                                       &t->reducer));
   return adj_network_set_backward_hook(c->network, trainer_backward_hook, t);
 }
 

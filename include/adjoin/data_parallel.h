@@ -20,6 +20,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "adjoin/gradient_reducer.h"
 #include "adjoin/layer.h"
 #include "adjoin/partition.h"
 #include "adjoin/export.h"
@@ -52,6 +53,20 @@ int adj_replicas_broadcast_parameters(const adj_replicas *r, adj_layer *network,
  * ADJ_ERR_STATE naming the replica, the position and both hashes.  *hash (may
  * be NULL) receives a hash of replica 0's parameters, equal on every rank. */
 int adj_replicas_check_sync(const adj_replicas *r, adj_layer *network, uint64_t *hash);
+
+/* A gradient reducer (gradient_reducer.h) summing every parameter gradient of
+ * `network` over dimension 0 of the replica grid, the gradients listed last
+ * parameter first: the order the backward finishes them.  bucket_caps is
+ * {first bucket, later buckets} in bytes, or NULL for the defaults; event and
+ * event_ctx go to the reducer's config (event may be NULL). */
+int adj_replicas_reducer_create(const adj_replicas *r, adj_layer *network, const int64_t *bucket_caps,
+                                void (*event)(void *ctx, adj_reducer_event event, int bucket), void *event_ctx,
+                                adj_gradient_reducer **reducer);
+
+/* For a network's backward hook (network.h), after stage `index`'s backward:
+ * its parameters' gradients are final, so they are marked ready in a reducer
+ * from adj_replicas_reducer_create and the reductions are poked. */
+int adj_replicas_reducer_stage_done(adj_layer *network, adj_gradient_reducer *reducer, int index);
 
 ADJ_END_DECLS
 

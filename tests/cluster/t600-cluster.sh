@@ -47,7 +47,8 @@ fail() { echo "$me: FAIL: $*"; errors=$((errors + 1)); }
 # OUT.  MPICH over UCX's TCP sometimes hangs in MPI_Finalize's cleanup after
 # the work is done (openucx/ucx#8738, docs/cluster.md): a launch that timed
 # out after printing DONE (its last line's pattern) is said so and run once
-# more; what that run returns stands.
+# more; what that run returns stands, but for a second such hang, after which
+# the run's output stands (what it printed is checked all the same).
 across() {
   limit=$1 out=$2 done_pattern=$3
   shift 3
@@ -57,6 +58,10 @@ across() {
     echo "$me: note: '$(basename "$1") ${2:-}' finished its work, then hung in MPI_Finalize (openucx/ucx#8738); once more"
     timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@" >"$out" 2>&1
     status=$?
+    if [ "$status" -eq 124 ] && grep -q "$done_pattern" "$out"; then
+      echo "$me: note: it finished its work and hung in MPI_Finalize again; its output stands (the checks below read it)"
+      status=0
+    fi
   fi
   return "$status"
 }

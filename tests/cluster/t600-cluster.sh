@@ -46,22 +46,18 @@ fail() { echo "$me: FAIL: $*"; errors=$((errors + 1)); }
 # across LIMIT OUT DONE PROGRAM ARGS...: PROGRAM on the hosts, its output in
 # OUT.  MPICH over UCX's TCP sometimes hangs in MPI_Finalize's cleanup after
 # the work is done (openucx/ucx#8738, docs/cluster.md): a launch that timed
-# out after printing DONE (its last line's pattern) is said so and run once
-# more; what that run returns stands, but for a second such hang, after which
-# the run's output stands (what it printed is checked all the same).
+# out after printing DONE (its last line's pattern) is said so and its output
+# stands; the checks that follow read it as they read any run's.  (A rerun
+# after such a hang hung again, or ended in a process-manager error, in 2 of
+# the 4 reruns one rehearsal made.)
 across() {
   limit=$1 out=$2 done_pattern=$3
   shift 3
   timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@" >"$out" 2>&1
   status=$?
   if [ "$status" -eq 124 ] && grep -q "$done_pattern" "$out"; then
-    echo "$me: note: '$(basename "$1") ${2:-}' finished its work, then hung in MPI_Finalize (openucx/ucx#8738); once more"
-    timeout "$limit" sh "$src/tools/cluster-run.sh" --cluster "$name" --mpiexec "$mpiexec" -n "$hosts" "$@" >"$out" 2>&1
-    status=$?
-    if [ "$status" -eq 124 ] && grep -q "$done_pattern" "$out"; then
-      echo "$me: note: it finished its work and hung in MPI_Finalize again; its output stands (the checks below read it)"
-      status=0
-    fi
+    echo "$me: note: '$(basename "$1") ${2:-}' finished its work, then hung in MPI_Finalize (openucx/ucx#8738); its output stands"
+    status=0
   fi
   return "$status"
 }

@@ -12,21 +12,26 @@ enum { ADJ_ACTIVATION_CHUNK = 512 };
 #define ADJ_TYPED_FILE "activation_typed.inc"
 #include "instantiate.h"
 
-/* x, and every other tensor of the call, must share x's dtype and shape. */
-static int adj_activation_check(const char *who, const adj_activation *a, const adj_tensor *x, const char *name,
-                                const adj_tensor *t) {
+/* x (the forward's input or output), and every other tensor of the call,
+ * must share x's dtype and shape. */
+static int adj_activation_check(const char *who, const adj_activation *a, const char *x_name, const adj_tensor *x,
+                                const char *name, const adj_tensor *t) {
   ADJ_CHECK(a, ADJ_ERR_ARG, "%s: activation is NULL", who);
   ADJ_CHECK(a->kind >= ADJ_RELU && a->kind <= ADJ_SIGMOID, ADJ_ERR_ARG, "%s: unknown activation kind %d", who,
             (int)a->kind);
-  ADJ_CHECK(x, ADJ_ERR_ARG, "%s: input x is NULL", who);
-  ADJ_CALL(adj_dtype_check_compute(who, "input x", x->dtype));
+  ADJ_CHECK(x, ADJ_ERR_ARG, "%s: %s is NULL", who, x_name);
+  ADJ_CALL(adj_dtype_check_compute(who, x_name, x->dtype));
   return adj_check_tensor(who, name, t, x->dtype, x->rank, x->shape);
 }
 
-/* One elementwise pass, for a team (adj_team_run). */
+/* The three elementwise passes. */
+typedef enum { ADJ_PASS_APPLY, ADJ_PASS_DERIVATIVE, ADJ_PASS_DERIVATIVE_FROM_OUTPUT } adj_activation_pass;
+
+/* One elementwise pass, for a team (adj_team_run); x is the forward's input,
+ * or its output for the pass from the output. */
 typedef struct adj_activation_work {
   const adj_activation *a;
-  bool derivative;
+  adj_activation_pass pass;
   const adj_tensor *x;
   const void *v;
   void *out;
@@ -36,37 +41,53 @@ static void adj_activation_share(void *arg, int64_t first, int64_t count, int me
   const adj_activation_work *w = arg;
   adj_dtype dtype = w->x->dtype;
   const void *xs = adj_at_const(w->x->data, dtype, first);
-  if (w->derivative)
-    ADJ_DISPATCH(dtype, activation_derivative, w->a, xs, adj_at_const(w->v, dtype, first), adj_at(w->out, dtype, first),
-                 count);
-  else ADJ_DISPATCH(dtype, activation_apply, w->a, xs, adj_at(w->out, dtype, first), count);
+  void *out = adj_at(w->out, dtype, first);
+  if (w->pass == ADJ_PASS_APPLY) {
+    ADJ_DISPATCH(dtype, activation_apply, w->a, xs, out, count);
+    return;
+  }
+  const void *v = adj_at_const(w->v, dtype, first);
+  if (w->pass == ADJ_PASS_DERIVATIVE) ADJ_DISPATCH(dtype, activation_derivative, w->a, xs, v, out, count);
+  else ADJ_DISPATCH(dtype, activation_derivative_from_output, w->a, xs, v, out, count);
 }
 
 /* The elementwise loops over a team: each member takes a contiguous share. */
-static void adj_activation_run(const adj_activation *a, bool derivative, const adj_tensor *x, const void *v,
+static void adj_activation_run(const adj_activation *a, adj_activation_pass pass, const adj_tensor *x, const void *v,
                                void *out) {
   int64_t n = adj_tensor_volume(x);
-  adj_activation_work w = {a, derivative, x, v, out};
+  adj_activation_work w = {a, pass, x, v, out};
   adj_team_run(adj_team_size(n, n), n, adj_activation_share, &w);
 }
 
 int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_tensor *y) {
-  ADJ_CALL(adj_activation_check("activation forward", a, x, "output y", y));
-  adj_activation_run(a, false, x, NULL, y->data);
+  ADJ_CALL(adj_activation_check("activation forward", a, "input x", x, "output y", y));
+  adj_activation_run(a, ADJ_PASS_APPLY, x, NULL, y->data);
   return ADJ_SUCCESS;
 }
 
 int adj_activation_jvp(const adj_activation *a, const adj_tensor *x, const adj_tensor *dx, adj_tensor *dy) {
-  ADJ_CALL(adj_activation_check("activation jvp", a, x, "input perturbation dx", dx));
-  ADJ_CALL(adj_activation_check("activation jvp", a, x, "output dy", dy));
-  adj_activation_run(a, true, x, dx->data, dy->data);
+  ADJ_CALL(adj_activation_check("activation jvp", a, "input x", x, "input perturbation dx", dx));
+  ADJ_CALL(adj_activation_check("activation jvp", a, "input x", x, "output dy", dy));
+  adj_activation_run(a, ADJ_PASS_DERIVATIVE, x, dx->data, dy->data);
   return ADJ_SUCCESS;
 }
 
 int adj_activation_backward(const adj_activation *a, const adj_tensor *x, const adj_tensor *dy, adj_tensor *dx) {
-  ADJ_CALL(adj_activation_check("activation backward", a, x, "output gradient dy", dy));
-  ADJ_CALL(adj_activation_check("activation backward", a, x, "input gradient dx", dx));
-  adj_activation_run(a, true, x, dy->data, dx->data);
+  ADJ_CALL(adj_activation_check("activation backward", a, "input x", x, "output gradient dy", dy));
+  ADJ_CALL(adj_activation_check("activation backward", a, "input x", x, "input gradient dx", dx));
+  adj_activation_run(a, ADJ_PASS_DERIVATIVE, x, dy->data, dx->data);
+  return ADJ_SUCCESS;
+}
+
+int adj_activation_derivative_from_output(const adj_activation *a, const adj_tensor *y, const adj_tensor *v,
+                                          adj_tensor *out) {
+  static const char who[] = "activation derivative from the output";
+  ADJ_CALL(adj_activation_check(who, a, "output y", y, "vector v", v));
+  ADJ_CALL(adj_activation_check(who, a, "output y", y, "result out", out));
+  ADJ_CHECK(a->kind != ADJ_LEAKY_RELU || a->negative_slope > 0, ADJ_ERR_ARG,
+            "%s: leaky ReLU's negative slope %g is not positive, so the output does not tell the input's sign", who,
+            a->negative_slope);
+  adj_activation_run(a, ADJ_PASS_DERIVATIVE_FROM_OUTPUT, y, v->data, out->data);
   return ADJ_SUCCESS;
 }
 

@@ -14,8 +14,28 @@
 
 /* ---- activations ----------------------------------------------------------------------- */
 
+/* tanh and sigmoid keep the output of the last forward (as PyTorch does), so
+ * jvp and backward read f'(x) from it instead of computing f(x) again: one
+ * vector exp or tanh per element and step instead of two, for one block of
+ * memory (plan/step_stages.c counts it). */
+typedef struct adj_activation_impl {
+  adj_activation activation; /* first: adj_activation_layer_describe reads it */
+  bool keeps_output;
+  adj_tensor output;         /* f(x) of the last forward, when kept */
+} adj_activation_impl;
+
 static int adj_activation_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
-  return adj_activation_forward(l->impl, x, y);
+  adj_activation_impl *impl = l->impl;
+  ADJ_CALL(adj_activation_forward(&impl->activation, x, y));
+  if (impl->keeps_output) adj_tensor_copy_flat(&impl->output, y);
+  return ADJ_SUCCESS;
+}
+
+/* f'(x) * v at the last forward's x: the jvp and the backward alike. */
+static int adj_activation_layer_derivative(adj_layer *l, const adj_tensor *v, adj_tensor *out) {
+  adj_activation_impl *impl = l->impl;
+  if (impl->keeps_output) return adj_activation_derivative_from_output(&impl->activation, &impl->output, v, out);
+  return adj_activation_backward(&impl->activation, l->input, v, out);
 }
 
 static int adj_activation_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tensor *dy) {
@@ -23,14 +43,18 @@ static int adj_activation_layer_jvp(adj_layer *l, const adj_tensor *dx, adj_tens
     adj_tensor_zero(dy);
     return ADJ_SUCCESS;
   }
-  return adj_activation_jvp(l->impl, l->input, dx, dy);
+  return adj_activation_layer_derivative(l, dx, dy);
 }
 
 static int adj_activation_layer_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) {
-  return dx ? adj_activation_backward(l->impl, l->input, dy, dx) : ADJ_SUCCESS;
+  return dx ? adj_activation_layer_derivative(l, dy, dx) : ADJ_SUCCESS;
 }
 
-static void adj_free_impl(adj_layer *l) { free(l->impl); }
+static void adj_activation_layer_free(adj_layer *l) {
+  adj_activation_impl *impl = l->impl;
+  if (impl) adj_tensor_destroy(&impl->output);
+  free(impl);
+}
 
 static void adj_activation_name(const adj_activation *a, char *name, size_t size) {
   static const char *const names[] = {"relu", "leaky_relu", "tanh", "sigmoid"};
@@ -44,21 +68,27 @@ int adj_activation_layer_create(const adj_activation_layer_config *c, adj_layer 
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
   adj_activation_kind kind = c->activation.kind;
   ADJ_CHECK(kind >= ADJ_RELU && kind <= ADJ_SIGMOID, ADJ_ERR_ARG, "%s: unknown activation kind %d", who, (int)kind);
-  adj_activation *impl = malloc(sizeof *impl);
-  if (impl) *impl = c->activation;
+  adj_activation_impl *impl = calloc(1, sizeof *impl);
+  if (impl) *impl = (adj_activation_impl){.activation = c->activation, .keeps_output = kind >= ADJ_TANH};
   int status = adj_layer_agree(c->input, impl ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", who));
   char name[64];
   adj_activation_name(&c->activation, name, sizeof name);
   static const adj_layer_methods methods = {adj_activation_layer_forward, adj_activation_layer_jvp,
-                                            adj_activation_layer_backward, adj_free_impl};
+                                            adj_activation_layer_backward, adj_activation_layer_free};
   if (!status) status = adj_layer_alloc_between(name, c->dtype, c->input, c->input, &methods, impl, layer);
-  if (status) free(impl);
+  if (status) {
+    free(impl);
+    return status;
+  }
+  if (impl->keeps_output)
+    status = adj_layer_agree(c->input, adj_layer_create_output(*layer, &impl->output));
+  if (status) adj_layer_destroy(layer);
   return status;
 }
 
 bool adj_activation_layer_describe(const adj_layer *layer, adj_stage_description *d) {
   if (!layer || layer->methods.forward != adj_activation_layer_forward) return false;
-  *d = (adj_stage_description){.kind = ADJ_STAGE_ACTIVATION, .activation = *(const adj_activation *)layer->impl};
+  *d = (adj_stage_description){.kind = ADJ_STAGE_ACTIVATION, .activation = ((const adj_activation_impl *)layer->impl)->activation};
   return true;
 }
 

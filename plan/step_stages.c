@@ -445,6 +445,8 @@ int step_pointwise(step_walk *w, int i) {
     memcpy(twin.u.upsample.size, &twin.out_shape[1], sizeof(int64_t) * (size_t)(l->out_rank - 1));
   if (l->kind == ADJ_DESC_BATCHNORM) step_batchnorm(w, s, l, local);
   if (l->kind == ADJ_DESC_UPSAMPLE) step_upsample(w, s, l, local);
+  /* tanh and sigmoid keep their output for backward (pointwise_layer.c). */
+  if (l->kind == ADJ_DESC_ACTIVATION && l->u.activation.kind >= ADJ_TANH) step_buffer(s, local, w->esize);
   twin.parameter_count = s->parameters;
   ADJ_CALL(step_compute(w, s, &twin, n, s->parameters > 0));
   step_layout out = step_pointwise_output(w, l, ll);

@@ -31,6 +31,14 @@ int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_ten
 int adj_activation_jvp(const adj_activation *a, const adj_tensor *x, const adj_tensor *dx, adj_tensor *dy);
 int adj_activation_backward(const adj_activation *a, const adj_tensor *x, const adj_tensor *dy, adj_tensor *dx);
 
+/* out = f'(x) * v read from the forward's OUTPUT y = f(x) instead of x: the
+ * jvp (v = dx) and the backward (v = dy) with no exp or tanh per element
+ * (tanh' = 1 - y^2, sigmoid' = y (1 - y), (leaky) ReLU from the sign of y),
+ * the same values as adj_activation_backward at that x.  Leaky ReLU needs a
+ * positive negative_slope (otherwise y does not tell x's sign): ADJ_ERR_ARG. */
+int adj_activation_derivative_from_output(const adj_activation *a, const adj_tensor *y, const adj_tensor *v,
+                                          adj_tensor *out);
+
 /* Flatten. */
 /* A view of x (N, d1, d2, ...) as (N, d1*d2*...): no data moves, so flatten is
  * its own Jacobian and its adjoint is the reverse view, adj_unflatten_view. */

@@ -140,6 +140,12 @@ static void check_activation_values(adj_test *t, const char *name, map_point *p,
   layer_compare(t, &in_place, &ry, "%s forward in place", name);
   layer_compare(t, &dy, &rdy, "%s jvp", name);
   layer_compare(t, &g, &rg, "%s backward", name);
+  /* From the output: the same bits as from the input (the layers of tanh and
+   * sigmoid use it). */
+  ADJ_TEST_OK(t, adj_activation_derivative_from_output(&p->act, &y, &seed, &in_place));
+  size_t bytes = (size_t)n * adj_dtype_size(dtype);
+  ADJ_TEST_CHECK(t, memcmp(in_place.data, g.data, bytes) == 0, "%s: the derivative from the output differs from "
+                 "the backward's", name);
   for (int i = 0; i < 7; i++) adj_tensor_destroy(made[i]);
   adj_tensor_destroy(&seed);
 }
@@ -285,6 +291,12 @@ static void check_errors(adj_test *t) {
                         "output y has shape [4, 3] but needs [3, 4]");
   adj_test_expect_error(t, "unknown activation", adj_activation_forward(&(adj_activation){.kind = 9}, &y, &y),
                         ADJ_ERR_ARG, "unknown activation kind 9");
+  adj_test_expect_error(t, "leaky slope from the output",
+                        adj_activation_derivative_from_output(&(adj_activation){ADJ_LEAKY_RELU, -0.5}, &y, &y, &y),
+                        ADJ_ERR_ARG, "negative slope -0.5 is not positive");
+  adj_test_expect_error(t, "from the output: NULL output",
+                        adj_activation_derivative_from_output(&(adj_activation){.kind = ADJ_SIGMOID}, NULL, &y, &y),
+                        ADJ_ERR_ARG, "output y is NULL");
   adj_tensor *all[] = {&z, &z3, &y, &target};
   for (int i = 0; i < 4; i++) adj_tensor_destroy(all[i]);
 }

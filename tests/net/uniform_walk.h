@@ -16,4 +16,7 @@ typedef void uniform_visit(adj_test *t, const adj_description *d, const adj_plac
  * caller destroys it), or NULL when it cannot be read. */
 adj_description *uniform_walk(adj_test *t, const char *dir, const char *net, int64_t batch, uniform_visit *visit);
 
+/* The same over a description at hand. */
+void uniform_walk_description(adj_test *t, const adj_description *d, int64_t batch, uniform_visit *visit);
+
 #endif

@@ -1,7 +1,9 @@
 /* Pointwise activations (ReLU, leaky ReLU, tanh, sigmoid) and flatten. */
 #include <math.h>
+#include <string.h>
 
 #include "adjoin/activation.h"
+#include "activation_impl.h"
 #include "kernel_table.h"
 #include "kernels_impl.h"
 
@@ -34,7 +36,7 @@ typedef struct adj_activation_work {
   adj_activation_pass pass;
   const adj_tensor *x;
   const void *v;
-  void *out;
+  void *out, *kept;
 } adj_activation_work;
 
 static void adj_activation_share(void *arg, int64_t first, int64_t count, int member) {
@@ -43,7 +45,7 @@ static void adj_activation_share(void *arg, int64_t first, int64_t count, int me
   const void *xs = adj_at_const(w->x->data, dtype, first);
   void *out = adj_at(w->out, dtype, first);
   if (w->pass == ADJ_PASS_APPLY) {
-    ADJ_DISPATCH(dtype, activation_apply, w->a, xs, out, count);
+    ADJ_DISPATCH(dtype, activation_apply, w->a, xs, out, w->kept ? adj_at(w->kept, dtype, first) : NULL, count);
     return;
   }
   const void *v = adj_at_const(w->v, dtype, first);
@@ -53,29 +55,38 @@ static void adj_activation_share(void *arg, int64_t first, int64_t count, int me
 
 /* The elementwise loops over a team: each member takes a contiguous share. */
 static void adj_activation_run(const adj_activation *a, adj_activation_pass pass, const adj_tensor *x, const void *v,
-                               void *out) {
+                               void *out, void *kept) {
   int64_t n = adj_tensor_volume(x);
-  adj_activation_work w = {a, pass, x, v, out};
+  adj_activation_work w = {a, pass, x, v, out, kept};
   adj_team_run(adj_team_size(n, n), n, adj_activation_share, &w);
 }
 
 int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_tensor *y) {
   ADJ_CALL(adj_activation_check("activation forward", a, "input x", x, "output y", y));
-  adj_activation_run(a, ADJ_PASS_APPLY, x, NULL, y->data);
+  adj_activation_run(a, ADJ_PASS_APPLY, x, NULL, y->data, NULL);
+  return ADJ_SUCCESS;
+}
+
+int adj_activation_forward_kept(const adj_activation *a, const adj_tensor *x, adj_tensor *y, adj_tensor *kept) {
+  ADJ_CALL(adj_activation_check("activation forward", a, "input x", x, "output y", y));
+  ADJ_CALL(adj_activation_check("activation forward", a, "input x", x, "kept output", kept));
+  ADJ_CHECK(a->kind == ADJ_TANH || a->kind == ADJ_SIGMOID, ADJ_ERR_ARG,
+            "activation forward: only tanh and sigmoid keep their output (kind %d)", (int)a->kind);
+  adj_activation_run(a, ADJ_PASS_APPLY, x, NULL, y->data, kept->data);
   return ADJ_SUCCESS;
 }
 
 int adj_activation_jvp(const adj_activation *a, const adj_tensor *x, const adj_tensor *dx, adj_tensor *dy) {
   ADJ_CALL(adj_activation_check("activation jvp", a, "input x", x, "input perturbation dx", dx));
   ADJ_CALL(adj_activation_check("activation jvp", a, "input x", x, "output dy", dy));
-  adj_activation_run(a, ADJ_PASS_DERIVATIVE, x, dx->data, dy->data);
+  adj_activation_run(a, ADJ_PASS_DERIVATIVE, x, dx->data, dy->data, NULL);
   return ADJ_SUCCESS;
 }
 
 int adj_activation_backward(const adj_activation *a, const adj_tensor *x, const adj_tensor *dy, adj_tensor *dx) {
   ADJ_CALL(adj_activation_check("activation backward", a, "input x", x, "output gradient dy", dy));
   ADJ_CALL(adj_activation_check("activation backward", a, "input x", x, "input gradient dx", dx));
-  adj_activation_run(a, ADJ_PASS_DERIVATIVE, x, dy->data, dx->data);
+  adj_activation_run(a, ADJ_PASS_DERIVATIVE, x, dy->data, dx->data, NULL);
   return ADJ_SUCCESS;
 }
 
@@ -87,7 +98,7 @@ int adj_activation_derivative_from_output(const adj_activation *a, const adj_ten
   ADJ_CHECK(a->kind != ADJ_LEAKY_RELU || a->negative_slope > 0, ADJ_ERR_ARG,
             "%s: leaky ReLU's negative slope %g is not positive, so the output does not tell the input's sign", who,
             a->negative_slope);
-  adj_activation_run(a, ADJ_PASS_DERIVATIVE_FROM_OUTPUT, y, v->data, out->data);
+  adj_activation_run(a, ADJ_PASS_DERIVATIVE_FROM_OUTPUT, y, v->data, out->data, NULL);
   return ADJ_SUCCESS;
 }
 

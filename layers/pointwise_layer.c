@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "activation_impl.h"
 #include "adjoin/pointwise_layer.h"
 #include "dist_layer_impl.h"
 #include "stage_impl.h"
@@ -26,9 +27,8 @@ typedef struct adj_activation_impl {
 
 static int adj_activation_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_activation_impl *impl = l->impl;
-  ADJ_CALL(adj_activation_forward(&impl->activation, x, y));
-  if (impl->keeps_output) adj_tensor_copy_flat(&impl->output, y);
-  return ADJ_SUCCESS;
+  if (impl->keeps_output) return adj_activation_forward_kept(&impl->activation, x, y, &impl->output);
+  return adj_activation_forward(&impl->activation, x, y);
 }
 
 /* f'(x) * v at the last forward's x: the jvp and the backward alike. */

@@ -13,6 +13,7 @@
 #include "adjoin/pad_layer.h"
 #include "adjoin/repartition.h"
 #include "dist_layer_impl.h"
+#include "threads_impl.h"
 
 /* One side of one stage: the source rows [a, b) of the global input (along
  * the stage's dimension) that its padding copies. */
@@ -133,12 +134,73 @@ static int adj_pad_stage_adjoint(const adj_pad *p, adj_pad_stage *s, const adj_t
  * input block, written in one pass instead of a copy per stage. */
 static bool adj_pad_direct(const adj_pad *p) { return p->mode == ADJ_PAD_ZEROS && p->stages; }
 
+/* The rows (lines along the last dimension) of one pass of zero padding, for
+ * a team: the forward writes each row of the padded block once (zeros, or
+ * zeros around the input row that lands in it), the adjoint copies each
+ * input row's gradient out of its padded row. */
+typedef struct adj_pad_rows {
+  const adj_box *inner;     /* the input block inside the padded block */
+  const int64_t *padded;    /* the padded block's shape */
+  const char *from;
+  char *to;
+  size_t esize;
+  bool adjoint;             /* rows of the input block (else of the padded block) */
+} adj_pad_rows;
+
+/* Row `row`'s coordinates in the first rank - 1 dimensions of `shape`. */
+static void adj_pad_row_coords(int rank, const int64_t *shape, int64_t row, int64_t *c) {
+  for (int k = rank - 2; k >= 0; k--) c[k] = row % shape[k], row /= shape[k];
+}
+
+static void adj_pad_rows_share(void *arg, int64_t first, int64_t count, int member) {
+  const adj_pad_rows *w = arg;
+  const adj_box *in = w->inner;
+  int r = in->rank, last = r - 1;
+  const int64_t *rows_shape = w->adjoint ? in->extent : w->padded;
+  int64_t c[ADJ_MAX_RANK];
+  adj_pad_row_coords(r, rows_shape, first, c);
+  size_t left = (size_t)in->start[last] * w->esize, middle = (size_t)in->extent[last] * w->esize;
+  size_t row_bytes = (size_t)w->padded[last] * w->esize;
+  for (int64_t row = first; row < first + count; row++) {
+    /* The row in the input block and in the padded block. */
+    int64_t in_row = 0, padded_row = 0;
+    bool inside = true;
+    for (int k = 0; k < last; k++) {
+      int64_t at = w->adjoint ? c[k] + in->start[k] : c[k], local = at - in->start[k];
+      inside &= local >= 0 && local < in->extent[k];
+      in_row = in_row * in->extent[k] + local, padded_row = padded_row * w->padded[k] + at;
+    }
+    const char *src = w->from + (size_t)(w->adjoint ? padded_row : in_row) * (w->adjoint ? row_bytes : middle);
+    char *dst = w->to + (size_t)(w->adjoint ? in_row : padded_row) * (w->adjoint ? middle : row_bytes);
+    if (w->adjoint) {
+      memcpy(dst, src + left, middle);
+    } else if (!inside) {
+      memset(dst, 0, row_bytes);
+    } else {
+      memset(dst, 0, left);
+      memcpy(dst + left, src, middle);
+      memset(dst + left + middle, 0, row_bytes - left - middle);
+    }
+    for (int k = last - 1; k >= 0 && ++c[k] == rows_shape[k]; k--) c[k] = 0;
+  }
+}
+
+/* y = zeros around x (forward), or dx = dy's rows inside (adjoint). */
+static void adj_pad_zeros(const adj_pad *p, const adj_tensor *from, adj_tensor *to, bool adjoint) {
+  const adj_tensor *padded = adjoint ? from : to;
+  adj_pad_rows w = {&p->inner, padded->shape, from->data, to->data, adj_dtype_size(to->dtype), adjoint};
+  /* Rows of the input block (adjoint) or of the padded block (forward). */
+  const int64_t *shape = adjoint ? p->inner.extent : padded->shape;
+  int64_t rows = 1;
+  for (int k = 0; k < padded->rank - 1; k++) rows *= shape[k];
+  int64_t volume = adj_tensor_volume(to);
+  if (rows > 0 && volume > 0) adj_team_run(adj_team_size(rows, volume), rows, adj_pad_rows_share, &w);
+}
+
 static int adj_pad_apply(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_pad *p = l->impl;
   if (adj_pad_direct(p)) {
-    adj_box whole = adj_box_whole(x->rank, x->shape);
-    adj_tensor_zero(y);
-    adj_tensor_copy_box(y, &p->inner, x, &whole, ADJ_UNPACK_COPY);
+    adj_pad_zeros(p, x, y, false);
     return ADJ_SUCCESS;
   }
   const adj_tensor *in = x;
@@ -165,8 +227,7 @@ static int adj_pad_backward(adj_layer *l, const adj_tensor *dy, adj_tensor *dx) 
   if (!dx) return ADJ_SUCCESS;
   if (!p->stages) adj_tensor_copy_flat(dx, dy);
   if (adj_pad_direct(p)) {
-    adj_box whole = adj_box_whole(dx->rank, dx->shape);
-    adj_tensor_copy_box(dx, &whole, dy, &p->inner, ADJ_UNPACK_COPY);
+    adj_pad_zeros(p, dy, dx, true);
     return ADJ_SUCCESS;
   }
   const adj_tensor *dout = dy;

@@ -42,7 +42,8 @@ static const pad_case torch_cases[] = {
 };
 
 /* Distributed cases: reflect wider than most blocks, circular as wide as the
- * extent, one-sided padding, and every mode in 1, 2 and 3 dimensions. */
+ * extent, one-sided padding, every mode in 1, 2 and 3 dimensions, and zeros
+ * large enough for a thread team. */
 static const pad_case dist_cases[] = {
     {4, {2, 3, 11, 9}, ADJ_PAD_REFLECT, {{2, 1}, {1, 2}}},
     {4, {2, 3, 11, 9}, ADJ_PAD_REPLICATE, {{3, 0}, {2, 2}}},
@@ -53,6 +54,8 @@ static const pad_case dist_cases[] = {
     {3, {2, 2, 13}, ADJ_PAD_REPLICATE, {{0, 6}}},
     {5, {1, 2, 5, 4, 3}, ADJ_PAD_REFLECT, {{1, 1}, {2, 0}, {1, 2}}},
     {5, {1, 2, 5, 4, 3}, ADJ_PAD_CIRCULAR, {{2, 1}, {0, 3}, {3, 3}}},
+    /* Zero padding's rows over a thread team (>= 2^16 elements on one rank). */
+    {4, {4, 8, 60, 40}, ADJ_PAD_ZEROS, {{2, 1}, {1, 3}}},
 };
 
 /* Partitions over (N, C, D1, D2, D3) per worker count 1..8: space cut as much

@@ -5,7 +5,16 @@
 #ifndef ADJOIN_INTERNAL_ACTIVATION_IMPL_H
 #define ADJOIN_INTERNAL_ACTIVATION_IMPL_H
 
+#include <stdbool.h>
+
 #include "adjoin/activation.h"
+
+/* tanh and sigmoid: the kinds whose slope is a function of their output
+ * alone, whose layers keep that output (pointwise_layer.c) and whose step
+ * model counts it (plan/step_stages.c). */
+static inline bool adj_activation_keeps_output(adj_activation_kind kind) {
+  return kind == ADJ_TANH || kind == ADJ_SIGMOID;
+}
 
 /* y = f(x) and kept = y; tanh and sigmoid only (ADJ_ERR_ARG otherwise); kept
  * has x's dtype and shape and overlaps neither. */

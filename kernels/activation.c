@@ -70,7 +70,7 @@ int adj_activation_forward(const adj_activation *a, const adj_tensor *x, adj_ten
 int adj_activation_forward_kept(const adj_activation *a, const adj_tensor *x, adj_tensor *y, adj_tensor *kept) {
   ADJ_CALL(adj_activation_check("activation forward", a, "input x", x, "output y", y));
   ADJ_CALL(adj_activation_check("activation forward", a, "input x", x, "kept output", kept));
-  ADJ_CHECK(a->kind == ADJ_TANH || a->kind == ADJ_SIGMOID, ADJ_ERR_ARG,
+  ADJ_CHECK(adj_activation_keeps_output(a->kind), ADJ_ERR_ARG,
             "activation forward: only tanh and sigmoid keep their output (kind %d)", (int)a->kind);
   adj_activation_run(a, ADJ_PASS_APPLY, x, NULL, y->data, kept->data);
   return ADJ_SUCCESS;

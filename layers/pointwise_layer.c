@@ -21,20 +21,21 @@
  * memory (plan/step_stages.c counts it). */
 typedef struct adj_activation_impl {
   adj_activation activation; /* first: adj_activation_layer_describe reads it */
-  bool keeps_output;
   adj_tensor output;         /* f(x) of the last forward, when kept */
 } adj_activation_impl;
 
 static int adj_activation_layer_forward(adj_layer *l, const adj_tensor *x, adj_tensor *y) {
   adj_activation_impl *impl = l->impl;
-  if (impl->keeps_output) return adj_activation_forward_kept(&impl->activation, x, y, &impl->output);
+  if (adj_activation_keeps_output(impl->activation.kind))
+    return adj_activation_forward_kept(&impl->activation, x, y, &impl->output);
   return adj_activation_forward(&impl->activation, x, y);
 }
 
 /* f'(x) * v at the last forward's x: the jvp and the backward alike. */
 static int adj_activation_layer_derivative(adj_layer *l, const adj_tensor *v, adj_tensor *out) {
   adj_activation_impl *impl = l->impl;
-  if (impl->keeps_output) return adj_activation_derivative_from_output(&impl->activation, &impl->output, v, out);
+  if (adj_activation_keeps_output(impl->activation.kind))
+    return adj_activation_derivative_from_output(&impl->activation, &impl->output, v, out);
   return adj_activation_backward(&impl->activation, l->input, v, out);
 }
 
@@ -68,8 +69,8 @@ int adj_activation_layer_create(const adj_activation_layer_config *c, adj_layer 
   ADJ_CALL(adj_layer_config_check(who, c, c ? c->dtype : ADJ_FLOAT64, c ? c->input : NULL));
   adj_activation_kind kind = c->activation.kind;
   ADJ_CHECK(kind >= ADJ_RELU && kind <= ADJ_SIGMOID, ADJ_ERR_ARG, "%s: unknown activation kind %d", who, (int)kind);
-  adj_activation_impl *impl = calloc(1, sizeof *impl);
-  if (impl) *impl = (adj_activation_impl){.activation = c->activation, .keeps_output = kind >= ADJ_TANH};
+  adj_activation_impl *impl = malloc(sizeof *impl);
+  if (impl) *impl = (adj_activation_impl){.activation = c->activation};
   int status = adj_layer_agree(c->input, impl ? ADJ_SUCCESS : adj_error_set(ADJ_ERR_MEM, "%s: out of memory", who));
   char name[64];
   adj_activation_name(&c->activation, name, sizeof name);
@@ -80,7 +81,7 @@ int adj_activation_layer_create(const adj_activation_layer_config *c, adj_layer 
     free(impl);
     return status;
   }
-  if (impl->keeps_output)
+  if (adj_activation_keeps_output(kind))
     status = adj_layer_agree(c->input, adj_layer_create_output(*layer, &impl->output));
   if (status) adj_layer_destroy(layer);
   return status;
@@ -88,7 +89,8 @@ int adj_activation_layer_create(const adj_activation_layer_config *c, adj_layer 
 
 bool adj_activation_layer_describe(const adj_layer *layer, adj_stage_description *d) {
   if (!layer || layer->methods.forward != adj_activation_layer_forward) return false;
-  *d = (adj_stage_description){.kind = ADJ_STAGE_ACTIVATION, .activation = ((const adj_activation_impl *)layer->impl)->activation};
+  const adj_activation_impl *impl = layer->impl;
+  *d = (adj_stage_description){.kind = ADJ_STAGE_ACTIVATION, .activation = impl->activation};
   return true;
 }
 

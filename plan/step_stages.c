@@ -8,6 +8,7 @@
 
 #include "adjoin/conv.h"
 #include "adjoin/decomposition.h"
+#include "activation_impl.h"
 #include "adjoin/threads.h"
 #include "error_impl.h"
 #include "step_model_impl.h"
@@ -446,7 +447,8 @@ int step_pointwise(step_walk *w, int i) {
   if (l->kind == ADJ_DESC_BATCHNORM) step_batchnorm(w, s, l, local);
   if (l->kind == ADJ_DESC_UPSAMPLE) step_upsample(w, s, l, local);
   /* tanh and sigmoid keep their output for backward (pointwise_layer.c). */
-  if (l->kind == ADJ_DESC_ACTIVATION && l->u.activation.kind >= ADJ_TANH) step_buffer(s, local, w->esize);
+  if (l->kind == ADJ_DESC_ACTIVATION && adj_activation_keeps_output(l->u.activation.kind))
+    step_buffer(s, local, w->esize);
   twin.parameter_count = s->parameters;
   ADJ_CALL(step_compute(w, s, &twin, n, s->parameters > 0));
   step_layout out = step_pointwise_output(w, l, ll);

@@ -1,6 +1,6 @@
-/* Elementwise exp, log, log1p and tanh over arrays, for the kernels and layers
- * whose pointwise math would otherwise call libm once per element: each level
- * of the kernel table maps a register of elements per call through glibc's
+/* Elementwise exp, log, log1p, tanh and sigmoid over arrays, for the kernels
+ * and layers whose pointwise math would otherwise call libm once per element:
+ * each level of the kernel table maps a register of elements per call through glibc's
  * vector math library where the build has it (kernels/vector_math_level.inc).
  * An element's value depends on its input alone, never on its place in the
  * array, so split tensors get the bits of the whole. */
@@ -15,6 +15,7 @@ typedef enum adj_vector_function {
   ADJ_VECTOR_LOG,
   ADJ_VECTOR_LOG1P,
   ADJ_VECTOR_TANH,
+  ADJ_VECTOR_SIGMOID, /* 1 / (1 + exp(-x)), by exp(-|x|): no overflow */
   ADJ_VECTOR_FUNCTIONS
 } adj_vector_function;
 

@@ -141,5 +141,6 @@ const adj_kernel_table ADJ_LEVEL_TABLE = {
     .vector_math = {[ADJ_VECTOR_EXP] = {vector_exp_F32, vector_exp_F64},
                     [ADJ_VECTOR_LOG] = {vector_log_F32, vector_log_F64},
                     [ADJ_VECTOR_LOG1P] = {vector_log1p_F32, vector_log1p_F64},
-                    [ADJ_VECTOR_TANH] = {vector_tanh_F32, vector_tanh_F64}},
+                    [ADJ_VECTOR_TANH] = {vector_tanh_F32, vector_tanh_F64},
+                    [ADJ_VECTOR_SIGMOID] = {vector_sigmoid_F32, vector_sigmoid_F64}},
 };

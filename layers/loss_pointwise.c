@@ -3,15 +3,22 @@
  * A block goes a chunk at a time: x and t widened to double, one loop per
  * loss kind (no switch per element), the exps and logs a register at a time
  * through the vector math (vector_math_impl.h), and the sum carried in
- * ADJ_LOSS_LANES partial sums added in a fixed order, so every loop
+ * float64 lanes added in a fixed order (lane_sums_impl.h), so every loop
  * vectorizes and the result does not depend on the thread count.  The
  * formulas are PyTorch's (adjoin/loss_layers.h). */
 #include <math.h>
 
 #include "loss_pointwise_impl.h"
 #include "vector_math_impl.h"
+#include "lane_sums_impl.h"
+#include "vectorize_impl.h"
 
-enum { ADJ_LOSS_CHUNK = 256, ADJ_LOSS_LANES = 8 };
+enum { ADJ_LOSS_CHUNK = 256 };
+
+/* The chunk math is inlined into the typed loops over a block, which are
+ * built per level (ADJ_KERNEL_CLONES): the default build runs it at the
+ * CPU's vector width. */
+#define ADJ_CHUNK_MATH static inline __attribute__((always_inline))
 
 /* A chunk's operands and results in double: x, t, the values or slopes f, and
  * a scratch w. */
@@ -20,23 +27,23 @@ typedef struct adj_loss_chunk {
   int64_t m;
 } adj_loss_chunk;
 
-static void adj_exps(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_EXP, sizeof(double), v, v, m); }
-static void adj_logs(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_LOG, sizeof(double), v, v, m); }
+ADJ_CHUNK_MATH void adj_exps(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_EXP, sizeof(double), v, v, m); }
+ADJ_CHUNK_MATH void adj_logs(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_LOG, sizeof(double), v, v, m); }
 
 /* log(v) clamped at -100, as PyTorch's BCE does: log 0 = -inf, and the NaN
  * of a negative v or a NaN, both fail the comparison and become -100. */
-static void adj_clamped_logs(double *v, int64_t m) {
+ADJ_CHUNK_MATH void adj_clamped_logs(double *v, int64_t m) {
   adj_logs(v, m);
   for (int64_t j = 0; j < m; j++) v[j] = v[j] > -100.0 ? v[j] : -100.0;
 }
 
 /* e_j = exp(-|x_j|), an exp of no positive argument. */
-static void adj_exp_minus_abs(const double *x, double *e, int64_t m) {
+ADJ_CHUNK_MATH void adj_exp_minus_abs(const double *x, double *e, int64_t m) {
   for (int64_t j = 0; j < m; j++) e[j] = -fabs(x[j]);
   adj_exps(e, m);
 }
 
-static void adj_bce_values(adj_loss_chunk *c) {
+ADJ_CHUNK_MATH void adj_bce_values(adj_loss_chunk *c) {
   int64_t m = c->m;
   for (int64_t j = 0; j < m; j++) {
     c->f[j] = c->x[j];
@@ -48,7 +55,7 @@ static void adj_bce_values(adj_loss_chunk *c) {
 }
 
 /* max(x, 0) - x t + log1p(exp(-|x|)). */
-static void adj_bce_logits_values(adj_loss_chunk *c) {
+ADJ_CHUNK_MATH void adj_bce_logits_values(adj_loss_chunk *c) {
   int64_t m = c->m;
   adj_exp_minus_abs(c->x, c->w, m);
   adj_vector_math(ADJ_VECTOR_LOG1P, sizeof(double), c->w, c->w, m);
@@ -56,7 +63,7 @@ static void adj_bce_logits_values(adj_loss_chunk *c) {
 }
 
 /* exp(t) (t - x) with log targets; t log t - t x (0 log 0 = 0) without. */
-static void adj_kl_values(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CHUNK_MATH void adj_kl_values(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   for (int64_t j = 0; j < m; j++) c->w[j] = c->t[j];
   if (p->log_target) {
@@ -70,7 +77,7 @@ static void adj_kl_values(const adj_loss_point *p, adj_loss_chunk *c) {
 
 /* x - t log(x + eps) on linear input, exp(x) - t x on log input; the full
  * loss adds Stirling's t log t - t + log(2 pi t) / 2 where t > 1. */
-static void adj_poisson_values(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CHUNK_MATH void adj_poisson_values(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   if (p->linear_input) {
     for (int64_t j = 0; j < m; j++) c->w[j] = c->x[j] + p->eps;
@@ -90,7 +97,7 @@ static void adj_poisson_values(const adj_loss_point *p, adj_loss_chunk *c) {
 }
 
 /* f = f(x, t) over the chunk. */
-static void adj_loss_chunk_values(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CHUNK_MATH void adj_loss_chunk_values(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   switch (p->kind) {
   case ADJ_LOSS_L1:
@@ -110,10 +117,10 @@ static void adj_loss_chunk_values(const adj_loss_point *p, adj_loss_chunk *c) {
 
 /* f = f'(x) over the chunk.  L1's kink takes slope 0; BCE's denominator is
  * kept from 1e-12 as PyTorch does; BCE with logits is sigmoid(x) - t. */
-static void adj_loss_chunk_slopes(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CHUNK_MATH void adj_loss_chunk_slopes(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   const double *x = c->x, *t = c->t;
-  double *f = c->f, *w = c->w;
+  double *f = c->f;
   switch (p->kind) {
   case ADJ_LOSS_L1:
     for (int64_t j = 0; j < m; j++) f[j] = x[j] > t[j] ? 1 : x[j] < t[j] ? -1 : 0;
@@ -128,8 +135,8 @@ static void adj_loss_chunk_slopes(const adj_loss_point *p, adj_loss_chunk *c) {
     }
     break;
   case ADJ_LOSS_BCE_WITH_LOGITS:
-    adj_exp_minus_abs(x, w, m);
-    for (int64_t j = 0; j < m; j++) f[j] = (x[j] >= 0 ? 1 : w[j]) / (1 + w[j]) - t[j];
+    adj_vector_math(ADJ_VECTOR_SIGMOID, sizeof(double), x, f, m);
+    for (int64_t j = 0; j < m; j++) f[j] -= t[j];
     break;
   case ADJ_LOSS_KL_DIV:
     for (int64_t j = 0; j < m; j++) f[j] = t[j];
@@ -148,21 +155,6 @@ static void adj_loss_chunk_slopes(const adj_loss_point *p, adj_loss_chunk *c) {
   default:
     for (int64_t j = 0; j < m; j++) f[j] = 0;
   }
-}
-
-/* lanes[j mod ADJ_LOSS_LANES] += v[j]: independent sums, so the loop
- * vectorizes without reordering any one of them. */
-static void adj_lanes_add(double *lanes, const double *v, int64_t m) {
-  int64_t j = 0;
-  for (; j + ADJ_LOSS_LANES <= m; j += ADJ_LOSS_LANES)
-    for (int l = 0; l < ADJ_LOSS_LANES; l++) lanes[l] += v[j + l];
-  for (int l = 0; j < m; j++, l++) lanes[l] += v[j];
-}
-
-static double adj_lanes_total(const double *lanes) {
-  double total = 0;
-  for (int l = 0; l < ADJ_LOSS_LANES; l++) total += lanes[l];
-  return total;
 }
 
 #define ADJ_TYPED_FILE "loss_pointwise_typed.inc"

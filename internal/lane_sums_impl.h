@@ -8,16 +8,18 @@
 
 #include <stdint.h>
 
+#include "vectorize_impl.h"
+
 enum { ADJ_LANE_SUMS = 8 };
 
 /* lanes[j mod ADJ_LANE_SUMS] += v[j] for j < m, v float or double.  Inlined,
  * so a caller built per level (ADJ_KERNEL_CLONES) gets its level's vectors. */
-#define ADJ_LANE_SUMS_ADD(T, name)                                                               \
-  static inline __attribute__((always_inline)) void name(double *lanes, const T *v, int64_t m) { \
-    int64_t j = 0;                                                                               \
-    for (; j + ADJ_LANE_SUMS <= m; j += ADJ_LANE_SUMS)                                           \
-      for (int l = 0; l < ADJ_LANE_SUMS; l++) lanes[l] += (double)v[j + l];                      \
-    for (int l = 0; j < m; j++, l++) lanes[l] += (double)v[j];                                   \
+#define ADJ_LANE_SUMS_ADD(T, name)                                          \
+  ADJ_CLONE_HELPER void name(double *lanes, const T *v, int64_t m) {        \
+    int64_t j = 0;                                                          \
+    for (; j + ADJ_LANE_SUMS <= m; j += ADJ_LANE_SUMS)                      \
+      for (int l = 0; l < ADJ_LANE_SUMS; l++) lanes[l] += (double)v[j + l]; \
+    for (int l = 0; j < m; j++, l++) lanes[l] += (double)v[j];              \
   }
 ADJ_LANE_SUMS_ADD(float, adj_lane_sums_add_f32)
 ADJ_LANE_SUMS_ADD(double, adj_lane_sums_add_f64)

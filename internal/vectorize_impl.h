@@ -31,4 +31,9 @@
 #define ADJ_KERNEL_CLONES
 #endif
 
+/* Before a helper that an ADJ_KERNEL_CLONES loop calls: inlined into each
+ * clone, so its loops take the clone's level (a call would run the helper as
+ * the file is compiled, at the baseline). */
+#define ADJ_CLONE_HELPER static inline __attribute__((always_inline))
+
 #endif

@@ -36,8 +36,8 @@ typedef int32_t adj_pool_lanes __attribute__((vector_size(16)));
 #define ADJ_POOL_PICK(mask, v) ((adj_pool_floats)((mask) & (adj_pool_lanes)(v)))
 
 /* Windows [o, o + 4) of the output row whose input rows start at x0 and x1. */
-static inline __attribute__((always_inline)) void adj_pool_scatter4(const float *x0, const float *x1, float *d0,
-                                                                   float *d1, const float *dy, int64_t o) {
+ADJ_CLONE_HELPER void adj_pool_scatter4(const float *x0, const float *x1, float *d0, float *d1, const float *dy,
+                                        int64_t o) {
   adj_pool_floats a, b, c, e, g;
   memcpy(&a, x0 + 2 * o, sizeof a), memcpy(&b, x0 + 2 * o + 4, sizeof b);
   memcpy(&c, x1 + 2 * o, sizeof c), memcpy(&e, x1 + 2 * o + 4, sizeof e);
@@ -58,8 +58,7 @@ static inline __attribute__((always_inline)) void adj_pool_scatter4(const float 
 }
 
 /* Rows of at least 4 outputs (shorter ones take the float64 loop). */
-static inline __attribute__((always_inline)) void adj_pool_2x2_scatter_floats(int64_t rows, int64_t w, const float *x,
-                                                                             float *dx, const float *dy) {
+ADJ_CLONE_HELPER void adj_pool_2x2_scatter_floats(int64_t rows, int64_t w, const float *x, float *dx, const float *dy) {
   for (int64_t r = 0; r < rows; r++) {
     const float *x0 = x + 4 * r * w, *x1 = x0 + 2 * w, *g = dy + r * w;
     float *d0 = dx + 4 * r * w, *d1 = d0 + 2 * w;

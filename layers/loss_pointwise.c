@@ -15,10 +15,9 @@
 
 enum { ADJ_LOSS_CHUNK = 256 };
 
-/* The chunk math is inlined into the typed loops over a block, which are
- * built per level (ADJ_KERNEL_CLONES): the default build runs it at the
- * CPU's vector width. */
-#define ADJ_CHUNK_MATH static inline __attribute__((always_inline))
+/* The chunk math is inlined (ADJ_CLONE_HELPER) into the typed loops over a
+ * block, which are built per level: the default build runs it at the CPU's
+ * vector width. */
 
 /* A chunk's operands and results in double: x, t, the values or slopes f, and
  * a scratch w. */
@@ -27,23 +26,23 @@ typedef struct adj_loss_chunk {
   int64_t m;
 } adj_loss_chunk;
 
-ADJ_CHUNK_MATH void adj_exps(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_EXP, sizeof(double), v, v, m); }
-ADJ_CHUNK_MATH void adj_logs(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_LOG, sizeof(double), v, v, m); }
+ADJ_CLONE_HELPER void adj_exps(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_EXP, sizeof(double), v, v, m); }
+ADJ_CLONE_HELPER void adj_logs(double *v, int64_t m) { adj_vector_math(ADJ_VECTOR_LOG, sizeof(double), v, v, m); }
 
 /* log(v) clamped at -100, as PyTorch's BCE does: log 0 = -inf, and the NaN
  * of a negative v or a NaN, both fail the comparison and become -100. */
-ADJ_CHUNK_MATH void adj_clamped_logs(double *v, int64_t m) {
+ADJ_CLONE_HELPER void adj_clamped_logs(double *v, int64_t m) {
   adj_logs(v, m);
   for (int64_t j = 0; j < m; j++) v[j] = v[j] > -100.0 ? v[j] : -100.0;
 }
 
 /* e_j = exp(-|x_j|), an exp of no positive argument. */
-ADJ_CHUNK_MATH void adj_exp_minus_abs(const double *x, double *e, int64_t m) {
+ADJ_CLONE_HELPER void adj_exp_minus_abs(const double *x, double *e, int64_t m) {
   for (int64_t j = 0; j < m; j++) e[j] = -fabs(x[j]);
   adj_exps(e, m);
 }
 
-ADJ_CHUNK_MATH void adj_bce_values(adj_loss_chunk *c) {
+ADJ_CLONE_HELPER void adj_bce_values(adj_loss_chunk *c) {
   int64_t m = c->m;
   for (int64_t j = 0; j < m; j++) {
     c->f[j] = c->x[j];
@@ -55,7 +54,7 @@ ADJ_CHUNK_MATH void adj_bce_values(adj_loss_chunk *c) {
 }
 
 /* max(x, 0) - x t + log1p(exp(-|x|)). */
-ADJ_CHUNK_MATH void adj_bce_logits_values(adj_loss_chunk *c) {
+ADJ_CLONE_HELPER void adj_bce_logits_values(adj_loss_chunk *c) {
   int64_t m = c->m;
   adj_exp_minus_abs(c->x, c->w, m);
   adj_vector_math(ADJ_VECTOR_LOG1P, sizeof(double), c->w, c->w, m);
@@ -63,7 +62,7 @@ ADJ_CHUNK_MATH void adj_bce_logits_values(adj_loss_chunk *c) {
 }
 
 /* exp(t) (t - x) with log targets; t log t - t x (0 log 0 = 0) without. */
-ADJ_CHUNK_MATH void adj_kl_values(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CLONE_HELPER void adj_kl_values(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   for (int64_t j = 0; j < m; j++) c->w[j] = c->t[j];
   if (p->log_target) {
@@ -77,7 +76,7 @@ ADJ_CHUNK_MATH void adj_kl_values(const adj_loss_point *p, adj_loss_chunk *c) {
 
 /* x - t log(x + eps) on linear input, exp(x) - t x on log input; the full
  * loss adds Stirling's t log t - t + log(2 pi t) / 2 where t > 1. */
-ADJ_CHUNK_MATH void adj_poisson_values(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CLONE_HELPER void adj_poisson_values(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   if (p->linear_input) {
     for (int64_t j = 0; j < m; j++) c->w[j] = c->x[j] + p->eps;
@@ -97,7 +96,7 @@ ADJ_CHUNK_MATH void adj_poisson_values(const adj_loss_point *p, adj_loss_chunk *
 }
 
 /* f = f(x, t) over the chunk. */
-ADJ_CHUNK_MATH void adj_loss_chunk_values(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CLONE_HELPER void adj_loss_chunk_values(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   switch (p->kind) {
   case ADJ_LOSS_L1:
@@ -117,7 +116,7 @@ ADJ_CHUNK_MATH void adj_loss_chunk_values(const adj_loss_point *p, adj_loss_chun
 
 /* f = f'(x) over the chunk.  L1's kink takes slope 0; BCE's denominator is
  * kept from 1e-12 as PyTorch does; BCE with logits is sigmoid(x) - t. */
-ADJ_CHUNK_MATH void adj_loss_chunk_slopes(const adj_loss_point *p, adj_loss_chunk *c) {
+ADJ_CLONE_HELPER void adj_loss_chunk_slopes(const adj_loss_point *p, adj_loss_chunk *c) {
   int64_t m = c->m;
   const double *x = c->x, *t = c->t;
   double *f = c->f;

@@ -45,6 +45,14 @@ enum {
   ADJ_DIRECT_WIDE_MAX_CHANNELS = 64,
   ADJ_DIRECT_WIDE_MAX_POSITIONS = 1024,
   ADJ_DIRECT_WIDE_LANES = 16,
+  /* Output channels along the vectors cost a transpose of y (in registers)
+   * and of dy per image, which pays where each output sums many terms
+   * (C_in x taps): LeNet's conv2 (150 terms) ran forward + backward 1.3x
+   * faster so, a conv1d with 16 channels and 3 taps (48) level, but the
+   * encoder-decoder's first layer (1 channel, 3x3: 9 terms) 2.1x slower
+   * at x86-64-v4 and 1.5x at v3 than with positions along the vectors and
+   * rows in place (bench-layers --filter conv, both forced direct). */
+  ADJ_DIRECT_CHANNEL_MIN_TERMS = 32,
 };
 
 /* The kernel fn of d's level and dtype. */
@@ -206,7 +214,13 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->input_is_grid = true;
   for (int k = 0; k < 3; k++) d->input_is_grid &= d->grid.padded[k] == p->in[k];
   d->plane_vectors = d->input_is_grid && d->grid.volume >= vl ? (d->grid.volume + vl - 1) / vl : 0;
-  d->channel_vectors = c_out % vl == 0;
+  /* The grid's dropped positions cost the kernels that put positions along
+   * the vectors; with the output channels along them the forward and the
+   * weight gradient visit only real outputs, and on small planes (a
+   * distributed layer's blocks) the input gradient's share of dropped
+   * positions still costs less than shifted or im2col (bench/RESULTS.md). */
+  d->dense_grid = 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
+  d->channel_vectors = c_out % vl == 0 && (!d->dense_grid || d->c_in * d->taps >= ADJ_DIRECT_CHANNEL_MIN_TERMS);
   d->positions = p->out_volume;
   int64_t per_image = d->c_in * d->grid.volume + d->c_out * d->dy_row;
   per_image = (per_image + (d->channel_vectors ? c_out * p->out_volume : 0)) * (int64_t)adj_dtype_size(dtype);
@@ -214,12 +228,6 @@ bool adj_conv_direct_make(const adj_window_plan *p, int64_t c_out, adj_dtype dty
   d->chunk = d->chunk < 1 ? 1 : d->chunk > p->batch ? p->batch : d->chunk;
   adj_direct_pair_rule(p, vl, d);
   d->bytes = adj_direct_layout(d, NULL, NULL);
-  /* The grid's dropped positions cost the kernels that put positions along
-   * the vectors; with the output channels along them the forward and the
-   * weight gradient visit only real outputs, and on small planes (a
-   * distributed layer's blocks) the input gradient's share of dropped
-   * positions still costs less than shifted or im2col (bench/RESULTS.md). */
-  d->dense_grid = 2 * d->span_rounded <= 3 * p->out_volume + 2 * vl;
   return any_shape || d->channel_vectors || d->dense_grid;
 }
 

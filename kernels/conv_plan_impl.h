@@ -129,8 +129,9 @@ typedef struct adj_conv_direct {
                            * last image, whose tail read would leave the tensor) and ... */
   int64_t plane_vectors;  /* ... the input gradient writes dx in place in this many vectors
                            * per channel, the last ending with the plane (0: through dx_grid) */
-  bool channel_vectors;   /* C_out a multiple of the vector length: the forward and dw run
-                           * with the output channels along the vectors, over real outputs only */
+  bool channel_vectors;   /* C_out a multiple of the vector length, and each output the sum of
+                           * many terms or the grid sparse: the forward and dw run with the
+                           * output channels along the vectors, over real outputs only */
   bool dense_grid;        /* the grid drops at most about half its positions */
   int64_t positions;      /* outputs per channel (out_volume) */
   int64_t dy_row;         /* length of one channel's dy grid */

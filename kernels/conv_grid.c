@@ -1,6 +1,7 @@
 /* The padded input grid of a unit-stride convolution (conv_plan_impl.h), shared by
  * the shifted-GEMM and direct paths. */
 #include <stdint.h>
+#include <string.h>
 
 #include "conv_plan_impl.h"
 

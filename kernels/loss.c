@@ -10,9 +10,9 @@
 #include "vector_math_impl.h"
 
 /* Cross-entropy's rows go through the vector math a chunk at a time, their
- * sums in lanes (lane_sums_impl.h), their maxima in vectors of ADJ_XENT_BYTES
- * (a register at v3, half one at v4, two at the baseline). */
-enum { ADJ_XENT_CHUNK = 256, ADJ_XENT_BYTES = 32 };
+ * sums in lanes (lane_sums_impl.h), their maxima in ADJ_XENT_MAXIMA vectors
+ * of ADJ_XENT_BYTES (a register at v3, half one at v4, two at the baseline). */
+enum { ADJ_XENT_CHUNK = 256, ADJ_XENT_BYTES = 32, ADJ_XENT_MAXIMA = 2 };
 
 /* The most threads a cross-entropy call splits its rows over. */
 enum { ADJ_XENT_TEAM = 64 };

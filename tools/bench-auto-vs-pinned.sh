@@ -57,26 +57,26 @@ while [ "$r" -le "$rounds" ]; do
   r=$((r + 1))
 done
 
-awk -v pinned="$pinned" -v bound="$bound" -f tools/median.awk -f /dev/stdin "$work/times" <<'SUMMARY'
-{ n[$1, $2]++; t[$1, $2, n[$1, $2]] = $3; if (!($2 in seen)) { seen[$2] = 1; cases[++k] = $2 } }
+# One line per case, "ratio case auto pinned", worst first.
+awk -v pinned="$pinned" -f tools/median.awk -f /dev/stdin "$work/times" >"$work/ratios" <<'RATIOS'
+{ n[$1, $2]++; t[$1, $2, n[$1, $2]] = $3; seen[$2] = 1 }
 END {
-  for (j = 1; j <= k; j++) {
-    c = cases[j]
+  for (c in seen) {
     for (i = 1; i <= n["build-level-auto", c]; i++) a[i] = t["build-level-auto", c, i]
     auto = median(a, n["build-level-auto", c])
     for (i = 1; i <= n[pinned, c]; i++) a[i] = t[pinned, c, i]
     pin = median(a, n[pinned, c])
-    ratio[j] = pin > 0 ? auto / pin : 0
-    line[j] = sprintf("%-44s %10.4f %10.4f %8.2fx", c, auto, pin, ratio[j])
+    printf("%.4f %s %.4f %.4f\n", (pin > 0 ? auto / pin : 0), c, auto, pin)
   }
-  for (i = 2; i <= k; i++) for (j = i; j > 1 && ratio[order(j - 1)] < ratio[order(j)]; j--) swap(j)
-  printf "%-44s %10s %10s %9s\n", "case/dtype (forward + backward, ms)", "auto", pinned, "ratio"
-  for (j = 1; j <= k; j++) print line[order(j)]
-  over = 0
-  for (j = 1; j <= k; j++) if (ratio[order(j)] > bound) { if (!over++) print "\ncases above " bound "x:"; print line[order(j)] }
-  printf "\n%d of %d cases above %sx\n", over, k, bound
-  exit over > 0
 }
-function order(j) { return (j in perm) ? perm[j] : j }
-function swap(j,   t) { t = order(j); perm[j] = order(j - 1); perm[j - 1] = t }
-SUMMARY
+RATIOS
+sort -k1,1gr "$work/ratios" | awk -v pinned="$pinned" -v bound="$bound" '
+  function row() { return sprintf("%-44s %10.4f %10.4f %8.2fx", $2, $3, $4, $1) }
+  BEGIN { printf "%-44s %10s %10s %9s\n", "case/dtype (forward + backward, ms)", "auto", pinned, "ratio" }
+  { print row(); if ($1 > bound) over[++k] = row() }
+  END {
+    if (k) print "\ncases above " bound "x:"
+    for (j = 1; j <= k; j++) print over[j]
+    printf "\n%d of %d cases above %sx\n", k, NR, bound
+    exit k > 0
+  }'
